@@ -1,0 +1,79 @@
+"""frs: the Focused Reasoning System domain; pure Python, no I/O.
+
+A runtime embeds it by giving `ReasoningService` a store (``storage.SqliteStore``) and calling
+the same use cases the MCP tools call.
+"""
+
+from frs.aliases import AliasRef, Page, parse_alias
+from frs.errors import (
+    AliasNotFound,
+    AlreadyRestored,
+    Conflict,
+    CoveredByLaterSquash,
+    FrsError,
+    InvalidAlias,
+    InvalidContent,
+    InvalidRequest,
+    NotFound,
+    PositionOutOfRange,
+    SessionNotFound,
+    SplitsToolCall,
+    StaleRevision,
+    SummaryNotSmaller,
+    SummaryTooLarge,
+)
+from frs.model import (
+    LANES,
+    ROLES,
+    Checkpoint,
+    Limits,
+    Message,
+    NewMessage,
+    Numbering,
+    PlanStep,
+    Role,
+    Session,
+    SessionId,
+    Squash,
+    ToolCall,
+)
+from frs.service import ReasoningService, Recorded, Restored, Squashed, ViewOptions
+
+__all__ = [
+    "LANES",
+    "ROLES",
+    "AliasNotFound",
+    "AliasRef",
+    "AlreadyRestored",
+    "Checkpoint",
+    "Conflict",
+    "CoveredByLaterSquash",
+    "FrsError",
+    "InvalidAlias",
+    "InvalidContent",
+    "InvalidRequest",
+    "Limits",
+    "Message",
+    "NewMessage",
+    "NotFound",
+    "Numbering",
+    "Page",
+    "PlanStep",
+    "PositionOutOfRange",
+    "ReasoningService",
+    "Recorded",
+    "Restored",
+    "Role",
+    "Session",
+    "SessionId",
+    "SessionNotFound",
+    "SplitsToolCall",
+    "Squash",
+    "Squashed",
+    "StaleRevision",
+    "SummaryNotSmaller",
+    "SummaryTooLarge",
+    "ToolCall",
+    "ViewOptions",
+    "parse_alias",
+]

@@ -1,0 +1,142 @@
+"""Frozen values of the domain: sessions, messages, squashes, plans.
+
+A message's `number` is its permanent per-session counter (assigned once, never reused); a
+`position` is where a live entry sits in the current rendering (1-based, contiguous). Live
+entries are ordered by `ord`: an original message's own number, or for a summary the first
+number it covers, so a summary takes the place of what it replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, NewType
+
+SessionId = NewType("SessionId", str)
+
+Role = Literal["system", "user", "assistant", "tool"]
+Kind = Literal["message", "summary", "thinking"]
+Numbering = Literal["position", "absolute"]
+StepStatus = Literal["todo", "doing", "done"]
+
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+#: What a view can filter on and count: the four roles, plus summaries as their own lane.
+LANES: tuple[str, ...] = ("system", "user", "assistant", "tool", "summary")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Sizes a request may not exceed; each refusal names the limit."""
+
+    max_message_chars: int = 200_000
+    max_summary_chars: int = 8_000
+    max_batch: int = 5_000
+    max_title_chars: int = 200
+    max_plan_steps: int = 100
+    preview_chars: int = 1_200
+    page_chars: int = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the JSON text the model produced, kept verbatim
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message as a caller hands it in, before it has a number."""
+
+    role: Role
+    content: str
+    kind: Literal["message", "thinking"] = "message"
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    run_id: str | None = None
+    interface_message_id: str | None = None
+    created_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    number: int | None  # None for thinking, which is never numbered
+    ord: int
+    ord_last: int  # == ord except for a summary, which spans ord..ord_last
+    role: Role
+    kind: Kind
+    content: str
+    sha256: str
+    tokens: int
+    live: bool
+    created_at: str
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    answers: int | None = None  # number of the assistant message whose call this answers
+    run_id: str | None = None
+    interface_message_id: str | None = None
+    covered: int = 1  # original messages this entry stands for (a summary: all it replaced)
+    squash_n: int | None = None  # a summary: the n of its squash (alias SQ.n)
+    squash_sha256: str | None = None  # a summary: the hash of its squash's originals
+
+    @property
+    def lane(self) -> str:
+        return "summary" if self.kind == "summary" else self.role
+
+    @property
+    def sha8(self) -> str:
+        return self.sha256[:8]
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: SessionId
+    title: str
+    goal: str
+    numbering: Numbering
+    revision: int
+    created_at: str
+    updated_at: str
+    live_count: int  # numbered entries in the thread now
+    live_tokens: int
+    lanes: dict[str, int] = field(default_factory=dict)  # live entries per lane
+    recorded: int = 0  # original numbered messages ever recorded
+    next_number: int = 1  # the number the next message (or summary) gets
+    next_squash: int = 1  # the n of the next squash (alias SQ.n)
+    interface: str | None = None
+    conversation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Squash:
+    n: int
+    summary_number: int
+    first: int  # ord span the summary covers
+    last: int
+    count: int  # live entries it replaced
+    covered: int  # original messages those entries stood for
+    tokens_before: int
+    tokens_after: int
+    sha256: str  # of the originals as rendered by get_alias
+    created_at: str
+    restored: bool = False
+    summary: str = ""
+
+    @property
+    def alias(self) -> str:
+        return f"SQ.{self.n}@{self.sha256[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    text: str
+    status: StepStatus = "todo"
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    name: str
+    revision: int
+    after_ord: int  # the mark sits after the live entry covering this ord (0: before all)
+    created_at: str

@@ -1,0 +1,101 @@
+"""Pure rules about what may be recorded and squashed; no I/O, no state.
+
+A squash replaces whole live entries by one summary that must be shorter than what it replaces;
+it may not separate a tool call from its result (checked in the service, which looks up the
+partners); a stale `expected_revision` refuses any change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from frs.errors import (
+    InvalidContent,
+    InvalidRequest,
+    SummaryNotSmaller,
+    SummaryTooLarge,
+)
+from frs.model import ROLES, Limits, Message, NewMessage
+from frs.text import check_text, estimate_tokens
+
+
+def check_summary(summary: str, limits: Limits) -> str:
+    """The summary as it will be stored; refuses empty, oversized or invalid text."""
+    text = summary.strip()
+    if not text:
+        raise InvalidRequest(
+            "The summary is empty. Write what the squashed messages established: decisions, "
+            "numbers, file names and open questions."
+        )
+    if len(text) > limits.max_summary_chars:
+        raise SummaryTooLarge(len(text), limits.max_summary_chars)
+    check_text(text, "The summary")
+    return text
+
+
+def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
+    """Refuse the whole batch if any message is invalid, naming its index (0-based)."""
+    if not messages:
+        raise InvalidRequest("No messages given. Pass messages=[{role, content}, ...].")
+    if len(messages) > limits.max_batch:
+        raise InvalidRequest(
+            f"{len(messages):,} messages in one call; the limit is {limits.max_batch:,}. "
+            "Split the batch."
+        )
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if message.role not in ROLES:
+            raise InvalidContent(
+                f"{where}.role is {message.role!r}; use one of {', '.join(ROLES)}."
+            )
+        size = len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
+        if size > limits.max_message_chars:
+            raise InvalidContent(
+                f"{where} has {size:,} characters; the limit is {limits.max_message_chars:,}. "
+                "Record a shorter excerpt, or split the output into several messages."
+            )
+        check_text(message.content, f"{where}.content")
+        if message.tool_calls and message.role != "assistant":
+            raise InvalidContent(
+                f"{where} has tool_calls but role {message.role!r}; only assistant messages "
+                "make tool calls."
+            )
+        if message.kind == "thinking" and (message.tool_calls or message.role != "assistant"):
+            raise InvalidContent(
+                f"{where} is a thinking block; record it with role 'assistant' and no tool_calls."
+            )
+        seen: set[str] = set()
+        for call_index, call in enumerate(message.tool_calls):
+            at = f"{where}.tool_calls[{call_index}]"
+            for field, value in (("id", call.id), ("name", call.name)):
+                if not value.strip():
+                    raise InvalidContent(
+                        f"{at}.{field} is empty; every tool call needs an {field}."
+                    )
+                check_text(value, f"{at}.{field}")
+            check_text(call.arguments, f"{at}.arguments")
+            if call.id in seen:
+                raise InvalidContent(f"{at}.id {call.id!r} repeats an id of the same message.")
+            seen.add(call.id)
+        if message.tool_call_id is not None and message.role != "tool":
+            raise InvalidContent(
+                f"{where} has tool_call_id but role {message.role!r}; only tool messages answer "
+                "tool calls."
+            )
+        for label, optional in (
+            ("name", message.name),
+            ("tool_call_id", message.tool_call_id),
+            ("run_id", message.run_id),
+            ("interface_message_id", message.interface_message_id),
+        ):
+            if optional is not None:
+                check_text(optional, f"{where}.{label}")
+
+
+def squash_tokens(window: Sequence[Message], summary: str) -> tuple[int, int]:
+    """Tokens before and after replacing `window` by `summary`; refuses a squash that grows."""
+    before = sum(entry.tokens for entry in window)
+    after = estimate_tokens(summary)
+    if after >= before:
+        raise SummaryNotSmaller(before, after)
+    return before, after

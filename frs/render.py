@@ -1,0 +1,190 @@
+"""Compact numbered text views of a thread, written for a model to read.
+
+Every entry starts at column 0 as `[label] Role: ...`; every other line the content produces is
+indented, and a content line that starts like one of our own markers (`[`, `(`, `\\`) gets a
+backslash, so stored text can never forge an entry, a tool annotation or a thinking line.
+Invisible and bidirectional control characters are shown as `\\uXXXX`. Volatile facts (counts,
+revision, tokens) sit on the last line only, so a view stays byte-identical up to its first
+changed entry and a host's prompt cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from frs.model import Checkpoint, Message, PlanStep, ToolCall
+from frs.text import minify_json
+
+INDENT = "    "
+_ROLE_LABEL = {
+    "system": "System",
+    "user": "User",
+    "assistant": "Assistant",
+    "tool": "Tool",
+}
+_STEP_MARK = {"done": "✓", "doing": "▶", "todo": "○"}
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+_MARKER_START = ("[", "(", "\\")
+_ANNOTATION_VALUE_CHARS = 60
+_CARD_LINE_CHARS = 240
+_CARD_LINES = 3  # at most this many lines of head, and of tail
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One numbered line group: a live message and what is shown with it."""
+
+    label: str  # "7" in position mode, "7" or "4–8" in absolute mode
+    message: Message
+    thinking: tuple[Message, ...] = ()
+    checkpoints: tuple[Checkpoint, ...] = ()  # marks that follow this entry
+
+
+def escape(line: str) -> str:
+    """One line made safe to show: invisible characters spelled out, markers defused."""
+    line = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    return "\\" + line if line.startswith(_MARKER_START) else line
+
+
+def split_lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_tokens(tokens: int) -> str:
+    return f"~{tokens / 1000:.1f}k tokens" if tokens >= 1000 else f"~{tokens} tokens"
+
+
+def annotate_call(call: ToolCall) -> str:
+    """`[tool_use:NAME, KEY:VALUE]`: the `query` argument if there is one, else the first."""
+    key, value = "", ""
+    try:
+        args = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        args = call.arguments
+    if isinstance(args, dict) and args:
+        key = "query" if "query" in args else next(iter(args))
+        raw = args[key]
+        value = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    elif isinstance(args, str) and args:
+        value = args
+    elif args not in ({}, "", None):
+        value = json.dumps(args, ensure_ascii=False)
+    value = _shorten(" ".join(value.split()), _ANNOTATION_VALUE_CHARS)
+    inside = call.name if not value else f"{call.name}, {key + ':' if key else ''}{value}"
+    return "[tool_use:" + escape(inside).lstrip("\\") + "]"
+
+
+def card(text: str, cap: int) -> list[str]:
+    """Head and tail of a long text with the middle counted; lines are not yet indented."""
+    lines = split_lines(text)
+    half = max(cap // 2, 40)
+    if len(lines) == 1:
+        line = lines[0]
+        omitted = len(line) - 2 * half
+        return [line[:half] + "…", f"… {omitted:,} chars …", "…" + line[-half:]]
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if head and (used + len(line) > half or len(head) == _CARD_LINES):
+            break
+        head.append(_shorten(line, _CARD_LINE_CHARS))
+        used += len(line)
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines[len(head) :]):
+        if tail and (used + len(line) > half or len(tail) == _CARD_LINES):
+            break
+        tail.append(_shorten(line, _CARD_LINE_CHARS))
+        used += len(line)
+    tail.reverse()
+    omitted = len(lines) - len(head) - len(tail)
+    middle = [f"… {omitted:,} lines …"] if omitted else []
+    return head + middle + tail
+
+
+def _body_lines(message: Message, preview_chars: int) -> tuple[str, list[str]]:
+    """The text after `Role:` on the first line, and the continuation lines (unindented)."""
+    content = message.content
+    if message.role == "tool":
+        content = minify_json(content)
+    if len(content) > preview_chars:
+        size = f"{len(message.content):,} chars · M.{message.number}@{message.sha8}"
+        return size, card(content, preview_chars)
+    lines = split_lines(content)
+    return lines[0], lines[1:]
+
+
+def render_entry(entry: Entry, preview_chars: int) -> list[str]:
+    """The lines of one entry; the first starts with `[label]`, the rest are indented."""
+    message = entry.message
+    if message.kind == "summary":
+        noun = "message" if message.covered == 1 else "messages"
+        alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
+        prefix = f"Summary of {message.covered} {noun} ({alias})"
+        first, rest = split_lines(message.content)[0], split_lines(message.content)[1:]
+    else:
+        prefix = _ROLE_LABEL[message.role]
+        if message.role == "tool" and message.name:
+            prefix += " " + escape(message.name).lstrip("\\")
+        first, rest = _body_lines(message, preview_chars)
+    head = f"[{entry.label}] {prefix}:"
+    lines = [f"{head} {escape(first)}" if first else head]
+    lines.extend(INDENT + escape(line) for line in rest)
+    for call in message.tool_calls:
+        note = annotate_call(call)
+        if len(call.arguments) > preview_chars:
+            note = (
+                f"{note[:-1]}, {len(call.arguments):,} chars · M.{message.number}@{message.sha8}]"
+            )
+        lines.append(INDENT + note)
+    for thought in entry.thinking:
+        thought_lines = split_lines(thought.content)
+        lines.append(INDENT + "(thinking) " + escape(thought_lines[0]))
+        lines.extend(INDENT + INDENT + escape(line) for line in thought_lines[1:])
+    for mark in entry.checkpoints:
+        lines.append(checkpoint_line(mark))
+    return lines
+
+
+def checkpoint_line(mark: Checkpoint) -> str:
+    return f'— checkpoint "{escape(mark.name)}" · revision {mark.revision}'
+
+
+def plan_line(steps: Sequence[PlanStep]) -> str:
+    return "Plan: " + " · ".join(f"{_STEP_MARK[s.status]} {escape(s.text)}" for s in steps)
+
+
+def lane_counts(lanes: dict[str, int]) -> str:
+    return ", ".join(f"{lane} {count}" for lane, count in lanes.items() if count)
+
+
+def render_view(
+    title: str,
+    goal: str,
+    plan: Sequence[PlanStep],
+    leading: Iterable[str],
+    entries: Iterable[Entry],
+    footer: str,
+    preview_chars: int,
+) -> str:
+    """A whole view: title line, goal and plan, entries, and the volatile footer last."""
+    lines = [f'Thread "{escape(title)}"']
+    if goal:
+        lines.append("Goal: " + escape(goal))
+    if plan:
+        lines.append(plan_line(plan))
+    lines.extend(leading)
+    for entry in entries:
+        lines.extend(render_entry(entry, preview_chars))
+    lines.append(footer)
+    return "\n".join(lines)

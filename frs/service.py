@@ -1,0 +1,886 @@
+"""The ReasoningSession service: every use case, written against the ports of `frs.ports`.
+
+Each mutation reads what it needs, decides by the rules of `frs.ops`, and writes inside one
+transaction, so no other writer slips in between the check and the change. Every mutation bumps
+the session's revision by one; a stale `expected_revision` changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from frs.aliases import Page, parse_alias, sha_matches
+from frs.errors import (
+    AliasNotFound,
+    AlreadyRestored,
+    CoveredByLaterSquash,
+    InvalidRequest,
+    NothingToSquash,
+    PositionOutOfRange,
+    SessionNotFound,
+    SplitsToolCall,
+    StaleRevision,
+)
+from frs.model import (
+    LANES,
+    Checkpoint,
+    Limits,
+    Message,
+    NewMessage,
+    Numbering,
+    PlanStep,
+    Session,
+    SessionId,
+    Squash,
+)
+from frs.ops import check_new_messages, check_summary, squash_tokens
+from frs.ports import Store, ThreadReader, ThreadTx
+from frs.render import (
+    INDENT,
+    Entry,
+    checkpoint_line,
+    escape,
+    format_tokens,
+    lane_counts,
+    render_entry,
+    render_view,
+    split_lines,
+)
+from frs.text import check_text, estimate_tokens, message_body, sha256_hex
+
+Clock = Callable[[], str]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class ViewOptions:
+    numbering: Numbering | None = None  # None: the session's own mode
+    roles: tuple[str, ...] = ()
+    last: int | None = None
+    start: int | None = None  # `from` in the tools
+    end: int | None = None  # `to` in the tools
+    show_plan: bool = True
+    show_thinking: bool = False
+    preview_chars: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    session_id: SessionId
+    positions: tuple[int, ...]
+    numbers: tuple[int, ...]
+    thinking: int
+    revision: int
+
+    def text(self) -> str:
+        if not self.positions:
+            where = "no numbered messages"
+        elif len(self.positions) == 1:
+            where = f"1 message at position {self.positions[0]}"
+        else:
+            where = (
+                f"{len(self.positions)} messages at positions "
+                f"{self.positions[0]}–{self.positions[-1]}"
+            )
+        extra = f" and {self.thinking} thinking block(s), not numbered" if self.thinking else ""
+        return f"Recorded {where}{extra} in session {self.session_id} · revision {self.revision}"
+
+
+@dataclass(frozen=True, slots=True)
+class Squashed:
+    session_id: SessionId
+    squash: Squash
+    position: int  # where the summary now sits
+    replaced: str  # "positions 3–5" or "numbers 3–5"
+    live_count: int
+    revision: int
+
+    def text(self) -> str:
+        saved = self.squash.tokens_before - self.squash.tokens_after
+        return (
+            f"Squashed {self.replaced} ({self.squash.count} entries, {self.squash.covered} "
+            f"messages) into a summary at position {self.position}. Originals: "
+            f'get_alias(alias="{self.squash.alias}"); '
+            f'undo: frs_restore(alias="SQ.{self.squash.n}"). '
+            f"Tokens ~{self.squash.tokens_before:,} → ~{self.squash.tokens_after:,} "
+            f"(saved ~{saved:,}). The thread now has {self.live_count} entries "
+            f"· revision {self.revision}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    session_id: SessionId
+    squash: Squash
+    first: int
+    last: int
+    revision: int
+
+    def text(self) -> str:
+        return (
+            f"Restored SQ.{self.squash.n}: positions {self.first}–{self.last} hold its "
+            f"{self.squash.count} entries again · revision {self.revision}"
+        )
+
+
+class ReasoningService:
+    """Sessions, threads, squashes and plans over a `Store`; the one API tools and runtimes use."""
+
+    def __init__(self, store: Store, limits: Limits | None = None, clock: Clock = utc_now) -> None:
+        self.store = store
+        self.limits = limits or Limits()
+        self.clock = clock
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def start_session(
+        self,
+        title: str = "",
+        goal: str = "",
+        numbering: Numbering = "position",
+        interface: str | None = None,
+        conversation: str | None = None,
+    ) -> tuple[Session, bool]:
+        """Create a session and make it current; with interface+conversation, get-or-create.
+
+        Returns the session and whether it was created.
+        """
+        title = self._check_line(title, "title") or "Untitled"
+        goal = goal.strip()
+        check_text(goal, "The goal")
+        if (interface is None) != (conversation is None):
+            raise InvalidRequest(
+                "Give interface and conversation together (e.g. interface='telegram', "
+                "conversation='12345'), or neither."
+            )
+        async with self.store.transaction() as tx:
+            if interface is not None and conversation is not None:
+                found = await tx.find_conversation(interface, conversation)
+                if found is not None:
+                    await tx.set_current(found.id)
+                    return found, False
+            now = self.clock()
+            session = Session(
+                id=SessionId(uuid.uuid4().hex[:12]),
+                title=title,
+                goal=goal,
+                numbering=numbering,
+                revision=0,
+                created_at=now,
+                updated_at=now,
+                live_count=0,
+                live_tokens=0,
+                lanes=dict.fromkeys(LANES, 0),
+                interface=interface,
+                conversation=conversation,
+            )
+            await tx.create_session(session)
+            await tx.set_current(session.id)
+            return session, True
+
+    async def use_session(self, session_id: SessionId) -> Session:
+        """Make an existing session current."""
+        async with self.store.transaction() as tx:
+            session = await self._get(tx, session_id)
+            await tx.set_current(session.id)
+            return session
+
+    async def list_sessions(self, limit: int = 50) -> tuple[list[Session], SessionId | None]:
+        async with self.store.snapshot() as reader:
+            return await reader.list_sessions(limit), await reader.current_session_id()
+
+    async def session(self, session_id: SessionId | None = None) -> Session:
+        """The given session, else the current one (created if the database has none)."""
+        async with self.store.snapshot() as reader:
+            found = await self._find(reader, session_id)
+        if found is not None:
+            return found
+        async with self.store.transaction() as tx:
+            return await self._resolve(tx, session_id)
+
+    async def squash_log(self, session_id: SessionId | None = None) -> tuple[Session, list[Squash]]:
+        session = await self.session(session_id)
+        async with self.store.snapshot() as reader:
+            return session, await reader.squashes(session.id)
+
+    # -- recording -------------------------------------------------------------------------------
+
+    async def record(
+        self,
+        messages: Sequence[NewMessage],
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> Recorded:
+        """Append messages in one transaction; each numbered one gets the next number."""
+        check_new_messages(messages, self.limits)
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            now = self.clock()
+            number = session.next_number
+            batch_calls: dict[str, int] = {}
+            stored: list[Message] = []
+            positions: list[int] = []
+            lanes = dict(session.lanes)
+            tokens = session.live_tokens
+            for new in messages:
+                body = message_body(new.content, new.tool_calls)
+                if new.kind == "thinking":
+                    stored.append(self._message(new, None, number - 1, body, now, None))
+                    continue
+                answers = None
+                if new.tool_call_id is not None:
+                    answers = batch_calls.get(new.tool_call_id)
+                    if answers is None:
+                        answers = await tx.latest_call(session.id, new.tool_call_id)
+                for call in new.tool_calls:
+                    batch_calls[call.id] = number
+                message = self._message(new, number, number, body, now, answers)
+                stored.append(message)
+                positions.append(session.live_count + len(positions) + 1)
+                lanes[message.lane] = lanes.get(message.lane, 0) + 1
+                tokens += message.tokens
+                number += 1
+            await tx.insert_messages(session.id, stored)
+            count = len(positions)
+            updated = replace(
+                session,
+                revision=session.revision + 1,
+                updated_at=now,
+                next_number=number,
+                live_count=session.live_count + count,
+                live_tokens=tokens,
+                lanes=lanes,
+                recorded=session.recorded + count,
+            )
+            thinking = len(stored) - count
+            await tx.save_session(updated, f"recorded {count} message(s)")
+            return Recorded(
+                session.id,
+                tuple(positions),
+                tuple(range(session.next_number, number)),
+                thinking,
+                updated.revision,
+            )
+
+    def _message(
+        self,
+        new: NewMessage,
+        number: int | None,
+        ord_: int,
+        body: str,
+        now: str,
+        answers: int | None,
+    ) -> Message:
+        return Message(
+            number=number,
+            ord=ord_,
+            ord_last=ord_,
+            role=new.role,
+            kind=new.kind,
+            content=new.content,
+            sha256=sha256_hex(body),
+            tokens=estimate_tokens(body),
+            live=number is not None,
+            created_at=new.created_at or now,
+            name=new.name,
+            tool_calls=new.tool_calls,
+            tool_call_id=new.tool_call_id,
+            answers=answers,
+            run_id=new.run_id,
+            interface_message_id=new.interface_message_id,
+        )
+
+    # -- viewing ---------------------------------------------------------------------------------
+
+    async def view(self, options: ViewOptions, session_id: SessionId | None = None) -> str:
+        """The numbered rendering of the thread (DESIGN §5); reads only the entries it shows."""
+        for lane in options.roles:
+            if lane not in LANES:
+                raise InvalidRequest(
+                    f"Unknown role {lane!r} in roles; use any of {', '.join(LANES)}."
+                )
+        session = await self.session(session_id)
+        async with self.store.snapshot() as reader:
+            session = await self._get(reader, session.id)
+            mode = options.numbering or session.numbering
+            entries, positions, scope = await self._select(reader, session, options, mode)
+            thinking: list[Message] = []
+            if options.show_thinking and entries:
+                thinking = await reader.thinking(session.id, entries[0].ord, entries[-1].ord_last)
+            if options.show_thinking and not options.roles and (not entries or positions[0] == 1):
+                thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
+            plan = await reader.plan(session.id) if options.show_plan else []
+            marks = await reader.checkpoints(session.id)
+        labels = [
+            self._label(message, position, mode)
+            for message, position in zip(entries, positions, strict=True)
+        ]
+        built, leading = _attach(entries, labels, thinking, marks, whole=scope is None)
+        if session.live_count == 0:
+            leading.append("(no messages yet: record them with frs_record)")
+        footer = self._footer(session, len(entries), positions, scope, options.roles)
+        preview = options.preview_chars or self.limits.preview_chars
+        return render_view(session.title, session.goal, plan, leading, built, footer, preview)
+
+    async def _select(
+        self,
+        reader: ThreadReader,
+        session: Session,
+        options: ViewOptions,
+        mode: Numbering,
+    ) -> tuple[list[Message], list[int], str | None]:
+        """The entries a view shows, their positions, and a note of the window (None: all)."""
+        sid, live = session.id, session.live_count
+        lanes = options.roles
+        windowed = options.start is not None or options.end is not None
+        if windowed:
+            if mode == "absolute":
+                lo = options.start if options.start is not None else 1
+                hi = options.end if options.end is not None else max(session.next_number - 1, 1)
+                self._check_numbers(session, lo, hi)
+                if lanes:
+                    entries = await reader.lane_entries(sid, lanes, lo, hi)
+                else:
+                    entries = await reader.entries_between(sid, lo, hi)
+                    cover = await reader.entry_covering(sid, lo)
+                    if cover is not None and cover.ord < lo and cover.ord_last >= lo:
+                        entries.insert(0, cover)
+                positions = await reader.positions_of(sid, [m.ord for m in entries])
+                scope = f"numbers {lo}–{hi}"
+            else:
+                lo = options.start if options.start is not None else 1
+                hi = options.end if options.end is not None else live
+                self._check_positions(session, lo, hi)
+                entries = await reader.entries_at(sid, lo, hi - lo + 1)
+                positions = list(range(lo, lo + len(entries)))
+                if lanes:
+                    kept = [
+                        (m, p) for m, p in zip(entries, positions, strict=True) if m.lane in lanes
+                    ]
+                    entries, positions = [m for m, _ in kept], [p for _, p in kept]
+                scope = f"positions {lo}–{hi}"
+            if options.last is not None:
+                entries, positions = (
+                    entries[-options.last :],
+                    positions[-options.last :],
+                )
+            return entries, positions, scope
+        if options.last is not None:
+            if lanes:
+                entries = await reader.last_entries(sid, options.last, lanes)
+                positions = await reader.positions_of(sid, [m.ord for m in entries])
+            else:
+                count = min(options.last, live)
+                entries = await reader.entries_at(sid, live - count + 1, count) if count else []
+                positions = list(range(live - count + 1, live + 1))
+            return entries, positions, f"last {options.last}"
+        entries = await reader.entries_at(sid, 1, live) if live else []
+        positions = list(range(1, len(entries) + 1))
+        if lanes:
+            kept = [(m, p) for m, p in zip(entries, positions, strict=True) if m.lane in lanes]
+            entries, positions = [m for m, _ in kept], [p for _, p in kept]
+            return entries, positions, "role filter"
+        return entries, positions, None
+
+    @staticmethod
+    def _label(message: Message, position: int, mode: Numbering) -> str:
+        if mode == "position":
+            return str(position)
+        if message.ord_last != message.ord:
+            return f"{message.ord}–{message.ord_last}"
+        return str(message.ord)
+
+    def _footer(
+        self,
+        session: Session,
+        shown: int,
+        positions: list[int],
+        scope: str | None,
+        roles: tuple[str, ...],
+    ) -> str:
+        parts: list[str] = []
+        if scope is None:
+            parts.append(f"{session.recorded} messages in {session.live_count} entries")
+        else:
+            what = f"{' and '.join(roles)} entries" if roles else "entries"
+            span = f" at positions {positions[0]}–{positions[-1]}" if positions else ""
+            parts.append(f"showing {shown} {what}{span} of {session.live_count} entries")
+            parts.append(f"{session.recorded} messages")
+        lanes = lane_counts({lane: session.lanes.get(lane, 0) for lane in LANES})
+        if lanes:
+            parts.append(lanes)
+        parts.append(f"revision {session.revision}")
+        parts.append(format_tokens(session.live_tokens))
+        return "· " + " · ".join(parts)
+
+    # -- squashing -------------------------------------------------------------------------------
+
+    async def compress_range(
+        self,
+        start: int,
+        end: int,
+        summary: str,
+        numbering: Numbering | None = None,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> Squashed:
+        """Replace the entries at positions (or, absolute, numbers) start..end by a summary."""
+        text = check_summary(summary, self.limits)
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            mode = numbering or session.numbering
+            if mode == "absolute":
+                self._check_numbers(session, start, end)
+                window = await tx.entries_between(session.id, start, end)
+                await self._check_absolute_edges(tx, session, window, start, end)
+                first = (await tx.positions_of(session.id, [window[0].ord]))[0]
+                replaced = f"numbers {start}–{end}"
+            else:
+                self._check_positions(session, start, end)
+                window = await tx.entries_at(session.id, start, end - start + 1)
+                first = start
+                replaced = f"positions {start}–{end}"
+            await self._check_pairs(tx, session, window, first, mode, count_hint=None)
+            return await self._squash(tx, session, window, first, text, replaced)
+
+    async def compress_last(
+        self,
+        count: int,
+        summary: str,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> Squashed:
+        """Replace the last `count` entries by a summary."""
+        text = check_summary(summary, self.limits)
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            live = session.live_count
+            if not 1 <= count <= live:
+                raise InvalidRequest(
+                    f"count={count} is outside 1..{live}: the thread has {live} entries. "
+                    + ("Record messages first." if live == 0 else "Pick a count in that range.")
+                )
+            first = live - count + 1
+            window = await tx.entries_at(session.id, first, count)
+            await self._check_pairs(tx, session, window, first, "position", count_hint=True)
+            return await self._squash(tx, session, window, first, text, f"positions {first}–{live}")
+
+    async def _squash(
+        self,
+        tx: ThreadTx,
+        session: Session,
+        window: list[Message],
+        first: int,
+        summary: str,
+        replaced: str,
+    ) -> Squashed:
+        before, after = squash_tokens(window, summary)
+        now = self.clock()
+        originals = _render_originals(window)
+        squash = Squash(
+            n=session.next_squash,
+            summary_number=session.next_number,
+            first=window[0].ord,
+            last=window[-1].ord_last,
+            count=len(window),
+            covered=sum(m.covered for m in window),
+            tokens_before=before,
+            tokens_after=after,
+            sha256=sha256_hex(originals),
+            created_at=now,
+            summary=summary,
+        )
+        message = Message(
+            number=squash.summary_number,
+            ord=squash.first,
+            ord_last=squash.last,
+            role="assistant",
+            kind="summary",
+            content=summary,
+            sha256=sha256_hex(summary),
+            tokens=after,
+            live=True,
+            created_at=now,
+            covered=squash.covered,
+            squash_n=squash.n,
+            squash_sha256=squash.sha256,
+        )
+        await tx.apply_squash(session.id, squash, message, window)
+        lanes = dict(session.lanes)
+        for entry in window:
+            lanes[entry.lane] -= 1
+        lanes["summary"] = lanes.get("summary", 0) + 1
+        updated = replace(
+            session,
+            revision=session.revision + 1,
+            updated_at=now,
+            next_number=session.next_number + 1,
+            next_squash=session.next_squash + 1,
+            live_count=session.live_count - len(window) + 1,
+            live_tokens=session.live_tokens - before + after,
+            lanes=lanes,
+        )
+        await tx.save_session(updated, f"squashed {replaced} into SQ.{squash.n}")
+        return Squashed(session.id, squash, first, replaced, updated.live_count, updated.revision)
+
+    async def _check_absolute_edges(
+        self,
+        tx: ThreadTx,
+        session: Session,
+        window: list[Message],
+        start: int,
+        end: int,
+    ) -> None:
+        """In absolute mode a range must hold whole entries: no summary may straddle an edge."""
+        cover = await tx.entry_covering(session.id, start)
+        if cover is not None and cover.ord < start <= cover.ord_last:
+            raise InvalidRequest(
+                f"Number {start} lies inside the summary [{cover.ord}–{cover.ord_last}]; a range "
+                f"must hold whole entries. Start at {cover.ord} instead, or restore "
+                f"SQ.{cover.squash_n} first."
+            )
+        if not window:
+            raise NothingToSquash(
+                f"Numbers {start}–{end} hold no entry of the thread (their messages were squashed "
+                "into summaries outside the range). View the thread with numbering='absolute'."
+            )
+        if window[-1].ord_last > end:
+            tail = window[-1]
+            raise InvalidRequest(
+                f"Number {end} lies inside the summary [{tail.ord}–{tail.ord_last}]; a range must "
+                f"hold whole entries. End at {tail.ord_last} instead."
+            )
+
+    async def _check_pairs(
+        self,
+        tx: ThreadTx,
+        session: Session,
+        window: list[Message],
+        first: int,
+        mode: Numbering,
+        count_hint: bool | None,
+    ) -> None:
+        """Refuse a window that would separate a tool call from its result, naming the smallest
+        range that keeps every pair together."""
+        lo, hi = window[0].ord, window[-1].ord_last
+        new_lo, new_hi = lo, hi
+        while True:
+            before, after = await tx.pair_partners(session.id, new_lo, new_hi)
+            grown = False
+            if before is not None and before < new_lo:
+                cover = await tx.entry_covering(session.id, before)
+                if cover is not None and cover.ord < new_lo:
+                    new_lo, grown = cover.ord, True
+            if after is not None and after > new_hi:
+                cover = await tx.entry_covering(session.id, after)
+                if cover is not None and cover.ord_last > new_hi:
+                    new_hi, grown = cover.ord_last, True
+            if not grown:
+                break
+        if (new_lo, new_hi) == (lo, hi):
+            return
+        last = first + len(window) - 1
+        if mode == "absolute":
+            raise SplitsToolCall(lo, hi, new_lo, new_hi)
+        start_pos, end_pos = await tx.positions_of(session.id, [new_lo, new_hi])
+        if count_hint and end_pos == last and new_hi == hi:
+            count = last - start_pos + 1
+            raise InvalidRequest(
+                f"count={len(window)} would separate a tool call from its result. The smallest "
+                f"count that keeps them together is {count} (positions {start_pos}–{last}); "
+                "squash that instead."
+            )
+        raise SplitsToolCall(first, last, start_pos, end_pos)
+
+    # -- restoring -------------------------------------------------------------------------------
+
+    async def restore(
+        self,
+        alias: str,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> Restored:
+        """Undo a squash: its originals take the summary's place again."""
+        ref = parse_alias(alias)
+        if ref.family != "SQ":
+            raise InvalidRequest(
+                f"{alias!r} names a message, not a squash; frs_restore takes a squash alias like "
+                "SQ.2 (shown in the view as 'Summary of ... (SQ.2@...)')."
+            )
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            squash = await self._get_squash(tx, session, ref.n)
+            if not sha_matches(ref, squash.sha256):
+                raise _sha_mismatch(alias, squash.alias)
+            if squash.restored:
+                raise AlreadyRestored(ref.name)
+            summary = await tx.message(session.id, squash.summary_number)
+            assert summary is not None  # written with the squash, never deleted
+            if not summary.live:
+                outer = await tx.squash_holding(session.id, summary.number or 0)
+                raise CoveredByLaterSquash(ref.name, f"SQ.{outer.n}" if outer else "a later squash")
+            members = await tx.squash_members(session.id, squash.n)
+            first = (await tx.positions_of(session.id, [summary.ord]))[0]
+            now = self.clock()
+            await tx.apply_restore(session.id, squash, summary, members, now)
+            lanes = dict(session.lanes)
+            lanes["summary"] -= 1
+            for member in members:
+                lanes[member.lane] = lanes.get(member.lane, 0) + 1
+            updated = replace(
+                session,
+                revision=session.revision + 1,
+                updated_at=now,
+                live_count=session.live_count - 1 + len(members),
+                live_tokens=session.live_tokens - summary.tokens + sum(m.tokens for m in members),
+                lanes=lanes,
+            )
+            await tx.save_session(updated, f"restored SQ.{squash.n}")
+            return Restored(session.id, squash, first, first + len(members) - 1, updated.revision)
+
+    # -- aliases ---------------------------------------------------------------------------------
+
+    async def get_alias(
+        self,
+        alias: str,
+        offset: int = 0,
+        max_chars: int | None = None,
+        session_id: SessionId | None = None,
+    ) -> Page:
+        """One page of the full text behind an alias."""
+        ref = parse_alias(alias)
+        size_cap = max_chars or self.limits.page_chars
+        session = await self.session(session_id)
+        async with self.store.snapshot() as reader:
+            if ref.family == "M":
+                message = await reader.message(session.id, ref.n)
+                if message is None:
+                    raise AliasNotFound(
+                        ref.name,
+                        f"session {session.id} has messages M.1..M.{session.next_number - 1}.",
+                    )
+                if not sha_matches(ref, message.sha256):
+                    raise _sha_mismatch(alias, f"{ref.name}@{message.sha8}")
+                text = message_body(message.content, message.tool_calls)
+                state = "" if message.live else " · not in the thread (squashed)"
+                role = "Summary" if message.kind == "summary" else message.role.capitalize()
+                heading = f"{ref.name}@{message.sha8} · {role}{state}"
+            else:
+                squash = await self._get_squash(reader, session, ref.n)
+                if not sha_matches(ref, squash.sha256):
+                    raise _sha_mismatch(alias, squash.alias)
+                members = await reader.squash_members(session.id, squash.n)
+                text = _render_originals(members)
+                state = " · restored" if squash.restored else ""
+                heading = (
+                    f"{squash.alias} · the {squash.count} entries squashed into one summary "
+                    f"(numbers {squash.first}–{squash.last}){state}"
+                )
+        if offset > len(text):
+            raise InvalidRequest(
+                f"offset={offset:,} is past the end: {ref.name} has {len(text):,} characters. "
+                "Use an offset from 0 to the size."
+            )
+        end = min(len(text), offset + size_cap)
+        return Page(ref.name, heading, text[offset:end], offset, end, len(text))
+
+    # -- plan ------------------------------------------------------------------------------------
+
+    async def update_plan(
+        self,
+        steps: Sequence[PlanStep] | None = None,
+        checkpoint: str | None = None,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> tuple[Session, list[PlanStep]]:
+        """Replace the plan and/or add a named checkpoint after the last entry; one revision."""
+        if steps is None and checkpoint is None:
+            raise InvalidRequest(
+                "Nothing to do: pass steps=[{text, status}] to replace the plan, checkpoint='name' "
+                "to mark this point of the thread, or both."
+            )
+        if steps is not None and len(steps) > self.limits.max_plan_steps:
+            raise InvalidRequest(
+                f"{len(steps)} steps; a plan holds at most {self.limits.max_plan_steps}."
+            )
+        for index, step in enumerate(steps or ()):
+            self._check_line(step.text, f"steps[{index}].text", required=True)
+        name = self._check_line(checkpoint, "checkpoint", required=True) if checkpoint else None
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            now = self.clock()
+            changes = []
+            if steps is not None:
+                await tx.replace_plan(session.id, [replace(s, text=s.text.strip()) for s in steps])
+                changes.append(f"plan set to {len(steps)} step(s)")
+            updated = replace(session, revision=session.revision + 1, updated_at=now)
+            if name is not None:
+                last = (
+                    await tx.entries_at(session.id, session.live_count, 1)
+                    if session.live_count
+                    else []
+                )
+                after = last[0].ord_last if last else 0
+                await tx.add_checkpoint(session.id, Checkpoint(name, updated.revision, after, now))
+                changes.append(f"checkpoint {name!r}")
+            await tx.save_session(updated, " and ".join(changes))
+            return updated, await tx.plan(session.id)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    async def _find(self, reader: ThreadReader, session_id: SessionId | None) -> Session | None:
+        if session_id is not None:
+            return await self._get(reader, session_id)
+        current = await reader.current_session_id()
+        return await reader.find_session(current) if current else None
+
+    async def _get(self, reader: ThreadReader, session_id: SessionId) -> Session:
+        session = await reader.find_session(session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        return session
+
+    async def _resolve(self, tx: ThreadTx, session_id: SessionId | None) -> Session:
+        """The given session, else the current one, creating a first session if none exists."""
+        found = await self._find(tx, session_id)
+        if found is not None:
+            return found
+        now = self.clock()
+        session = Session(
+            id=SessionId(uuid.uuid4().hex[:12]),
+            title="Untitled",
+            goal="",
+            numbering="position",
+            revision=0,
+            created_at=now,
+            updated_at=now,
+            live_count=0,
+            live_tokens=0,
+            lanes=dict.fromkeys(LANES, 0),
+        )
+        await tx.create_session(session)
+        await tx.set_current(session.id)
+        return session
+
+    async def _get_squash(self, reader: ThreadReader, session: Session, n: int) -> Squash:
+        squash = await reader.squash(session.id, n)
+        if squash is None:
+            known = session.next_squash - 1
+            detail = (
+                f"session {session.id} has squashes SQ.1..SQ.{known}."
+                if known
+                else (f"session {session.id} has no squashes yet.")
+            )
+            raise AliasNotFound(f"SQ.{n}", detail)
+        return squash
+
+    async def _check_revision(self, tx: ThreadTx, session: Session, expected: int | None) -> None:
+        if expected is not None and expected != session.revision:
+            changes = (
+                await tx.changes_since(session.id, expected) if expected < session.revision else []
+            )
+            raise StaleRevision(expected, session.revision, tuple(changes))
+
+    @staticmethod
+    def _check_positions(session: Session, start: int, end: int) -> None:
+        live = session.live_count
+        if start > end:
+            raise InvalidRequest(
+                f"from={start} is after to={end}; give from <= to (both 1-based positions, "
+                f"1..{live})."
+            )
+        if not (start >= 1 and end <= live):
+            raise PositionOutOfRange(start, end, 1, live)
+
+    @staticmethod
+    def _check_numbers(session: Session, start: int, end: int) -> None:
+        top = session.next_number - 1
+        if start > end:
+            raise InvalidRequest(
+                f"from={start} is after to={end}; give from <= to (message numbers 1..{top})."
+            )
+        if not (start >= 1 and end <= top):
+            raise PositionOutOfRange(start, end, 1, top, unit="numbers")
+
+    def _check_line(self, text: str | None, what: str, required: bool = False) -> str:
+        value = (text or "").strip()
+        if required and not value:
+            raise InvalidRequest(f"{what} is empty; give a short line of text.")
+        if "\n" in value or "\r" in value:
+            raise InvalidRequest(f"{what} must be one line; remove the line breaks.")
+        if len(value) > self.limits.max_title_chars:
+            raise InvalidRequest(
+                f"{what} has {len(value)} characters; the limit is {self.limits.max_title_chars}."
+            )
+        check_text(value, what)
+        return value
+
+
+def _render_originals(entries: Sequence[Message]) -> str:
+    """What a squash replaced, as full entries labelled by their permanent numbers."""
+    lines: list[str] = []
+    for message in entries:
+        label = (
+            f"{message.ord}–{message.ord_last}"
+            if message.ord_last != message.ord
+            else str(message.ord)
+        )
+        lines.extend(render_entry(Entry(label, message), preview_chars=math.inf))  # type: ignore[arg-type]
+    return "\n".join(lines)
+
+
+def _sha_mismatch(given: str, actual: str) -> AliasNotFound:
+    return AliasNotFound(
+        given,
+        f"its @sha8 does not match the stored text, which is {actual}. The text you saw may be "
+        f"from another session or database; use {actual} or view the thread again.",
+    )
+
+
+def _attach(
+    entries: list[Message],
+    labels: list[str],
+    thinking: list[Message],
+    marks: list[Checkpoint],
+    whole: bool,
+) -> tuple[list[Entry], list[str]]:
+    """Entries with the thinking and checkpoints that follow each; leading lines before all."""
+    leading: list[str] = []
+    thoughts: dict[int, list[Message]] = {}
+    index = 0
+    for thought in thinking:
+        while index + 1 < len(entries) and entries[index + 1].ord <= thought.ord:
+            index += 1
+        if not entries or thought.ord < entries[0].ord:
+            lines = split_lines(thought.content)
+            leading.append("(thinking) " + escape(lines[0]))
+            leading.extend(INDENT + escape(line) for line in lines[1:])
+        else:
+            thoughts.setdefault(index, []).append(thought)
+    marks_at: dict[int, list[Checkpoint]] = {}
+    for mark in marks:
+        if mark.after_ord == 0:
+            if whole or (entries and labels and entries[0].ord == 1):
+                leading.append(checkpoint_line(mark))
+            continue
+        for i, entry in enumerate(entries):
+            if entry.ord <= mark.after_ord <= entry.ord_last:
+                marks_at.setdefault(i, []).append(mark)
+                break
+    built = [
+        Entry(label, entry, tuple(thoughts.get(i, ())), tuple(marks_at.get(i, ())))
+        for i, (entry, label) in enumerate(zip(entries, labels, strict=True))
+    ]
+    return built, leading

@@ -1,0 +1,65 @@
+"""Builds the MCP server: one database and one service per process, shared by every client."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mcp.server import MCPServer
+
+from server import prompts, resources, tools
+from server.deps import Deps, DepsSlot, open_deps
+from server.settings import APP_NAME, Settings
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+FRS is your working memory for a long task: record your reasoning thread (frs_record), read it \
+back as a compact numbered view (frs_view_thread), and squash stretches you no longer need \
+verbatim into your own summaries (frs_compress_range, frs_compress_last). Nothing is lost: every \
+original stays retrievable with get_alias and any squash can be undone with frs_restore. This \
+server cannot shorten the host's own transcript; the savings are in what you re-read (the view \
+instead of raw output) and in what a runtime or a fresh chat builds from the view."""
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version(APP_NAME)
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[Deps]:
+    """A fresh server. With `shared`, every connection uses those deps (HTTP and SSE serve many
+    clients from one process, and the SDK runs the lifespan once per SSE connection); without,
+    the lifespan opens the database itself (stdio, in-process clients)."""
+
+    slot = DepsSlot(shared)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Deps]) -> AsyncIterator[Deps]:
+        if shared is not None:
+            yield shared
+            return
+        async with open_deps(settings) as deps:
+            slot.deps = deps
+            try:
+                yield deps
+            finally:
+                slot.deps = None
+
+    mcp: MCPServer[Deps] = MCPServer(
+        APP_NAME,
+        version=version(),
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level=settings.log_level.upper(),  # type: ignore[arg-type]
+    )
+    tools.register(mcp)
+    resources.register(mcp, slot)
+    prompts.register(mcp)
+    return mcp

@@ -1,0 +1,44 @@
+"""What every handler needs, opened once per process: the database and the service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from mcp.server.mcpserver import Context
+
+from frs import ReasoningService
+from server.settings import Settings
+from storage import Database, SqliteStore, open_database
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """Reached in handlers as `ctx.request_context.lifespan_context`."""
+
+    service: ReasoningService
+    db: Database
+    settings: Settings
+
+
+DepsContext = Context[Deps]
+
+
+@dataclass(slots=True)
+class DepsSlot:
+    """The deps of the running server, for handlers the SDK gives no context (static resources)."""
+
+    deps: Deps | None = None
+
+    def get(self) -> Deps:
+        if self.deps is None:
+            raise RuntimeError("the server is not running")
+        return self.deps
+
+
+@asynccontextmanager
+async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
+    """Open the database and the service; close them on exit."""
+    async with open_database(settings.database) as db:
+        yield Deps(ReasoningService(SqliteStore(db), settings.limits()), db, settings)

@@ -1,0 +1,75 @@
+"""MCP resources: the session list, a session's thread, and its squash audit trail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server import MCPServer
+
+from frs import SessionId, ViewOptions
+from server.deps import DepsContext, DepsSlot
+from server.errors import resource_errors
+
+
+def register(mcp: MCPServer[Any], slot: DepsSlot) -> None:
+    @mcp.resource("frs://sessions", mime_type="application/json", description="Every session.")
+    async def sessions() -> dict[str, Any]:
+        service = slot.get().service
+        found, current = await service.list_sessions(limit=1000)
+        return {
+            "current": current,
+            "sessions": [
+                {
+                    "id": s.id,
+                    "title": s.title,
+                    "goal": s.goal,
+                    "numbering": s.numbering,
+                    "entries": s.live_count,
+                    "messages": s.recorded,
+                    "revision": s.revision,
+                    "created_at": s.created_at,
+                    "updated_at": s.updated_at,
+                    "interface": s.interface,
+                    "conversation": s.conversation,
+                }
+                for s in found
+            ],
+        }
+
+    @mcp.resource(
+        "frs://sessions/{session_id}/thread",
+        mime_type="text/plain",
+        description="The session's thread as frs_view_thread renders it.",
+    )
+    async def thread(session_id: str, ctx: DepsContext) -> str:
+        service = ctx.request_context.lifespan_context.service
+        with resource_errors():
+            return await service.view(ViewOptions(), SessionId(session_id))
+
+    @mcp.resource(
+        "frs://sessions/{session_id}/squashes",
+        mime_type="application/json",
+        description="Every squash of the session: span, tokens before and after, summary, alias.",
+    )
+    async def squashes(session_id: str, ctx: DepsContext) -> dict[str, Any]:
+        service = ctx.request_context.lifespan_context.service
+        with resource_errors():
+            session, found = await service.squash_log(SessionId(session_id))
+        return {
+            "session_id": session.id,
+            "squashes": [
+                {
+                    "alias": q.alias,
+                    "numbers": [q.first, q.last],
+                    "entries": q.count,
+                    "messages": q.covered,
+                    "tokens_before": q.tokens_before,
+                    "tokens_after": q.tokens_after,
+                    "summary": q.summary,
+                    "summary_number": q.summary_number,
+                    "created_at": q.created_at,
+                    "restored": q.restored,
+                }
+                for q in found
+            ],
+        }

@@ -1,0 +1,42 @@
+"""Server settings: where the database lives and the limits requests must respect."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from frs import Limits
+
+APP_NAME = "frs-mcp"
+_DEFAULTS = Limits()
+
+
+def default_database() -> Path:
+    """`$XDG_DATA_HOME/frs-mcp/frs.db`, else `~/.local/share/frs-mcp/frs.db`."""
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / APP_NAME / "frs.db"
+
+
+def resolve_database(flag: str | None) -> str:
+    """`--db` wins, then `$FRS_DB`, then the user data directory."""
+    chosen = flag or os.environ.get("FRS_DB") or str(default_database())
+    return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    database: str = Field(default_factory=lambda: resolve_database(None))
+    max_message_chars: int = Field(default=_DEFAULTS.max_message_chars, ge=1)
+    max_summary_chars: int = Field(default=_DEFAULTS.max_summary_chars, ge=1)
+    preview_chars: int = Field(default=_DEFAULTS.preview_chars, ge=200)
+    log_level: str = "INFO"
+
+    def limits(self) -> Limits:
+        return Limits(
+            max_message_chars=self.max_message_chars,
+            max_summary_chars=self.max_summary_chars,
+            preview_chars=self.preview_chars,
+        )

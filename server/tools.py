@@ -1,0 +1,470 @@
+"""The MCP tools: validate arguments, call one service method, return text for the model.
+
+Mutating tools also return structured content (revision, positions, aliases) for programs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from frs import LANES, ROLES, NewMessage, PlanStep, SessionId, ToolCall, ViewOptions
+from frs.model import Numbering
+from server.deps import DepsContext
+from server.errors import tool_errors
+
+SESSION_HELP = "Session id (from frs_session); omit to use the current session."
+REVISION_HELP = (
+    "The revision your last view showed; if the session changed since, nothing is done and the "
+    "error says what changed. Omit to skip the check."
+)
+NUMBERING_HELP = (
+    "'position' (default): 1-based positions in the current view, contiguous, shifting after a "
+    "squash. 'absolute': permanent message numbers, stable forever, with gaps after squashes."
+)
+
+
+def _choices(values: tuple[str, ...]) -> dict[str, Any]:
+    # Published as an enum, checked by us so a wrong value gets an error naming the choices.
+    return {"enum": list(values)}
+
+
+SessionArg = Annotated[
+    str | None,
+    Field(description=SESSION_HELP, pattern=r"^[A-Za-z0-9_-]{1,64}$"),
+]
+RevisionArg = Annotated[int | None, Field(description=REVISION_HELP)]
+NumberingArg = Annotated[
+    str | None,
+    Field(description=NUMBERING_HELP, json_schema_extra=_choices(("position", "absolute"))),
+]
+
+
+class ToolCallIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="The call id the tool result will answer with tool_call_id.")
+    name: str = Field(description="The tool's name.")
+    arguments: str | dict[str, Any] = Field(
+        default="", description="The call's arguments, as a JSON string or object."
+    )
+
+    def to_domain(self) -> ToolCall:
+        args = self.arguments
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return ToolCall(self.id, self.name, text)
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: str = Field(
+        description="system, user, assistant or tool.", json_schema_extra=_choices(ROLES)
+    )
+    content: str = Field(default="", description="The message text.")
+    name: str | None = Field(default=None, description="For tool messages: the tool's name.")
+    tool_calls: list[ToolCallIn] | None = Field(
+        default=None, description="For assistant messages: the tool calls it made, in order."
+    )
+    tool_call_id: str | None = Field(
+        default=None, description="For tool messages: the id of the call this result answers."
+    )
+    run_id: str | None = Field(
+        default=None, description="The agent turn that produced this message."
+    )
+    kind: str = Field(
+        default="message",
+        description="'message', or 'thinking' for reasoning that is kept but never numbered.",
+        json_schema_extra=_choices(("message", "thinking")),
+    )
+    interface_message_id: str | None = Field(
+        default=None, description="The message's id in the interface it came from."
+    )
+    created_at: str | None = Field(default=None, description="ISO-8601 time; default now.")
+
+    def to_domain(self, index: int) -> NewMessage:
+        if self.kind not in ("message", "thinking"):
+            raise ToolError(
+                f"messages[{index}].kind is {self.kind!r}; use 'message' or 'thinking'."
+            )
+        if self.role not in ROLES:
+            raise ToolError(
+                f"messages[{index}].role is {self.role!r}; use one of {', '.join(ROLES)}."
+            )
+        return NewMessage(
+            role=self.role,
+            content=self.content,
+            kind=self.kind,  # type: ignore[arg-type]
+            name=self.name,
+            tool_calls=tuple(call.to_domain() for call in self.tool_calls or ()),
+            tool_call_id=self.tool_call_id,
+            run_id=self.run_id,
+            interface_message_id=self.interface_message_id,
+            created_at=self.created_at,
+        )
+
+
+class StepIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="What the step does, one line.")
+    status: str = Field(
+        default="todo",
+        description="todo, doing or done.",
+        json_schema_extra=_choices(("todo", "doing", "done")),
+    )
+
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, value: str) -> str:
+        if value not in ("todo", "doing", "done"):
+            raise ValueError(f"status {value!r} is not one of todo, doing, done")
+        return value
+
+
+class Revision(BaseModel):
+    session_id: str
+    revision: int
+
+
+class RecordOut(Revision):
+    positions: list[int] = Field(description="Positions the numbered messages got, in order.")
+    numbers: list[int] = Field(description="Their permanent numbers (aliases M.<number>).")
+
+
+class SquashOut(Revision):
+    alias: str = Field(description="Alias of the originals, e.g. SQ.2@0b4f2d11.")
+    position: int
+    tokens_before: int
+    tokens_after: int
+
+
+class RestoreOut(Revision):
+    first: int
+    last: int
+
+
+def _numbering(value: str | None) -> Numbering | None:
+    if value is None or value in ("position", "absolute"):
+        return value  # type: ignore[return-value]
+    raise ToolError(f"numbering is {value!r}; use 'position' or 'absolute'.")
+
+
+def _sid(value: str | None) -> SessionId | None:
+    return SessionId(value) if value is not None else None
+
+
+def _result(text: str, data: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=data.model_dump()
+    )
+
+
+def register(mcp: MCPServer[Any]) -> None:
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @mcp.tool(annotations=writes, structured_output=False)
+    async def frs_session(
+        ctx: DepsContext,
+        action: Annotated[
+            str,
+            Field(
+                description="start: new session (becomes current); list: all sessions; use: make "
+                "session_id current; info: describe a session (default).",
+                json_schema_extra=_choices(("start", "list", "use", "info")),
+            ),
+        ] = "info",
+        title: Annotated[str | None, Field(description="start: a short title.")] = None,
+        goal: Annotated[str | None, Field(description="start: what the session is for.")] = None,
+        numbering: NumberingArg = None,
+        interface: Annotated[
+            str | None,
+            Field(
+                description="start: with conversation, one session per conversation "
+                "(get-or-create)."
+            ),
+        ] = None,
+        conversation: Annotated[
+            str | None, Field(description="start: the conversation's id.")
+        ] = None,
+        session_id: SessionArg = None,
+    ) -> str:
+        """Start, list, select or describe reasoning sessions.
+
+        Each session is one thread. Tools without session_id use the current session (the last
+        started or selected; one is created when none exists).
+        Example: frs_session(action="start", title="Fix flaky test", goal="find the race")
+        """
+        service = ctx.request_context.lifespan_context.service
+        with tool_errors():
+            if action == "start":
+                session, created = await service.start_session(
+                    title or "",
+                    goal or "",
+                    _numbering(numbering) or "position",
+                    interface,
+                    conversation,
+                )
+                verb = "Started" if created else "Resumed"
+                return (
+                    f'{verb} session {session.id} "{session.title}" (current)'
+                    f" · revision {session.revision}"
+                )
+            if action == "list":
+                sessions, current = await service.list_sessions()
+                if not sessions:
+                    return "No sessions yet. Start one with frs_session(action='start', title=...)."
+                lines = [
+                    f'{"*" if s.id == current else " "} {s.id} "{s.title}"'
+                    f" · {s.live_count} entries · revision {s.revision}"
+                    f" · updated {s.updated_at[:16]}"
+                    for s in sessions
+                ]
+                return "\n".join([*lines, "(* = current)"])
+            if action == "use":
+                if session_id is None:
+                    raise ToolError(
+                        "action='use' needs session_id; see frs_session(action='list')."
+                    )
+                session = await service.use_session(SessionId(session_id))
+                return (
+                    f'Session {session.id} "{session.title}" is now current'
+                    f" · revision {session.revision}"
+                )
+            if action == "info":
+                s = await service.session(_sid(session_id))
+                parts = [
+                    f'Session {s.id} "{s.title}"',
+                    f"goal: {s.goal}" if s.goal else "",
+                    f"numbering: {s.numbering}",
+                    f"{s.live_count} entries for {s.recorded} messages",
+                    f"revision {s.revision}",
+                    f"created {s.created_at[:16]}",
+                ]
+                return " · ".join(p for p in parts if p)
+        raise ToolError(f"action is {action!r}; use start, list, use or info.")
+
+    @mcp.tool(annotations=writes)
+    async def frs_record(
+        ctx: DepsContext,
+        messages: Annotated[
+            list[MessageIn],
+            Field(description="Messages to append, oldest first. Tool results carry tool_call_id."),
+        ],
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, RecordOut]:
+        """Append messages to the thread, in one transaction; answers with their positions.
+
+        Record what you say, the tools you call (tool_calls) and their results (role tool with
+        tool_call_id), so the thread can be viewed and distilled. thinking messages are kept but
+        never numbered.
+        Example: frs_record(messages=[{"role": "user", "content": "Fix the flaky test"},
+          {"role": "assistant", "content": "Running it", "tool_calls": [{"id": "c1", "name": "bash",
+          "arguments": {"cmd": "pytest -x"}}]}, {"role": "tool", "name": "bash",
+          "tool_call_id": "c1", "content": "1 failed"}])
+        """
+        service = ctx.request_context.lifespan_context.service
+        batch = [message.to_domain(i) for i, message in enumerate(messages)]
+        with tool_errors():
+            done = await service.record(batch, _sid(session_id), expected_revision)
+        out = RecordOut(
+            session_id=done.session_id,
+            revision=done.revision,
+            positions=list(done.positions),
+            numbers=list(done.numbers),
+        )
+        return _result(done.text(), out)
+
+    @mcp.tool(annotations=reads, structured_output=False)
+    async def frs_view_thread(
+        ctx: DepsContext,
+        numbering: NumberingArg = None,
+        roles: Annotated[
+            list[str] | None,
+            Field(
+                description="Only these: system, user, assistant, tool, summary.",
+                json_schema_extra={"items": {"type": "string", "enum": list(LANES)}},
+            ),
+        ] = None,
+        last: Annotated[int | None, Field(description="Only the last N entries.", ge=1)] = None,
+        from_: Annotated[
+            int | None,
+            Field(validation_alias="from", description="First position (or number) to show."),
+        ] = None,
+        to: Annotated[int | None, Field(description="Last position (or number) to show.")] = None,
+        show_plan: Annotated[bool, Field(description="Show the plan line.")] = True,
+        show_thinking: Annotated[bool, Field(description="Show thinking blocks.")] = False,
+        preview_chars: Annotated[
+            int | None,
+            Field(
+                description="Longer messages become cards: head, tail and alias.",
+                ge=200,
+                le=100_000,
+            ),
+        ] = None,
+        session_id: SessionArg = None,
+    ) -> str:
+        """Show the thread as numbered entries: [n] Role: text. Read this instead of raw output.
+
+        Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
+        summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
+        revision (pass it as expected_revision when you squash) and a token estimate.
+        Example: frs_view_thread(last=20) or frs_view_thread(from=10, to=30)
+        """
+        service = ctx.request_context.lifespan_context.service
+        options = ViewOptions(
+            numbering=_numbering(numbering),
+            roles=tuple(roles or ()),
+            last=last,
+            start=from_,
+            end=to,
+            show_plan=show_plan,
+            show_thinking=show_thinking,
+            preview_chars=preview_chars,
+        )
+        with tool_errors():
+            return await service.view(options, _sid(session_id))
+
+    @mcp.tool(annotations=writes)
+    async def frs_compress_range(
+        ctx: DepsContext,
+        from_: Annotated[
+            int, Field(validation_alias="from", description="First position (or number) to squash.")
+        ],
+        to: Annotated[int, Field(description="Last position (or number) to squash, inclusive.")],
+        summary: Annotated[
+            str, Field(description="Your summary; it replaces the range in the view.")
+        ],
+        numbering: NumberingArg = None,
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, SquashOut]:
+        """Squash entries from..to (inclusive) into your summary; the originals stay retrievable.
+
+        Use it when a stretch (a finished investigation, long tool output) matters only for its
+        result. Keep decisions, numbers, file names and open questions in the summary. A range
+        may not separate a tool call from its result. Undo with frs_restore.
+        Example: frs_compress_range(from=3, to=9, summary="Ran the suite 20x: test_sync fails
+          4/20 with 3 != 4; race in Syncer.flush", expected_revision=12)
+        """
+        service = ctx.request_context.lifespan_context.service
+        with tool_errors():
+            done = await service.compress_range(
+                from_, to, summary, _numbering(numbering), _sid(session_id), expected_revision
+            )
+        return _squash_result(done)
+
+    @mcp.tool(annotations=writes)
+    async def frs_compress_last(
+        ctx: DepsContext,
+        count: Annotated[int, Field(description="How many of the newest entries to squash.")],
+        summary: Annotated[str, Field(description="Your summary of them.")],
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, SquashOut]:
+        """Squash the last `count` entries of the thread into your summary.
+
+        Use it right after finishing a step whose details you will not need verbatim.
+        Example: frs_compress_last(count=6, summary="Installed deps; build passes.")
+        """
+        service = ctx.request_context.lifespan_context.service
+        with tool_errors():
+            done = await service.compress_last(count, summary, _sid(session_id), expected_revision)
+        return _squash_result(done)
+
+    @mcp.tool(annotations=reads, structured_output=False)
+    async def get_alias(
+        ctx: DepsContext,
+        alias: Annotated[
+            str,
+            Field(
+                description="M.<number> (a message) or SQ.<n> (a squash's originals), "
+                "@sha8 optional."
+            ),
+        ],
+        offset: Annotated[int, Field(description="Character offset to start from.", ge=0)] = 0,
+        max_chars: Annotated[
+            int, Field(description="Page size in characters.", ge=1, le=100_000)
+        ] = 20_000,
+        session_id: SessionArg = None,
+    ) -> str:
+        """Show the full text behind an alias, a page at a time.
+
+        Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was).
+        Each page says what remains and the exact call for the next one.
+        Example: get_alias(alias="SQ.2@0b4f2d11") or get_alias(alias="M.17", offset=20000)
+        """
+        service = ctx.request_context.lifespan_context.service
+        with tool_errors():
+            page = await service.get_alias(alias, offset, max_chars, _sid(session_id))
+        return page.render()
+
+    @mcp.tool(annotations=writes)
+    async def frs_restore(
+        ctx: DepsContext,
+        alias: Annotated[str, Field(description="The squash to undo: SQ.<n>, @sha8 optional.")],
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, RestoreOut]:
+        """Undo a squash: its originals take the summary's place again.
+
+        Restore the later of two nested squashes first.
+        Example: frs_restore(alias="SQ.2")
+        """
+        service = ctx.request_context.lifespan_context.service
+        with tool_errors():
+            done = await service.restore(alias, _sid(session_id), expected_revision)
+        out = RestoreOut(
+            session_id=done.session_id, revision=done.revision, first=done.first, last=done.last
+        )
+        return _result(done.text(), out)
+
+    @mcp.tool(annotations=writes)
+    async def frs_plan(
+        ctx: DepsContext,
+        steps: Annotated[
+            list[StepIn] | None,
+            Field(description="The whole plan, replacing the old one: [{text, status}]."),
+        ] = None,
+        checkpoint: Annotated[
+            str | None, Field(description="Name a checkpoint after the newest entry.")
+        ] = None,
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, Revision]:
+        """Set the plan (shown under the title: ✓ done · ▶ doing · ○ todo) and/or add a checkpoint.
+
+        Example: frs_plan(steps=[{"text": "reproduce", "status": "done"},
+          {"text": "find cause", "status": "doing"}, {"text": "fix"}], checkpoint="reproduced")
+        """
+        service = ctx.request_context.lifespan_context.service
+        plan = [PlanStep(s.text, s.status) for s in steps] if steps is not None else None  # type: ignore[arg-type]
+        with tool_errors():
+            session, current = await service.update_plan(
+                plan, checkpoint, _sid(session_id), expected_revision
+            )
+        shown = " · ".join(f"{s.status}: {s.text}" for s in current) or "no steps"
+        marked = f"; checkpoint {checkpoint.strip()!r} added" if checkpoint else ""
+        return _result(
+            f"Plan: {shown}{marked} · revision {session.revision}",
+            Revision(session_id=session.id, revision=session.revision),
+        )
+
+
+def _squash_result(done: Any) -> CallToolResult:
+    out = SquashOut(
+        session_id=done.session_id,
+        revision=done.revision,
+        alias=done.squash.alias,
+        position=done.position,
+        tokens_before=done.squash.tokens_before,
+        tokens_after=done.squash.tokens_after,
+    )
+    return _result(done.text(), out)

@@ -1,0 +1,116 @@
+"""The SQLite database: one writer connection, one reader connection, transactions.
+
+WAL lets the reader see the last committed state while the writer works. A lock per connection
+keeps concurrent tool calls from interleaving statements; `BEGIN IMMEDIATE` takes SQLite's write
+lock up front (waiting up to the busy timeout if another process holds it), and commit/rollback
+are shielded from cancellation, so a cancelled call never leaves a transaction open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+import anyio
+
+from storage.migrations import migrate
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+MEMORY = ":memory:"
+
+
+class Database:
+    """A database opened by `open_database`; use `transaction()` to write, `snapshot()` to read."""
+
+    def __init__(
+        self, path: str, writer: aiosqlite.Connection, reader: aiosqlite.Connection
+    ) -> None:
+        self.path = path
+        self._writer = writer
+        self._reader = reader
+        self._write_lock = anyio.Lock()
+        # An in-memory database has one connection; then reads and writes share one lock.
+        self._read_lock = self._write_lock if reader is writer else anyio.Lock()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any error or cancellation."""
+        async with self._write_lock:
+            await self._writer.execute("begin immediate")
+            try:
+                yield self._writer
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._writer.rollback()
+                raise
+            else:
+                with anyio.CancelScope(shield=True):
+                    await self._writer.commit()
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A read transaction: every query inside sees the same committed state."""
+        async with self._read_lock:
+            await self._reader.execute("begin")
+            try:
+                yield self._reader
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._reader.rollback()
+
+    async def user_version(self, conn: aiosqlite.Connection | None = None) -> int:
+        async with (conn or self._writer).execute("pragma user_version") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            if self._reader is not self._writer:
+                await self._reader.close()
+            await self._writer.close()
+
+
+async def _connect(path: str) -> aiosqlite.Connection:
+    # isolation_level=None: we begin every transaction ourselves.
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        await conn.execute("pragma foreign_keys = on")
+        if path != MEMORY:
+            await conn.execute("pragma journal_mode = wal")
+        # FULL: a recorded message survives a power cut, not only a crash of this process.
+        await conn.execute("pragma synchronous = full")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+@asynccontextmanager
+async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]:
+    """Open (creating it and its folder if needed) and migrate the database at `path`."""
+    where = str(path)
+    if where != MEMORY:
+        file = Path(where).expanduser()  # noqa: ASYNC240 - once at startup, before serving
+        file.parent.mkdir(parents=True, exist_ok=True)
+        where = str(file)
+    writer = await _connect(where)
+    reader = writer
+    try:
+        if where != MEMORY:
+            reader = await _connect(where)
+        db = Database(where, writer, reader)
+        version = await migrate(db)
+        log.info("database %s ready (schema version %d)", where, version)
+        yield db
+    finally:
+        with anyio.CancelScope(shield=True):
+            if reader is not writer:
+                await reader.close()
+            await writer.close()

@@ -1,0 +1,165 @@
+"""Numbered schema migrations, applied at start and recorded in `PRAGMA user_version`.
+
+Append only: never edit or reorder a shipped migration; fix forward with a new one. Each
+migration and its version bump share one transaction, so a failure leaves the old version.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from storage.db import Database
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: sessions, messages, squashes, plans, checkpoints, the change log, the current session
+        # One row per reasoning session. Counters are kept here, updated in the transaction that
+        # changes them, so a view never counts rows.
+        "create table sessions ("
+        " id text primary key,"
+        " title text not null,"
+        " goal text not null default '',"
+        " numbering text not null default 'position' check (numbering in ('position', 'absolute')),"
+        " interface text,"  # with conversation: one session per conversation of an interface
+        " conversation text,"
+        " revision integer not null default 0,"  # +1 per committed change
+        " next_number integer not null default 1,"  # permanent message numbers are never reused
+        " next_squash integer not null default 1,"
+        " live_count integer not null default 0,"  # numbered entries in the thread
+        " live_tokens integer not null default 0,"
+        " live_system integer not null default 0,"
+        " live_user integer not null default 0,"
+        " live_assistant integer not null default 0,"
+        " live_tool integer not null default 0,"
+        " live_summary integer not null default 0,"
+        " recorded integer not null default 0,"  # original messages ever recorded
+        " created_at text not null,"
+        " updated_at text not null)",
+        "create unique index sessions_by_conversation on sessions (interface, conversation)"
+        " where interface is not null",
+        "create index sessions_by_update on sessions (updated_at)",
+        # Every message ever recorded, and every summary. Squashed ones stay (live = 0).
+        # `ord` orders live entries: an original's number, or the first number a summary covers.
+        "create table messages ("
+        " id integer primary key,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " number integer,"  # null for thinking blocks, which are never numbered
+        " ord integer not null,"
+        " ord_last integer not null,"
+        " live integer not null check (live in (0, 1)),"
+        " role text not null check (role in ('system', 'user', 'assistant', 'tool')),"
+        " kind text not null check (kind in ('message', 'summary', 'thinking')),"
+        " lane text not null,"  # role, or 'summary': what role filters and counts see
+        " content text not null,"
+        " name text,"
+        " tool_calls text,"  # JSON [{id, name, arguments}]
+        " tool_call_id text,"
+        " answers integer,"  # number of the message whose tool call this result answers
+        " run_id text,"
+        " interface_message_id text,"
+        " created_at text not null,"
+        " sha256 text not null,"
+        " tokens integer not null,"
+        " covered integer not null default 1,"  # originals a summary stands for
+        " squash_n integer,"
+        " squash_sha256 text)",
+        "create unique index messages_by_number on messages (session_id, number)"
+        " where number is not null",
+        # The hot paths: last N, a window from a position, by role; all range scans.
+        "create index messages_live on messages (session_id, ord) where live = 1",
+        "create index messages_live_lane on messages (session_id, lane, ord) where live = 1",
+        "create index messages_live_run on messages (session_id, run_id, ord)"
+        " where live = 1 and run_id is not null",
+        "create index messages_answers on messages (session_id, answers, number)"
+        " where answers is not null",
+        "create index messages_thinking on messages (session_id, ord) where kind = 'thinking'",
+        # Tool call ids, to pair each result with the latest call that carries its id.
+        "create table calls ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " call_id text not null,"
+        " number integer not null,"
+        " primary key (session_id, call_id, number)) without rowid",
+        # Live entries per block of 1024 ords: positions become a short sum plus one bounded
+        # scan instead of counting every earlier row.
+        "create table blocks ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " block integer not null,"
+        " live integer not null,"
+        " primary key (session_id, block)) without rowid",
+        "create table squashes ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " n integer not null,"  # alias SQ.n
+        " summary_number integer not null,"
+        " first_ord integer not null,"
+        " last_ord integer not null,"
+        " count integer not null,"
+        " covered integer not null,"
+        " tokens_before integer not null,"
+        " tokens_after integer not null,"
+        " sha256 text not null,"  # of the originals as get_alias renders them
+        " summary text not null,"
+        " created_at text not null,"
+        " restored_at text,"
+        " primary key (session_id, n)) without rowid",
+        # The entries a squash replaced, in thread order (a member may be an earlier summary).
+        "create table squash_members ("
+        " session_id text not null,"
+        " n integer not null,"
+        " seq integer not null,"
+        " number integer not null,"
+        " primary key (session_id, n, seq),"
+        " foreign key (session_id, n) references squashes (session_id, n) on delete cascade"
+        ") without rowid",
+        "create index squash_members_by_number on squash_members (session_id, number)",
+        "create table plan_steps ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " idx integer not null,"
+        " text text not null,"
+        " status text not null check (status in ('todo', 'doing', 'done')),"
+        " primary key (session_id, idx)) without rowid",
+        "create table checkpoints ("
+        " id integer primary key,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " name text not null,"
+        " revision integer not null,"
+        " after_ord integer not null,"
+        " created_at text not null)",
+        "create index checkpoints_by_session on checkpoints (session_id, id)",
+        # One line per revision: what changed, for stale-revision errors and audits.
+        "create table changes ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " revision integer not null,"
+        " change text not null,"
+        " created_at text not null,"
+        " primary key (session_id, revision)) without rowid",
+        # The session tools use when none is named; shared by every process on this file.
+        "create table current_session ("
+        " id integer primary key check (id = 1),"
+        " session_id text references sessions (id) on delete set null)",
+    ),
+)
+
+
+class SchemaTooNew(Exception):
+    def __init__(self, found: int, supported: int) -> None:
+        self.found, self.supported = found, supported
+        super().__init__(
+            f"The database has schema version {found}, but this frs-mcp knows versions up to "
+            f"{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
+        )
+
+
+async def migrate(db: Database) -> int:
+    """Bring the schema to the newest version; returns the version reached."""
+    current = await db.user_version()
+    if current > len(MIGRATIONS):
+        raise SchemaTooNew(found=current, supported=len(MIGRATIONS))
+    for version, statements in enumerate(MIGRATIONS[current:], start=current + 1):
+        async with db.transaction() as conn:
+            # Another process may have migrated between our read and our write lock.
+            if await db.user_version(conn) >= version:
+                continue
+            for sql in statements:
+                await conn.execute(sql)
+            await conn.execute(f"pragma user_version = {version:d}")
+    return await db.user_version()

@@ -1,0 +1,167 @@
+"""Rows to domain values and back; the only place that knows column order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, cast
+
+from frs.model import (
+    Checkpoint,
+    Kind,
+    Message,
+    Numbering,
+    PlanStep,
+    Role,
+    Session,
+    SessionId,
+    Squash,
+    StepStatus,
+    ToolCall,
+)
+
+Row = Sequence[Any]
+
+SESSION_COLUMNS = (
+    "id, title, goal, numbering, interface, conversation, revision, next_number, next_squash,"
+    " live_count, live_tokens, live_system, live_user, live_assistant, live_tool, live_summary,"
+    " recorded, created_at, updated_at"
+)
+MESSAGE_COLUMNS = (
+    "number, ord, ord_last, live, role, kind, content, name, tool_calls, tool_call_id, answers,"
+    " run_id, interface_message_id, created_at, sha256, tokens, covered, squash_n, squash_sha256"
+)
+SQUASH_COLUMNS = (
+    "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
+    " created_at, restored_at, summary"
+)
+LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
+
+
+def session_from_row(row: Row) -> Session:
+    return Session(
+        id=SessionId(row[0]),
+        title=row[1],
+        goal=row[2],
+        numbering=cast(Numbering, row[3]),
+        interface=row[4],
+        conversation=row[5],
+        revision=row[6],
+        next_number=row[7],
+        next_squash=row[8],
+        live_count=row[9],
+        live_tokens=row[10],
+        lanes=dict(zip(LANE_COLUMNS, row[11:16], strict=True)),
+        recorded=row[16],
+        created_at=row[17],
+        updated_at=row[18],
+    )
+
+
+def session_to_row(session: Session) -> tuple[Any, ...]:
+    lanes = tuple(session.lanes.get(lane, 0) for lane in LANE_COLUMNS)
+    return (
+        session.id,
+        session.title,
+        session.goal,
+        session.numbering,
+        session.interface,
+        session.conversation,
+        session.revision,
+        session.next_number,
+        session.next_squash,
+        session.live_count,
+        session.live_tokens,
+        *lanes,
+        session.recorded,
+        session.created_at,
+        session.updated_at,
+    )
+
+
+def calls_to_json(calls: Sequence[ToolCall]) -> str | None:
+    if not calls:
+        return None
+    return json.dumps(
+        [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False
+    )
+
+
+def message_from_row(row: Row) -> Message:
+    calls = (
+        tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(row[8]))
+        if row[8]
+        else ()
+    )
+    return Message(
+        number=row[0],
+        ord=row[1],
+        ord_last=row[2],
+        live=bool(row[3]),
+        role=cast(Role, row[4]),
+        kind=cast(Kind, row[5]),
+        content=row[6],
+        name=row[7],
+        tool_calls=calls,
+        tool_call_id=row[9],
+        answers=row[10],
+        run_id=row[11],
+        interface_message_id=row[12],
+        created_at=row[13],
+        sha256=row[14],
+        tokens=row[15],
+        covered=row[16],
+        squash_n=row[17],
+        squash_sha256=row[18],
+    )
+
+
+def message_to_row(session_id: str, m: Message) -> tuple[Any, ...]:
+    return (
+        session_id,
+        m.number,
+        m.ord,
+        m.ord_last,
+        int(m.live),
+        m.role,
+        m.kind,
+        m.lane,
+        m.content,
+        m.name,
+        calls_to_json(m.tool_calls),
+        m.tool_call_id,
+        m.answers,
+        m.run_id,
+        m.interface_message_id,
+        m.created_at,
+        m.sha256,
+        m.tokens,
+        m.covered,
+        m.squash_n,
+        m.squash_sha256,
+    )
+
+
+def squash_from_row(row: Row) -> Squash:
+    return Squash(
+        n=row[0],
+        summary_number=row[1],
+        first=row[2],
+        last=row[3],
+        count=row[4],
+        covered=row[5],
+        tokens_before=row[6],
+        tokens_after=row[7],
+        sha256=row[8],
+        created_at=row[9],
+        restored=row[10] is not None,
+        summary=row[11],
+    )
+
+
+def step_from_row(row: Row) -> PlanStep:
+    return PlanStep(text=row[0], status=cast(StepStatus, row[1]))
+
+
+def checkpoint_from_row(row: Row) -> Checkpoint:
+    return Checkpoint(name=row[0], revision=row[1], after_ord=row[2], created_at=row[3])

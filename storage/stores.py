@@ -1,0 +1,417 @@
+"""The SQLite implementation of `frs.ports`: every query the service needs, nothing more.
+
+Positions: live entries are counted per block of 1024 ords (table `blocks`), so mapping a
+position to an entry, or an entry to its position, sums one short row per block and scans at
+most one block of the `messages_live` index, however long the thread grows.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from itertools import accumulate
+from typing import Any
+
+import aiosqlite
+
+from frs.model import Checkpoint, Message, PlanStep, Session, SessionId, Squash
+from storage.db import Database
+from storage.rows import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    SQUASH_COLUMNS,
+    checkpoint_from_row,
+    message_from_row,
+    message_to_row,
+    session_from_row,
+    session_to_row,
+    squash_from_row,
+    step_from_row,
+)
+
+BLOCK_BITS = 10  # 1024 ords per block
+
+_INSERT_MESSAGE = (
+    "insert into messages (session_id, number, ord, ord_last, live, role, kind, lane, content,"
+    " name, tool_calls, tool_call_id, answers, run_id, interface_message_id, created_at, sha256,"
+    " tokens, covered, squash_n, squash_sha256)"
+    " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_SESSION = (
+    "update sessions set title = ?, goal = ?, numbering = ?, interface = ?, conversation = ?,"
+    " revision = ?, next_number = ?, next_squash = ?, live_count = ?, live_tokens = ?,"
+    " live_system = ?, live_user = ?, live_assistant = ?, live_tool = ?, live_summary = ?,"
+    " recorded = ?, created_at = ?, updated_at = ? where id = ?"
+)
+_SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
+
+
+class SqliteReader:
+    """Read queries over one connection inside a transaction someone else opened."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return list(await self.conn.execute_fetchall(sql, params))
+
+    async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        async with self.conn.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    async def _messages(self, sql: str, params: Sequence[Any]) -> list[Message]:
+        return [message_from_row(row) for row in await self._all(sql, params)]
+
+    # sessions
+
+    async def find_session(self, session_id: SessionId) -> Session | None:
+        row = await self._one(f"select {SESSION_COLUMNS} from sessions where id = ?", (session_id,))
+        return session_from_row(row) if row else None
+
+    async def find_conversation(self, interface: str, conversation: str) -> Session | None:
+        row = await self._one(
+            f"select {SESSION_COLUMNS} from sessions where interface = ? and conversation = ?",
+            (interface, conversation),
+        )
+        return session_from_row(row) if row else None
+
+    async def current_session_id(self) -> SessionId | None:
+        row = await self._one("select session_id from current_session where id = 1")
+        return SessionId(row[0]) if row and row[0] else None
+
+    async def list_sessions(self, limit: int) -> list[Session]:
+        rows = await self._all(
+            f"select {SESSION_COLUMNS} from sessions order by updated_at desc, id limit ?", (limit,)
+        )
+        return [session_from_row(row) for row in rows]
+
+    # positions
+
+    async def _block_starts(self, session_id: SessionId) -> tuple[list[int], list[int]]:
+        """Blocks holding live entries, and the live entries before each."""
+        rows = await self._all(
+            "select block, live from blocks where session_id = ? and live > 0 order by block",
+            (session_id,),
+        )
+        blocks = [row[0] for row in rows]
+        before = [0, *accumulate(row[1] for row in rows)]
+        return blocks, before
+
+    async def entries_at(self, session_id: SessionId, position: int, count: int) -> list[Message]:
+        if count <= 0 or position < 1:
+            return []
+        lowest, skip = 0, position - 1
+        if position > 1:
+            blocks, before = await self._block_starts(session_id)
+            if not blocks:
+                return []
+            # The first block whose running count reaches `position` holds it.
+            index = next((i for i, b in enumerate(before[1:]) if b >= position), len(blocks) - 1)
+            lowest, skip = blocks[index] << BLOCK_BITS, position - 1 - before[index]
+        return await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and ord >= ?"
+            " order by ord limit ? offset ?",
+            (session_id, lowest, count, skip),
+        )
+
+    async def positions_of(self, session_id: SessionId, ords: Sequence[int]) -> list[int]:
+        if not ords:
+            return []
+        blocks, before = await self._block_starts(session_id)
+        prior = {block: before[i] for i, block in enumerate(blocks)}
+        positions = []
+        for ord_ in ords:
+            block = ord_ >> BLOCK_BITS
+            earlier = prior.get(block)
+            if earlier is None:  # its block has no live entry left: count the blocks below
+                earlier = sum(before[i + 1] - before[i] for i, b in enumerate(blocks) if b < block)
+            row = await self._one(
+                "select count(*) from messages where session_id = ? and live = 1"
+                " and ord >= ? and ord < ?",
+                (session_id, block << BLOCK_BITS, ord_),
+            )
+            positions.append(earlier + row[0] + 1)
+        return positions
+
+    async def entries_between(self, session_id: SessionId, lo: int, hi: int) -> list[Message]:
+        return await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and ord between ? and ?"
+            " order by ord",
+            (session_id, lo, hi),
+        )
+
+    async def entry_covering(self, session_id: SessionId, ord_: int) -> Message | None:
+        found = await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and ord <= ?"
+            " order by ord desc limit 1",
+            (session_id, ord_),
+        )
+        return found[0] if found else None
+
+    async def last_entries(
+        self, session_id: SessionId, count: int, lanes: Sequence[str] | None
+    ) -> list[Message]:
+        if not lanes:
+            newest = await self._messages(
+                f"{_SELECT_MESSAGE} where session_id = ? and live = 1 order by ord desc limit ?",
+                (session_id, count),
+            )
+            return newest[::-1]
+        per_lane = [
+            await self._messages(
+                f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and lane = ?"
+                " order by ord desc limit ?",
+                (session_id, lane, count),
+            )
+            for lane in dict.fromkeys(lanes)
+        ]
+        newest = heapq.nlargest(count, (m for ms in per_lane for m in ms), key=lambda m: m.ord)
+        return newest[::-1]
+
+    async def lane_entries(
+        self, session_id: SessionId, lanes: Sequence[str], lo: int, hi: int
+    ) -> list[Message]:
+        per_lane = [
+            await self._messages(
+                f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and lane = ?"
+                " and ord between ? and ? order by ord",
+                (session_id, lane, lo, hi),
+            )
+            for lane in dict.fromkeys(lanes)
+        ]
+        return list(heapq.merge(*per_lane, key=lambda m: m.ord))
+
+    # messages and pairs
+
+    async def message(self, session_id: SessionId, number: int) -> Message | None:
+        found = await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and number = ?", (session_id, number)
+        )
+        return found[0] if found else None
+
+    async def latest_call(self, session_id: SessionId, call_id: str) -> int | None:
+        row = await self._one(
+            "select max(number) from calls where session_id = ? and call_id = ?",
+            (session_id, call_id),
+        )
+        return row[0] if row else None
+
+    async def pair_partners(
+        self, session_id: SessionId, lo: int, hi: int
+    ) -> tuple[int | None, int | None]:
+        before = await self._one(
+            "select min(answers) from messages where session_id = ? and number between ? and ?"
+            " and answers < ?",
+            (session_id, lo, hi, lo),
+        )
+        after = await self._one(
+            "select max(number) from messages where session_id = ? and answers between ? and ?"
+            " and number > ?",
+            (session_id, lo, hi, hi),
+        )
+        return before[0], after[0]
+
+    # squashes
+
+    async def squash(self, session_id: SessionId, n: int) -> Squash | None:
+        row = await self._one(
+            f"select {SQUASH_COLUMNS} from squashes where session_id = ? and n = ?",
+            (session_id, n),
+        )
+        return squash_from_row(row) if row else None
+
+    async def squash_members(self, session_id: SessionId, n: int) -> list[Message]:
+        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        return await self._messages(
+            f"select {columns} from squash_members s join messages m"
+            " on m.session_id = s.session_id and m.number = s.number"
+            " where s.session_id = ? and s.n = ? order by s.seq",
+            (session_id, n),
+        )
+
+    async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
+        columns = ", ".join(f"q.{c.strip()}" for c in SQUASH_COLUMNS.split(","))
+        row = await self._one(
+            f"select {columns} from squash_members s join squashes q"
+            " on q.session_id = s.session_id and q.n = s.n"
+            " where s.session_id = ? and s.number = ? and q.restored_at is null",
+            (session_id, number),
+        )
+        return squash_from_row(row) if row else None
+
+    async def squashes(self, session_id: SessionId) -> list[Squash]:
+        rows = await self._all(
+            f"select {SQUASH_COLUMNS} from squashes where session_id = ? order by n", (session_id,)
+        )
+        return [squash_from_row(row) for row in rows]
+
+    # plan, marks, thinking, changes
+
+    async def plan(self, session_id: SessionId) -> list[PlanStep]:
+        rows = await self._all(
+            "select text, status from plan_steps where session_id = ? order by idx", (session_id,)
+        )
+        return [step_from_row(row) for row in rows]
+
+    async def checkpoints(self, session_id: SessionId) -> list[Checkpoint]:
+        rows = await self._all(
+            "select name, revision, after_ord, created_at from checkpoints where session_id = ?"
+            " order by id",
+            (session_id,),
+        )
+        return [checkpoint_from_row(row) for row in rows]
+
+    async def thinking(self, session_id: SessionId, lo: int, hi: int) -> list[Message]:
+        return await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and kind = 'thinking' and ord between ? and ?"
+            " order by ord, id",
+            (session_id, lo, hi),
+        )
+
+    async def changes_since(self, session_id: SessionId, revision: int) -> list[str]:
+        rows = await self._all(
+            "select revision, change from changes where session_id = ? and revision > ?"
+            " order by revision limit 10",
+            (session_id, revision),
+        )
+        return [f"revision {row[0]}: {row[1]}" for row in rows]
+
+
+class SqliteTx(SqliteReader):
+    """Reads and writes inside one `BEGIN IMMEDIATE` transaction."""
+
+    async def create_session(self, session: Session) -> None:
+        await self.conn.execute(
+            f"insert into sessions ({SESSION_COLUMNS}) values ({', '.join('?' * 19)})",
+            session_to_row(session),
+        )
+
+    async def set_current(self, session_id: SessionId) -> None:
+        await self.conn.execute(
+            "insert into current_session (id, session_id) values (1, ?)"
+            " on conflict (id) do update set session_id = excluded.session_id",
+            (session_id,),
+        )
+
+    async def save_session(self, session: Session, change: str) -> None:
+        row = session_to_row(session)
+        await self.conn.execute(_UPDATE_SESSION, (*row[1:], row[0]))
+        await self.conn.execute(
+            "insert into changes (session_id, revision, change, created_at) values (?, ?, ?, ?)",
+            (session.id, session.revision, change, session.updated_at),
+        )
+
+    async def _shift_blocks(self, session_id: SessionId, ords: Iterable[tuple[int, int]]) -> None:
+        """Add each (ord, delta) to the live count of the ord's block."""
+        deltas: Counter[int] = Counter()
+        for ord_, delta in ords:
+            deltas[ord_ >> BLOCK_BITS] += delta
+        await self.conn.executemany(
+            "insert into blocks (session_id, block, live) values (?, ?, ?)"
+            " on conflict (session_id, block) do update set live = live + excluded.live",
+            [(session_id, block, delta) for block, delta in deltas.items() if delta],
+        )
+
+    async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None:
+        await self.conn.executemany(
+            _INSERT_MESSAGE, [message_to_row(session_id, m) for m in messages]
+        )
+        calls = [
+            (session_id, call.id, m.number) for m in messages for call in m.tool_calls if m.number
+        ]
+        if calls:
+            await self.conn.executemany(
+                "insert or ignore into calls (session_id, call_id, number) values (?, ?, ?)", calls
+            )
+        await self._shift_blocks(session_id, ((m.ord, 1) for m in messages if m.live))
+
+    async def _set_live(self, session_id: SessionId, numbers: Iterable[int], live: int) -> None:
+        await self.conn.executemany(
+            "update messages set live = ? where session_id = ? and number = ?",
+            [(live, session_id, number) for number in numbers],
+        )
+
+    async def apply_squash(
+        self, session_id: SessionId, squash: Squash, summary: Message, members: Sequence[Message]
+    ) -> None:
+        await self._set_live(session_id, (m.number for m in members if m.number), 0)
+        await self.conn.execute(_INSERT_MESSAGE, message_to_row(session_id, summary))
+        await self.conn.execute(
+            "insert into squashes (session_id, n, summary_number, first_ord, last_ord, count,"
+            " covered, tokens_before, tokens_after, sha256, summary, created_at)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                squash.n,
+                squash.summary_number,
+                squash.first,
+                squash.last,
+                squash.count,
+                squash.covered,
+                squash.tokens_before,
+                squash.tokens_after,
+                squash.sha256,
+                squash.summary,
+                squash.created_at,
+            ),
+        )
+        await self.conn.executemany(
+            "insert into squash_members (session_id, n, seq, number) values (?, ?, ?, ?)",
+            [(session_id, squash.n, seq, m.number) for seq, m in enumerate(members)],
+        )
+        await self._shift_blocks(session_id, [*((m.ord, -1) for m in members), (summary.ord, 1)])
+
+    async def apply_restore(
+        self,
+        session_id: SessionId,
+        squash: Squash,
+        summary: Message,
+        members: Sequence[Message],
+        restored_at: str,
+    ) -> None:
+        await self._set_live(session_id, [summary.number or 0], 0)
+        await self._set_live(session_id, (m.number for m in members if m.number), 1)
+        await self.conn.execute(
+            "update squashes set restored_at = ? where session_id = ? and n = ?",
+            (restored_at, session_id, squash.n),
+        )
+        await self._shift_blocks(session_id, [(summary.ord, -1), *((m.ord, 1) for m in members)])
+
+    async def replace_plan(self, session_id: SessionId, steps: Sequence[PlanStep]) -> None:
+        await self.conn.execute("delete from plan_steps where session_id = ?", (session_id,))
+        await self.conn.executemany(
+            "insert into plan_steps (session_id, idx, text, status) values (?, ?, ?, ?)",
+            [(session_id, i, step.text, step.status) for i, step in enumerate(steps)],
+        )
+
+    async def add_checkpoint(self, session_id: SessionId, checkpoint: Checkpoint) -> None:
+        await self.conn.execute(
+            "insert into checkpoints (session_id, name, revision, after_ord, created_at)"
+            " values (?, ?, ?, ?, ?)",
+            (
+                session_id,
+                checkpoint.name,
+                checkpoint.revision,
+                checkpoint.after_ord,
+                checkpoint.created_at,
+            ),
+        )
+
+
+class SqliteStore:
+    """`frs.ports.Store` over a `Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqliteTx]:
+        async with self.db.transaction() as conn:
+            yield SqliteTx(conn)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[SqliteReader]:
+        async with self.db.snapshot() as conn:
+            yield SqliteReader(conn)

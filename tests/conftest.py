@@ -1,0 +1,33 @@
+"""Shared fixtures: a factory for in-process MCP clients on a fresh SQLite file."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from server import Settings, build_server
+
+Connect = Callable[..., AbstractAsyncContextManager[Client]]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "frs.db"
+
+
+@pytest.fixture
+def connect(db_path: Path) -> Connect:
+    """`async with connect() as client:` inside the test body (a yielding async fixture would
+    exit the client's task group from another task)."""
+
+    @asynccontextmanager
+    async def _connect(**settings: object) -> AsyncIterator[Client]:
+        options = {"database": str(db_path), **settings}
+        async with Client(build_server(Settings.model_validate(options))) as client:
+            yield client
+
+    return _connect
