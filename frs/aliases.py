@@ -49,6 +49,7 @@ class Page:
     offset: int
     end: int
     size: int
+    session_id: str | None = None  # given explicitly: the next call must name it too
 
     def render(self) -> str:
         lines = [
@@ -56,8 +57,9 @@ class Page:
             self.text,
         ]
         if self.end < self.size:
+            session = f', session_id="{self.session_id}"' if self.session_id else ""
             lines.append(
                 f"… {self.size - self.end:,} more chars: "
-                f'get_alias(alias="{self.alias}", offset={self.end})'
+                f'get_alias(alias="{self.alias}", offset={self.end}{session})'
             )
         return "\n".join(lines)

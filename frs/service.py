@@ -693,7 +693,7 @@ class ReasoningService:
                 "Use an offset from 0 to the size."
             )
         end = min(len(text), offset + size_cap)
-        return Page(ref.name, heading, text[offset:end], offset, end, len(text))
+        return Page(ref.name, heading, text[offset:end], offset, end, len(text), session_id)
 
     # -- plan ------------------------------------------------------------------------------------
 
