@@ -1,21 +1,31 @@
-"""The `frs-mcp` command: serve MCP over stdio on the embedded database."""
+"""The `frs-mcp` command: serve MCP over stdio, SSE or Streamable HTTP on the embedded database."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
 from server.app import build_server, version
 from server.deps import open_deps
+from server.http import (
+    DEFAULT_PORT,
+    HostPolicy,
+    HttpOptions,
+    bind_socket,
+    serve_http,
+    unsafe_bind,
+)
 from server.settings import Settings, resolve_database
 from storage import SchemaTooNew
 
 log = logging.getLogger("frs-mcp")
+_HTTP = HttpOptions()  # the defaults
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,7 +40,67 @@ def parser() -> argparse.ArgumentParser:
         help="SQLite database file (default: $FRS_DB, else $XDG_DATA_HOME/frs-mcp/frs.db "
         "or ~/.local/share/frs-mcp/frs.db)",
     )
-    p.add_argument("--transport", choices=["stdio"], default="stdio", help="how clients connect")
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "sse", "streamable-http", "both-http"],
+        default="stdio",
+        help="how clients connect: stdio (default), sse (GET /sse), streamable-http (/mcp), "
+        "or both-http (/mcp and /sse on one port)",
+    )
+    http = p.add_argument_group("HTTP transports (sse, streamable-http, both-http)")
+    http.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other needs a token)",
+    )
+    http.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    http.add_argument(
+        "--token",
+        default=None,
+        help="bearer token every request must carry (default $FRS_TOKEN; prefer the variable, "
+        "a flag shows in the process list)",
+    )
+    http.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT|:*]",
+        help="another name clients may use in Host/Origin (repeatable); loopback names and the "
+        "bound address are always allowed",
+    )
+    http.add_argument(
+        "--max-body-bytes",
+        type=_positive,
+        default=_HTTP.max_body_bytes,
+        metavar="N",
+        help="largest request body (default %(default)s); larger gets 413",
+    )
+    http.add_argument(
+        "--max-sse-connections",
+        type=_positive,
+        default=_HTTP.max_sse_connections,
+        metavar="N",
+        help="open SSE streams at once (default %(default)s); one more gets 503",
+    )
+    http.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=_HTTP.max_sessions,
+        metavar="N",
+        help="open Streamable HTTP sessions (default %(default)s); one more gets 503",
+    )
+    http.add_argument(
+        "--session-idle-timeout",
+        type=_seconds,
+        default=_HTTP.session_idle_timeout,
+        metavar="SECONDS",
+        help="close Streamable HTTP sessions idle this long (default %(default)s)",
+    )
     p.add_argument(
         "--preview-chars",
         type=int,
@@ -45,6 +115,27 @@ def parser() -> argparse.ArgumentParser:
         help="stderr log level",
     )
     return p
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0..65535)")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
 
 
 async def serve(settings: Settings) -> None:
@@ -69,8 +160,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.preview_chars is not None:
         options["preview_chars"] = args.preview_chars
     settings = Settings.model_validate(options)
+    if args.transport == "stdio":
+        return _run(serve, settings)
+    http = HttpOptions(
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=args.token or os.environ.get("FRS_TOKEN") or None,
+        allowed_hosts=tuple(args.allowed_host),
+        max_body_bytes=args.max_body_bytes,
+        max_sse_connections=args.max_sse_connections,
+        max_sessions=args.max_sessions,
+        session_idle_timeout=args.session_idle_timeout,
+    )
+    refusal = unsafe_bind(http.host, http.token)
+    if refusal is not None:
+        print(f"frs-mcp: {refusal}", file=sys.stderr)
+        return 2
     try:
-        anyio.run(serve, settings)
+        HostPolicy.for_server(http.host, http.port, http.allowed_hosts)
+    except ValueError as exc:
+        print(f"frs-mcp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sock = bind_socket(http.host, http.port)
+    except OSError as exc:
+        print(f"frs-mcp: cannot listen on {http.host}:{http.port}: {exc}", file=sys.stderr)
+        return 2
+    with sock:
+        return _run(serve_http, settings, http, sock)
+
+
+def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: object) -> int:
+    try:
+        anyio.run(serve, settings, *args)
     except SchemaTooNew as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
