@@ -37,7 +37,8 @@ from frs.model import (
     Squash,
     ToolCall,
 )
-from frs.service import ReasoningService, Recorded, Restored, Squashed, ViewOptions
+from frs.service import ReasoningService, Recorded, Restored, Squashed
+from frs.views import ViewOptions
 
 __all__ = [
     "LANES",

@@ -2,9 +2,9 @@
 
     FrsError
     ├── NotFound          SessionNotFound, AliasNotFound
-    ├── Conflict          StaleRevision, AlreadyRestored, CoveredByLaterSquash
+    ├── Conflict          StaleRevision, AlreadyRestored, CoveredByLaterSquash, AliasTaken
     └── InvalidRequest    PositionOutOfRange, SplitsToolCall, SummaryTooLarge, SummaryNotSmaller,
-                          InvalidContent, InvalidAlias, UnknownToolCall, NothingToSquash
+                          InvalidContent, InvalidAlias, NothingToSquash, SourceRefused
 
 The server turns any FrsError into a tool error whose text is `str(exc)`; anything else is a bug.
 """
@@ -44,11 +44,13 @@ class AliasNotFound(NotFound):
 
 
 class InvalidAlias(InvalidRequest):
-    def __init__(self, alias: str) -> None:
+    def __init__(self, alias: str, detail: str = "") -> None:
         self.alias = alias
         super().__init__(
-            f"{alias!r} is not an alias. Aliases look like M.17 (a message), SQ.2 (the originals "
-            "of a squash), optionally with @sha8 as shown in the view, e.g. SQ.2@0b4f2d11."
+            f"{alias!r} is not an alias{': ' + detail if detail else ''}. Aliases look like M.17 "
+            "(a message), SQ.2 (the originals of a squash) or PREFIX.name for a source (H.main, "
+            "S.schema, D.readme: prefix in capitals, name of letters, digits, _ or -), "
+            "optionally with @sha8 as shown in the view, e.g. SQ.2@0b4f2d11."
         )
 
 
@@ -138,5 +140,14 @@ class InvalidContent(InvalidRequest):
     pass
 
 
-class UnknownSession(InvalidRequest):
-    pass
+class AliasTaken(Conflict):
+    def __init__(self, alias: str, by: str) -> None:
+        self.alias, self.by = alias, by
+        super().__init__(
+            f"{alias} is already registered for {by}. Remove it first with "
+            f"frs_source(action='remove', alias='{alias}'), or choose another name."
+        )
+
+
+class SourceRefused(InvalidRequest):
+    """A file source that may not or cannot be read; the message says which rule refused it."""

@@ -129,6 +129,39 @@ class Squash:
 
 
 @dataclass(frozen=True, slots=True)
+class FileText:
+    """A file as read just now: its text, where it sits, and its hash."""
+
+    path: str  # resolved, absolute
+    display: str  # relative to the allowed root it lies under
+    text: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A registered context source: inline text, or a file re-read (and re-hashed) on each use."""
+
+    alias: str  # PREFIX.name
+    kind: Literal["text", "file"]
+    sha256: str  # at registration
+    chars: int
+    lines: int
+    created_at: str
+    path: str | None = None
+    display: str | None = None
+    text: str | None = None  # inline sources only
+
+    @property
+    def sha8(self) -> str:
+        return self.sha256[:8]
+
+    @property
+    def where(self) -> str:
+        return self.display or self.path or "inline text"
+
+
+@dataclass(frozen=True, slots=True)
 class PlanStep:
     text: str
     status: StepStatus = "todo"

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from frs.errors import (
     InvalidContent,
     InvalidRequest,
+    PositionOutOfRange,
     SummaryNotSmaller,
     SummaryTooLarge,
 )
-from frs.model import ROLES, Limits, Message, NewMessage
+from frs.model import ROLES, Limits, Message, NewMessage, Session
 from frs.text import check_text, estimate_tokens
 
 
@@ -99,3 +100,25 @@ def squash_tokens(window: Sequence[Message], summary: str) -> tuple[int, int]:
     if after >= before:
         raise SummaryNotSmaller(before, after)
     return before, after
+
+
+def check_positions(session: Session, start: int, end: int) -> None:
+    """Positions start..end (1-based, inclusive) must lie in the thread."""
+    live = session.live_count
+    if start > end:
+        raise InvalidRequest(
+            f"from={start} is after to={end}; give from <= to (both 1-based positions, 1..{live})."
+        )
+    if not (start >= 1 and end <= live):
+        raise PositionOutOfRange(start, end, 1, live)
+
+
+def check_numbers(session: Session, start: int, end: int) -> None:
+    """Permanent numbers start..end must have been given out."""
+    top = session.next_number - 1
+    if start > end:
+        raise InvalidRequest(
+            f"from={start} is after to={end}; give from <= to (message numbers 1..{top})."
+        )
+    if not (start >= 1 and end <= top):
+        raise PositionOutOfRange(start, end, 1, top, unit="numbers")

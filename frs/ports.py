@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from frs.model import Checkpoint, Message, PlanStep, Session, SessionId, Squash
+from frs.model import (
+    Checkpoint,
+    FileText,
+    Message,
+    PlanStep,
+    Session,
+    SessionId,
+    Source,
+    Squash,
+)
 
 
 class ThreadReader(Protocol):
@@ -61,6 +70,8 @@ class ThreadReader(Protocol):
     async def checkpoints(self, session_id: SessionId) -> list[Checkpoint]: ...
     async def thinking(self, session_id: SessionId, lo: int, hi: int) -> list[Message]: ...
     async def changes_since(self, session_id: SessionId, revision: int) -> list[str]: ...
+    async def sources(self, session_id: SessionId) -> list[Source]: ...
+    async def source(self, session_id: SessionId, alias: str) -> Source | None: ...
 
 
 class ThreadTx(ThreadReader, Protocol):
@@ -88,6 +99,15 @@ class ThreadTx(ThreadReader, Protocol):
     ) -> None: ...
     async def replace_plan(self, session_id: SessionId, steps: Sequence[PlanStep]) -> None: ...
     async def add_checkpoint(self, session_id: SessionId, checkpoint: Checkpoint) -> None: ...
+    async def add_source(self, session_id: SessionId, source: Source) -> None: ...
+    async def remove_source(self, session_id: SessionId, alias: str) -> None: ...
+
+
+class FileReader(Protocol):
+    async def read(self, path: str) -> FileText:
+        """Resolve `path` (symlinks too), check it against the allowed roots and the size cap,
+        and read it as UTF-8 text; raise SourceRefused naming the rule that refused it."""
+        ...
 
 
 class Store(Protocol):

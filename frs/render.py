@@ -61,6 +61,8 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def format_tokens(tokens: int) -> str:
+    if tokens >= 1_000_000:
+        return f"~{tokens / 1_000_000:.1f}M tokens"
     return f"~{tokens / 1000:.1f}k tokens" if tokens >= 1000 else f"~{tokens} tokens"
 
 
@@ -154,6 +156,20 @@ def render_entry(entry: Entry, preview_chars: int) -> list[str]:
     for mark in entry.checkpoints:
         lines.append(checkpoint_line(mark))
     return lines
+
+
+def one_line(entry: Entry, width: int = 100) -> str:
+    """The entry shrunk to one line: its first words, its calls by name, its alias."""
+    message = entry.message
+    first = _shorten(" ".join(message.content.split()), width)
+    calls = "".join(f" [tool_use:{escape(c.name).lstrip(chr(92))}]" for c in message.tool_calls)
+    if message.kind == "summary":
+        alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
+        return f"[{entry.label}] Summary of {message.covered} messages ({alias}): {escape(first)}"
+    role = _ROLE_LABEL[message.role]
+    if message.role == "tool" and message.name:
+        role += " " + escape(message.name).lstrip("\\")
+    return f"[{entry.label}] {role}: {escape(first)}{calls} · M.{message.number}@{message.sha8}"
 
 
 def checkpoint_line(mark: Checkpoint) -> str:

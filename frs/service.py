@@ -13,21 +13,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from frs.aliases import Page, parse_alias, sha_matches
+from frs.aliases import AliasRef, Page, parse_alias, sha_matches
 from frs.errors import (
     AliasNotFound,
+    AliasTaken,
     AlreadyRestored,
     CoveredByLaterSquash,
+    FrsError,
     InvalidRequest,
     NothingToSquash,
-    PositionOutOfRange,
     SessionNotFound,
+    SourceRefused,
     SplitsToolCall,
     StaleRevision,
 )
 from frs.model import (
     LANES,
     Checkpoint,
+    FileText,
     Limits,
     Message,
     NewMessage,
@@ -35,40 +38,30 @@ from frs.model import (
     PlanStep,
     Session,
     SessionId,
+    Source,
     Squash,
 )
-from frs.ops import check_new_messages, check_summary, squash_tokens
-from frs.ports import Store, ThreadReader, ThreadTx
-from frs.render import (
-    INDENT,
-    Entry,
-    checkpoint_line,
-    escape,
-    format_tokens,
-    lane_counts,
-    render_entry,
-    render_view,
-    split_lines,
+from frs.ops import (
+    check_new_messages,
+    check_numbers,
+    check_positions,
+    check_summary,
+    squash_tokens,
 )
+from frs.ports import FileReader, Store, ThreadReader, ThreadTx
+from frs.render import (
+    Entry,
+    render_entry,
+)
+from frs.sources import SourceState, count_lines, source_alias
 from frs.text import check_text, estimate_tokens, message_body, sha256_hex
+from frs.views import ViewOptions, check_view_options, render_thread
 
 Clock = Callable[[], str]
 
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-@dataclass(frozen=True, slots=True)
-class ViewOptions:
-    numbering: Numbering | None = None  # None: the session's own mode
-    roles: tuple[str, ...] = ()
-    last: int | None = None
-    start: int | None = None  # `from` in the tools
-    end: int | None = None  # `to` in the tools
-    show_plan: bool = True
-    show_thinking: bool = False
-    preview_chars: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +126,17 @@ class Restored:
 class ReasoningService:
     """Sessions, threads, squashes and plans over a `Store`; the one API tools and runtimes use."""
 
-    def __init__(self, store: Store, limits: Limits | None = None, clock: Clock = utc_now) -> None:
+    def __init__(
+        self,
+        store: Store,
+        limits: Limits | None = None,
+        clock: Clock = utc_now,
+        files: FileReader | None = None,
+    ) -> None:
         self.store = store
         self.limits = limits or Limits()
         self.clock = clock
+        self.files = files
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -230,11 +230,17 @@ class ReasoningService:
             positions: list[int] = []
             lanes = dict(session.lanes)
             tokens = session.live_tokens
+            # A thinking block sits after the last entry; that entry may be a summary, whose
+            # fresh number lies outside the ord space, so anchor on the entry's span instead.
+            after: int | None = None
             for new in messages:
                 body = message_body(new.content, new.tool_calls)
                 if new.kind == "thinking":
-                    stored.append(self._message(new, None, number - 1, body, now, None))
+                    if after is None:
+                        after = await self._last_ord(tx, session)
+                    stored.append(self._message(new, None, after, body, now, None))
                     continue
+                after = number
                 answers = None
                 if new.tool_call_id is not None:
                     answers = batch_calls.get(new.tool_call_id)
@@ -270,6 +276,13 @@ class ReasoningService:
                 updated.revision,
             )
 
+    @staticmethod
+    async def _last_ord(tx: ThreadTx, session: Session) -> int:
+        if session.live_count == 0:
+            return 0
+        last = await tx.entries_at(session.id, session.live_count, 1)
+        return last[0].ord_last if last else 0
+
     def _message(
         self,
         new: NewMessage,
@@ -302,124 +315,15 @@ class ReasoningService:
 
     async def view(self, options: ViewOptions, session_id: SessionId | None = None) -> str:
         """The numbered rendering of the thread (DESIGN §5); reads only the entries it shows."""
-        for lane in options.roles:
-            if lane not in LANES:
-                raise InvalidRequest(
-                    f"Unknown role {lane!r} in roles; use any of {', '.join(LANES)}."
-                )
+        check_view_options(options)
         session = await self.session(session_id)
+        sources = []
+        if options.show_sources:
+            _, states = await self.source_states(session.id)
+            sources = [state.line() for state in states]
         async with self.store.snapshot() as reader:
             session = await self._get(reader, session.id)
-            mode = options.numbering or session.numbering
-            entries, positions, scope = await self._select(reader, session, options, mode)
-            thinking: list[Message] = []
-            if options.show_thinking and entries:
-                thinking = await reader.thinking(session.id, entries[0].ord, entries[-1].ord_last)
-            if options.show_thinking and not options.roles and (not entries or positions[0] == 1):
-                thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
-            plan = await reader.plan(session.id) if options.show_plan else []
-            marks = await reader.checkpoints(session.id)
-        labels = [
-            self._label(message, position, mode)
-            for message, position in zip(entries, positions, strict=True)
-        ]
-        built, leading = _attach(entries, labels, thinking, marks, whole=scope is None)
-        if session.live_count == 0:
-            leading.append("(no messages yet: record them with frs_record)")
-        footer = self._footer(session, len(entries), positions, scope, options.roles)
-        preview = options.preview_chars or self.limits.preview_chars
-        return render_view(session.title, session.goal, plan, leading, built, footer, preview)
-
-    async def _select(
-        self,
-        reader: ThreadReader,
-        session: Session,
-        options: ViewOptions,
-        mode: Numbering,
-    ) -> tuple[list[Message], list[int], str | None]:
-        """The entries a view shows, their positions, and a note of the window (None: all)."""
-        sid, live = session.id, session.live_count
-        lanes = options.roles
-        windowed = options.start is not None or options.end is not None
-        if windowed:
-            if mode == "absolute":
-                lo = options.start if options.start is not None else 1
-                hi = options.end if options.end is not None else max(session.next_number - 1, 1)
-                self._check_numbers(session, lo, hi)
-                if lanes:
-                    entries = await reader.lane_entries(sid, lanes, lo, hi)
-                else:
-                    entries = await reader.entries_between(sid, lo, hi)
-                    cover = await reader.entry_covering(sid, lo)
-                    if cover is not None and cover.ord < lo and cover.ord_last >= lo:
-                        entries.insert(0, cover)
-                positions = await reader.positions_of(sid, [m.ord for m in entries])
-                scope = f"numbers {lo}–{hi}"
-            else:
-                lo = options.start if options.start is not None else 1
-                hi = options.end if options.end is not None else live
-                self._check_positions(session, lo, hi)
-                entries = await reader.entries_at(sid, lo, hi - lo + 1)
-                positions = list(range(lo, lo + len(entries)))
-                if lanes:
-                    kept = [
-                        (m, p) for m, p in zip(entries, positions, strict=True) if m.lane in lanes
-                    ]
-                    entries, positions = [m for m, _ in kept], [p for _, p in kept]
-                scope = f"positions {lo}–{hi}"
-            if options.last is not None:
-                entries, positions = (
-                    entries[-options.last :],
-                    positions[-options.last :],
-                )
-            return entries, positions, scope
-        if options.last is not None:
-            if lanes:
-                entries = await reader.last_entries(sid, options.last, lanes)
-                positions = await reader.positions_of(sid, [m.ord for m in entries])
-            else:
-                count = min(options.last, live)
-                entries = await reader.entries_at(sid, live - count + 1, count) if count else []
-                positions = list(range(live - count + 1, live + 1))
-            return entries, positions, f"last {options.last}"
-        entries = await reader.entries_at(sid, 1, live) if live else []
-        positions = list(range(1, len(entries) + 1))
-        if lanes:
-            kept = [(m, p) for m, p in zip(entries, positions, strict=True) if m.lane in lanes]
-            entries, positions = [m for m, _ in kept], [p for _, p in kept]
-            return entries, positions, "role filter"
-        return entries, positions, None
-
-    @staticmethod
-    def _label(message: Message, position: int, mode: Numbering) -> str:
-        if mode == "position":
-            return str(position)
-        if message.ord_last != message.ord:
-            return f"{message.ord}–{message.ord_last}"
-        return str(message.ord)
-
-    def _footer(
-        self,
-        session: Session,
-        shown: int,
-        positions: list[int],
-        scope: str | None,
-        roles: tuple[str, ...],
-    ) -> str:
-        parts: list[str] = []
-        if scope is None:
-            parts.append(f"{session.recorded} messages in {session.live_count} entries")
-        else:
-            what = f"{' and '.join(roles)} entries" if roles else "entries"
-            span = f" at positions {positions[0]}–{positions[-1]}" if positions else ""
-            parts.append(f"showing {shown} {what}{span} of {session.live_count} entries")
-            parts.append(f"{session.recorded} messages")
-        lanes = lane_counts({lane: session.lanes.get(lane, 0) for lane in LANES})
-        if lanes:
-            parts.append(lanes)
-        parts.append(f"revision {session.revision}")
-        parts.append(format_tokens(session.live_tokens))
-        return "· " + " · ".join(parts)
+            return await render_thread(reader, session, options, self.limits, sources)
 
     # -- squashing -------------------------------------------------------------------------------
 
@@ -439,13 +343,13 @@ class ReasoningService:
             await self._check_revision(tx, session, expected_revision)
             mode = numbering or session.numbering
             if mode == "absolute":
-                self._check_numbers(session, start, end)
+                check_numbers(session, start, end)
                 window = await tx.entries_between(session.id, start, end)
                 await self._check_absolute_edges(tx, session, window, start, end)
                 first = (await tx.positions_of(session.id, [window[0].ord]))[0]
                 replaced = f"numbers {start}–{end}"
             else:
-                self._check_positions(session, start, end)
+                check_positions(session, start, end)
                 window = await tx.entries_at(session.id, start, end - start + 1)
                 first = start
                 replaced = f"positions {start}–{end}"
@@ -662,6 +566,12 @@ class ReasoningService:
         ref = parse_alias(alias)
         size_cap = max_chars or self.limits.page_chars
         session = await self.session(session_id)
+        if ref.is_source:
+            text, heading = await self._source_text(session, ref)
+            return self._page(ref.name, heading, text, offset, size_cap, session_id)
+        if ref.is_source:
+            text, heading = await self._source_text(session, ref)
+            return self._page(ref.name, heading, text, offset, size_cap, session_id)
         async with self.store.snapshot() as reader:
             if ref.family == "M":
                 message = await reader.message(session.id, ref.n)
@@ -687,13 +597,143 @@ class ReasoningService:
                     f"{squash.alias} · the {squash.count} entries squashed into one summary "
                     f"(numbers {squash.first}–{squash.last}){state}"
                 )
+        return self._page(ref.name, heading, text, offset, size_cap, session_id)
+
+    @staticmethod
+    def _page(
+        name: str, heading: str, text: str, offset: int, size_cap: int, session_id: str | None
+    ) -> Page:
         if offset > len(text):
             raise InvalidRequest(
-                f"offset={offset:,} is past the end: {ref.name} has {len(text):,} characters. "
+                f"offset={offset:,} is past the end: {name} has {len(text):,} characters. "
                 "Use an offset from 0 to the size."
             )
         end = min(len(text), offset + size_cap)
-        return Page(ref.name, heading, text[offset:end], offset, end, len(text), session_id)
+        return Page(name, heading, text[offset:end], offset, end, len(text), session_id)
+
+    # -- sources ------------------------------------------------------------------------------
+
+    async def add_source(
+        self,
+        alias: str | None = None,
+        text: str | None = None,
+        path: str | None = None,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> tuple[Source, int]:
+        """Register inline text or a file (read now, under an allowed root) under an alias."""
+        if (text is None) == (path is None):
+            raise InvalidRequest(
+                "Give either text=... (inline) or path=... (a file under an allowed root), "
+                "not both and not neither."
+            )
+        now = self.clock()
+        found: FileText | None = None
+        if path is not None:
+            found = await self._files().read(path)
+            name, content = source_alias(alias, found.display), found.text
+        else:
+            assert text is not None
+            name, content = source_alias(alias, None), text
+            if len(text) > self.limits.max_message_chars:
+                raise InvalidRequest(
+                    f"The text has {len(text):,} characters; the limit is "
+                    f"{self.limits.max_message_chars:,}. Register a file (path=...) instead."
+                )
+            check_text(text, "The text")
+        source = Source(
+            alias=name,
+            kind="file" if found else "text",
+            sha256=found.sha256 if found else sha256_hex(content),
+            chars=len(content),
+            lines=count_lines(content),
+            created_at=now,
+            path=found.path if found else None,
+            display=found.display if found else None,
+            text=None if found else content,
+        )
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            taken = await tx.source(session.id, name)
+            if taken is not None:
+                raise AliasTaken(name, f"{taken.where} (@{taken.sha8})")
+            await tx.add_source(session.id, source)
+            updated = replace(session, revision=session.revision + 1, updated_at=now)
+            await tx.save_session(updated, f"registered source {name}")
+            return source, updated.revision
+
+    async def remove_source(
+        self,
+        alias: str,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> tuple[Source, int]:
+        """Forget a source (its file is untouched); its alias becomes free."""
+        ref = parse_alias(alias)
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            source = await self._get_source(tx, session, ref.name)
+            await tx.remove_source(session.id, ref.name)
+            updated = replace(session, revision=session.revision + 1, updated_at=self.clock())
+            await tx.save_session(updated, f"removed source {ref.name}")
+            return source, updated.revision
+
+    async def source_states(
+        self, session_id: SessionId | None = None, check: bool = True
+    ) -> tuple[Session, list[SourceState]]:
+        """Every source of the session; with `check`, files are re-read and re-hashed now."""
+        session = await self.session(session_id)
+        async with self.store.snapshot() as reader:
+            sources = await reader.sources(session.id)
+        return session, [await self._state(source, check) for source in sources]
+
+    async def _state(self, source: Source, check: bool) -> SourceState:
+        if source.kind == "text" or not check:
+            return SourceState(source, source.sha256)
+        try:
+            found = await self._files().read(source.path or "")
+        except FrsError as exc:
+            return SourceState(source, None, str(exc))
+        return SourceState(source, found.sha256)
+
+    async def _source_text(self, session: Session, ref: AliasRef) -> tuple[str, str]:
+        async with self.store.snapshot() as reader:
+            source = await self._get_source(reader, session, ref.name)
+        if source.kind == "text":
+            if not sha_matches(ref, source.sha256):
+                raise _sha_mismatch(f"{ref.name}@{ref.sha8}", f"{ref.name}@{source.sha8}")
+            return source.text or "", f"{ref.name}@{source.sha8} · inline text"
+        found = await self._files().read(source.path or "")
+        if not (sha_matches(ref, source.sha256) or sha_matches(ref, found.sha256)):
+            raise _sha_mismatch(f"{ref.name}@{ref.sha8}", f"{ref.name}@{found.sha256[:8]}")
+        heading = f"{ref.name}@{found.sha256[:8]} · {source.where}"
+        if found.sha256 != source.sha256:
+            heading += (
+                f" · changed since registered (was @{source.sha8}, now @{found.sha256[:8]}); "
+                "this is the current content"
+            )
+        return found.text, heading
+
+    async def _get_source(self, reader: ThreadReader, session: Session, name: str) -> Source:
+        source = await reader.source(session.id, name)
+        if source is None:
+            known = [s.alias for s in await reader.sources(session.id)]
+            listed = ", ".join(known) if known else "none yet"
+            raise AliasNotFound(
+                name,
+                f"no such source in session {session.id} (registered: {listed}). "
+                "Register one with frs_source(action='add').",
+            )
+        return source
+
+    def _files(self) -> FileReader:
+        if self.files is None:
+            raise SourceRefused(
+                "This server reads no files. Register the text inline with text=... instead."
+            )
+        return self.files
 
     # -- plan ------------------------------------------------------------------------------------
 
@@ -793,27 +833,6 @@ class ReasoningService:
             )
             raise StaleRevision(expected, session.revision, tuple(changes))
 
-    @staticmethod
-    def _check_positions(session: Session, start: int, end: int) -> None:
-        live = session.live_count
-        if start > end:
-            raise InvalidRequest(
-                f"from={start} is after to={end}; give from <= to (both 1-based positions, "
-                f"1..{live})."
-            )
-        if not (start >= 1 and end <= live):
-            raise PositionOutOfRange(start, end, 1, live)
-
-    @staticmethod
-    def _check_numbers(session: Session, start: int, end: int) -> None:
-        top = session.next_number - 1
-        if start > end:
-            raise InvalidRequest(
-                f"from={start} is after to={end}; give from <= to (message numbers 1..{top})."
-            )
-        if not (start >= 1 and end <= top):
-            raise PositionOutOfRange(start, end, 1, top, unit="numbers")
-
     def _check_line(self, text: str | None, what: str, required: bool = False) -> str:
         value = (text or "").strip()
         if required and not value:
@@ -847,40 +866,3 @@ def _sha_mismatch(given: str, actual: str) -> AliasNotFound:
         f"its @sha8 does not match the stored text, which is {actual}. The text you saw may be "
         f"from another session or database; use {actual} or view the thread again.",
     )
-
-
-def _attach(
-    entries: list[Message],
-    labels: list[str],
-    thinking: list[Message],
-    marks: list[Checkpoint],
-    whole: bool,
-) -> tuple[list[Entry], list[str]]:
-    """Entries with the thinking and checkpoints that follow each; leading lines before all."""
-    leading: list[str] = []
-    thoughts: dict[int, list[Message]] = {}
-    index = 0
-    for thought in thinking:
-        while index + 1 < len(entries) and entries[index + 1].ord <= thought.ord:
-            index += 1
-        if not entries or thought.ord < entries[0].ord:
-            lines = split_lines(thought.content)
-            leading.append("(thinking) " + escape(lines[0]))
-            leading.extend(INDENT + escape(line) for line in lines[1:])
-        else:
-            thoughts.setdefault(index, []).append(thought)
-    marks_at: dict[int, list[Checkpoint]] = {}
-    for mark in marks:
-        if mark.after_ord == 0:
-            if whole or (entries and labels and entries[0].ord == 1):
-                leading.append(checkpoint_line(mark))
-            continue
-        for i, entry in enumerate(entries):
-            if entry.ord <= mark.after_ord <= entry.ord_last:
-                marks_at.setdefault(i, []).append(mark)
-                break
-    built = [
-        Entry(label, entry, tuple(thoughts.get(i, ())), tuple(marks_at.get(i, ())))
-        for i, (entry, label) in enumerate(zip(entries, labels, strict=True))
-    ]
-    return built, leading

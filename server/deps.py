@@ -10,7 +10,7 @@ from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
 from server.settings import Settings
-from storage import Database, SqliteStore, open_database
+from storage import Database, LocalFiles, SqliteStore, open_database
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,5 +40,7 @@ class DepsSlot:
 @asynccontextmanager
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the database and the service; close them on exit."""
+    files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
     async with open_database(settings.database) as db:
-        yield Deps(ReasoningService(SqliteStore(db), settings.limits()), db, settings)
+        service = ReasoningService(SqliteStore(db), settings.limits(), files=files)
+        yield Deps(service, db, settings)

@@ -32,6 +32,8 @@ class Settings(BaseModel):
     max_message_chars: int = Field(default=_DEFAULTS.max_message_chars, ge=1)
     max_summary_chars: int = Field(default=_DEFAULTS.max_summary_chars, ge=1)
     preview_chars: int = Field(default=_DEFAULTS.preview_chars, ge=200)
+    allow_roots: tuple[str, ...] = ()  # folders file sources may be read from; none by default
+    max_source_bytes: int = Field(default=2_000_000, ge=1)
     log_level: str = "INFO"
 
     def limits(self) -> Limits:

@@ -301,6 +301,16 @@ def register(mcp: MCPServer[Any]) -> None:
         to: Annotated[int | None, Field(description="Last position (or number) to show.")] = None,
         show_plan: Annotated[bool, Field(description="Show the plan line.")] = True,
         show_thinking: Annotated[bool, Field(description="Show thinking blocks.")] = False,
+        budget_tokens: Annotated[
+            int | None,
+            Field(
+                description="Fit the view in this many tokens: newest entries whole, older ones "
+                "as cards, then one-line cards, the oldest omitted (the view says which)."
+            ),
+        ] = None,
+        show_sources: Annotated[
+            bool, Field(description="List registered sources, marking changed files.")
+        ] = False,
         preview_chars: Annotated[
             int | None,
             Field(
@@ -327,7 +337,9 @@ def register(mcp: MCPServer[Any]) -> None:
             end=to,
             show_plan=show_plan,
             show_thinking=show_thinking,
+            show_sources=show_sources,
             preview_chars=preview_chars,
+            budget_tokens=budget_tokens,
         )
         with tool_errors():
             return await service.view(options, _sid(session_id))
@@ -456,6 +468,71 @@ def register(mcp: MCPServer[Any]) -> None:
             f"Plan: {shown}{marked} · revision {session.revision}",
             Revision(session_id=session.id, revision=session.revision),
         )
+
+    @mcp.tool(annotations=writes, structured_output=False)
+    async def frs_source(
+        ctx: DepsContext,
+        action: Annotated[
+            str,
+            Field(
+                description="add: register text or a file under an alias; list: every source; "
+                "verify: re-hash every file and list the changed ones; remove: forget one.",
+                json_schema_extra=_choices(("add", "list", "verify", "remove")),
+            ),
+        ] = "list",
+        alias: Annotated[
+            str | None,
+            Field(
+                description="PREFIX.name, e.g. H.main (code), S.entities (schema), D.readme "
+                "(docs), A.adr1 (decision), T.contract (tests), P (prep), PR (profiles); for a "
+                "file, a prefix alone (H) or nothing derives the name from the file name."
+            ),
+        ] = None,
+        text: Annotated[str | None, Field(description="add: the text, registered inline.")] = None,
+        path: Annotated[
+            str | None,
+            Field(description="add: a file under a folder the operator allowed (--allow-root)."),
+        ] = None,
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> str:
+        """Register large artifacts (files, schemas, decisions) under short aliases.
+
+        The view then lists one line per source instead of the whole text, and get_alias(alias)
+        returns the full current text; a file that changed since registration is reported with
+        its old and new sha8.
+        Example: frs_source(action="add", path="handlers/main.py") -> H.main@9f8e7d6c
+        """
+        service = ctx.request_context.lifespan_context.service
+        sid = _sid(session_id)
+        with tool_errors():
+            if action == "add":
+                source, revision = await service.add_source(
+                    alias, text, path, sid, expected_revision
+                )
+                return (
+                    f"Registered {source.alias}@{source.sha8} {source.where} · "
+                    f"{source.lines:,} line(s) · {source.chars:,} chars. Read it with "
+                    f'get_alias(alias="{source.alias}") · revision {revision}'
+                )
+            if action == "remove":
+                if alias is None:
+                    raise ToolError("action='remove' needs alias, e.g. alias='H.main'.")
+                source, revision = await service.remove_source(alias, sid, expected_revision)
+                return f"Removed source {source.alias} ({source.where}) · revision {revision}"
+            if action in ("list", "verify"):
+                session, states = await service.source_states(sid, check=action == "verify")
+                if not states:
+                    return (
+                        f"No sources in session {session.id}. Register one with "
+                        "frs_source(action='add', alias=..., text=... or path=...)."
+                    )
+                lines = [state.line() for state in states]
+                if action == "verify":
+                    changed = sum(1 for s in states if s.changed or s.sha256 is None)
+                    lines.append(f"{changed} of {len(states)} sources changed or unreadable")
+                return "\n".join(lines)
+        raise ToolError(f"action is {action!r}; use add, list, verify or remove.")
 
 
 def _squash_result(done: Any) -> CallToolResult:

@@ -1,7 +1,16 @@
 """storage: SQLite persistence for frs (aiosqlite): schema, migrations, the store."""
 
 from storage.db import Database, open_database
+from storage.files import LocalFiles
 from storage.migrations import MIGRATIONS, SchemaTooNew, migrate
 from storage.stores import SqliteStore
 
-__all__ = ["MIGRATIONS", "Database", "SchemaTooNew", "SqliteStore", "migrate", "open_database"]
+__all__ = [
+    "MIGRATIONS",
+    "Database",
+    "LocalFiles",
+    "SchemaTooNew",
+    "SqliteStore",
+    "migrate",
+    "open_database",
+]

@@ -137,6 +137,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " id integer primary key check (id = 1),"
         " session_id text references sessions (id) on delete set null)",
     ),
+    (  # 2: context sources, short aliases for large artifacts (inline text or files by path)
+        "create table sources ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " alias text not null,"  # PREFIX.name
+        " kind text not null check (kind in ('text', 'file')),"
+        " path text,"  # resolved absolute path; files are re-read and re-hashed on every use
+        " display text,"  # the path relative to its allowed root, for views
+        " content text,"  # inline sources only
+        " sha256 text not null,"  # at registration: drift is a later read that differs
+        " chars integer not null,"
+        " lines integer not null,"
+        " created_at text not null,"
+        " primary key (session_id, alias)) without rowid",
+    ),
 )
 
 

@@ -15,6 +15,7 @@ from frs.model import (
     Role,
     Session,
     SessionId,
+    Source,
     Squash,
     StepStatus,
     ToolCall,
@@ -35,6 +36,7 @@ SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
     " created_at, restored_at, summary"
 )
+SOURCE_COLUMNS = "alias, kind, path, display, content, sha256, chars, lines, created_at"
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
 
 
@@ -165,3 +167,31 @@ def step_from_row(row: Row) -> PlanStep:
 
 def checkpoint_from_row(row: Row) -> Checkpoint:
     return Checkpoint(name=row[0], revision=row[1], after_ord=row[2], created_at=row[3])
+
+
+def source_from_row(row: Row) -> Source:
+    return Source(
+        alias=row[0],
+        kind=row[1],
+        path=row[2],
+        display=row[3],
+        text=row[4],
+        sha256=row[5],
+        chars=row[6],
+        lines=row[7],
+        created_at=row[8],
+    )
+
+
+def source_to_row(source: Source) -> tuple[Any, ...]:
+    return (
+        source.alias,
+        source.kind,
+        source.path,
+        source.display,
+        source.text,
+        source.sha256,
+        source.chars,
+        source.lines,
+        source.created_at,
+    )

@@ -16,17 +16,20 @@ from typing import Any
 
 import aiosqlite
 
-from frs.model import Checkpoint, Message, PlanStep, Session, SessionId, Squash
+from frs.model import Checkpoint, Message, PlanStep, Session, SessionId, Source, Squash
 from storage.db import Database
 from storage.rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
+    SOURCE_COLUMNS,
     SQUASH_COLUMNS,
     checkpoint_from_row,
     message_from_row,
     message_to_row,
     session_from_row,
     session_to_row,
+    source_from_row,
+    source_to_row,
     squash_from_row,
     step_from_row,
 )
@@ -201,14 +204,16 @@ class SqliteReader:
     async def pair_partners(
         self, session_id: SessionId, lo: int, hi: int
     ) -> tuple[int | None, int | None]:
+        # Each query must scan only the window (by number) or only the answers to the window
+        # (by answers); without statistics SQLite may pick the other index and scan the thread.
         before = await self._one(
-            "select min(answers) from messages where session_id = ? and number between ? and ?"
-            " and answers < ?",
+            "select min(answers) from messages indexed by messages_by_number"
+            " where session_id = ? and number between ? and ? and answers < ?",
             (session_id, lo, hi, lo),
         )
         after = await self._one(
-            "select max(number) from messages where session_id = ? and answers between ? and ?"
-            " and number > ?",
+            "select max(number) from messages indexed by messages_answers"
+            " where session_id = ? and answers between ? and ? and number > ?",
             (session_id, lo, hi, hi),
         )
         return before[0], after[0]
@@ -269,6 +274,20 @@ class SqliteReader:
             " order by ord, id",
             (session_id, lo, hi),
         )
+
+    async def sources(self, session_id: SessionId) -> list[Source]:
+        rows = await self._all(
+            f"select {SOURCE_COLUMNS} from sources where session_id = ? order by alias",
+            (session_id,),
+        )
+        return [source_from_row(row) for row in rows]
+
+    async def source(self, session_id: SessionId, alias: str) -> Source | None:
+        row = await self._one(
+            f"select {SOURCE_COLUMNS} from sources where session_id = ? and alias = ?",
+            (session_id, alias),
+        )
+        return source_from_row(row) if row else None
 
     async def changes_since(self, session_id: SessionId, revision: int) -> list[str]:
         rows = await self._all(
@@ -397,6 +416,18 @@ class SqliteTx(SqliteReader):
                 checkpoint.after_ord,
                 checkpoint.created_at,
             ),
+        )
+
+    async def add_source(self, session_id: SessionId, source: Source) -> None:
+        await self.conn.execute(
+            f"insert into sources (session_id, {SOURCE_COLUMNS})"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, *source_to_row(source)),
+        )
+
+    async def remove_source(self, session_id: SessionId, alias: str) -> None:
+        await self.conn.execute(
+            "delete from sources where session_id = ? and alias = ?", (session_id, alias)
         )
 
 

@@ -1,0 +1,364 @@
+"""Views of a thread: which entries a view shows, and how it fits a token budget.
+
+A view reads only what it shows: a window or the last N come from position lookups, and a
+budgeted view walks back from the newest entry a chunk at a time and stops when the budget is
+spent, so its cost does not grow with the part of the thread it leaves out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frs.errors import InvalidRequest
+from frs.model import LANES, Checkpoint, Limits, Message, Numbering, PlanStep, Session
+from frs.ops import check_numbers, check_positions
+from frs.ports import ThreadReader
+from frs.render import (
+    INDENT,
+    Entry,
+    checkpoint_line,
+    escape,
+    format_tokens,
+    lane_counts,
+    one_line,
+    render_entry,
+    render_view,
+    split_lines,
+)
+
+_CHUNK = 64  # entries read per step while a budgeted view walks back
+_BUDGET_CARD_CHARS = 300  # the preview cap of entries shrunk to cards
+# A budgeted view spends up to these shares of its entry budget on whole entries, then cards;
+# one-line cards take the rest, so the view keeps an overview of older work.
+_WHOLE_SHARE, _CARD_SHARE = 0.5, 0.8
+_MIN_ENTRY_TOKENS = 40  # room for at least one one-line card
+# A thread this short is rendered whole first; only if that exceeds the budget is it shrunk.
+_WHOLE_IF_UNDER = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ViewOptions:
+    numbering: Numbering | None = None  # None: the session's own mode
+    roles: tuple[str, ...] = ()
+    last: int | None = None
+    start: int | None = None  # `from` in the tools
+    end: int | None = None  # `to` in the tools
+    show_plan: bool = True
+    show_thinking: bool = False
+    show_sources: bool = False
+    preview_chars: int | None = None
+    budget_tokens: int | None = None
+
+
+def check_view_options(options: ViewOptions) -> None:
+    for lane in options.roles:
+        if lane not in LANES:
+            raise InvalidRequest(f"Unknown role {lane!r} in roles; use any of {', '.join(LANES)}.")
+    if options.last is not None and options.last < 1:
+        raise InvalidRequest(f"last={options.last}; give a count of at least 1.")
+    if options.budget_tokens is not None and options.budget_tokens < 1:
+        raise InvalidRequest(f"budget_tokens={options.budget_tokens}; give a positive budget.")
+
+
+async def render_thread(
+    reader: ThreadReader,
+    session: Session,
+    options: ViewOptions,
+    limits: Limits,
+    sources: Sequence[str] = (),
+) -> str:
+    """The view text for `options`, read through `reader` (one consistent snapshot)."""
+    mode = options.numbering or session.numbering
+    preview = options.preview_chars or limits.preview_chars
+    plan = await reader.plan(session.id) if options.show_plan else []
+    leading = _sources_block(sources)
+    budgeted = options.budget_tokens is not None and not (
+        options.start or options.end or options.roles
+    )
+    if budgeted and session.live_count > _WHOLE_IF_UNDER:
+        return await _budgeted(reader, session, options, mode, preview, plan, leading)
+    entries, positions, scope = await _select(reader, session, options, mode)
+    thinking: list[Message] = []
+    if options.show_thinking and entries:
+        thinking = await reader.thinking(session.id, entries[0].ord, entries[-1].ord_last)
+    if options.show_thinking and not options.roles and (not entries or positions[0] == 1):
+        thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
+    marks = await reader.checkpoints(session.id)
+    labels = [label(m, p, mode) for m, p in zip(entries, positions, strict=True)]
+    built, before = _attach(entries, labels, thinking, marks, whole=scope is None)
+    leading.extend(before)
+    if session.live_count == 0:
+        leading.append("(no messages yet: record them with frs_record)")
+    footer = _footer(session, len(entries), positions, scope, options.roles)
+    text = render_view(session.title, session.goal, plan, leading, built, footer, preview)
+    if budgeted and _tokens_of_bytes(_bytes(text.split("\n"))) > (options.budget_tokens or 0):
+        return await _budgeted(
+            reader, session, options, mode, preview, plan, _sources_block(sources)
+        )
+    if options.budget_tokens is not None:
+        return _trim_to_budget(text, options.budget_tokens)
+    return text
+
+
+def label(message: Message, position: int, mode: Numbering) -> str:
+    if mode == "position":
+        return str(position)
+    if message.ord_last != message.ord:
+        return f"{message.ord}–{message.ord_last}"
+    return str(message.ord)
+
+
+def _sources_block(sources: Sequence[str]) -> list[str]:
+    if not sources:
+        return []
+    return ["Sources:", *(INDENT + escape(line) for line in sources)]
+
+
+async def _select(
+    reader: ThreadReader, session: Session, options: ViewOptions, mode: Numbering
+) -> tuple[list[Message], list[int], str | None]:
+    """The entries a view shows, their positions, and a note of the window (None: all)."""
+    sid, live = session.id, session.live_count
+    lanes = options.roles
+    if options.start is not None or options.end is not None:
+        if mode == "absolute":
+            lo = options.start if options.start is not None else 1
+            hi = options.end if options.end is not None else max(session.next_number - 1, 1)
+            check_numbers(session, lo, hi)
+            if lanes:
+                entries = await reader.lane_entries(sid, lanes, lo, hi)
+            else:
+                entries = await reader.entries_between(sid, lo, hi)
+                cover = await reader.entry_covering(sid, lo)
+                if cover is not None and cover.ord < lo <= cover.ord_last:
+                    entries.insert(0, cover)
+            positions = await reader.positions_of(sid, [m.ord for m in entries])
+            scope = f"numbers {lo}–{hi}"
+        else:
+            lo = options.start if options.start is not None else 1
+            hi = options.end if options.end is not None else live
+            check_positions(session, lo, hi)
+            entries = await reader.entries_at(sid, lo, hi - lo + 1)
+            positions = list(range(lo, lo + len(entries)))
+            entries, positions = _keep_lanes(entries, positions, lanes)
+            scope = f"positions {lo}–{hi}"
+        if options.last is not None:
+            entries, positions = entries[-options.last :], positions[-options.last :]
+        return entries, positions, scope
+    if options.last is not None:
+        if lanes:
+            entries = await reader.last_entries(sid, options.last, lanes)
+            positions = await reader.positions_of(sid, [m.ord for m in entries])
+        else:
+            count = min(options.last, live)
+            entries = await reader.entries_at(sid, live - count + 1, count) if count else []
+            positions = list(range(live - count + 1, live + 1))
+        return entries, positions, f"last {options.last}"
+    entries = await reader.entries_at(sid, 1, live) if live else []
+    positions = list(range(1, len(entries) + 1))
+    if lanes:
+        entries, positions = _keep_lanes(entries, positions, lanes)
+        return entries, positions, "role filter"
+    return entries, positions, None
+
+
+def _keep_lanes(
+    entries: list[Message], positions: list[int], lanes: Sequence[str]
+) -> tuple[list[Message], list[int]]:
+    if not lanes:
+        return entries, positions
+    kept = [(m, p) for m, p in zip(entries, positions, strict=True) if m.lane in lanes]
+    return [m for m, _ in kept], [p for _, p in kept]
+
+
+def _footer(
+    session: Session,
+    shown: int,
+    positions: Sequence[int],
+    scope: str | None,
+    roles: Sequence[str] = (),
+) -> str:
+    parts: list[str] = []
+    if scope is None:
+        parts.append(f"{session.recorded} messages in {session.live_count} entries")
+    else:
+        what = f"{' and '.join(roles)} entries" if roles else "entries"
+        span = f" at positions {positions[0]}–{positions[-1]}" if positions else ""
+        parts.append(f"showing {shown} {what}{span} of {session.live_count} entries")
+        parts.append(f"{session.recorded} messages")
+    lanes = lane_counts({lane: session.lanes.get(lane, 0) for lane in LANES})
+    if lanes:
+        parts.append(lanes)
+    parts.append(f"revision {session.revision}")
+    parts.append(format_tokens(session.live_tokens))
+    return "· " + " · ".join(parts)
+
+
+def _attach(
+    entries: list[Message],
+    labels: list[str],
+    thinking: list[Message],
+    marks: list[Checkpoint],
+    whole: bool,
+) -> tuple[list[Entry], list[str]]:
+    """Entries with the thinking and checkpoints that follow each; leading lines before all."""
+    leading: list[str] = []
+    thoughts: dict[int, list[Message]] = {}
+    index = 0
+    for thought in thinking:
+        while index + 1 < len(entries) and entries[index + 1].ord <= thought.ord:
+            index += 1
+        if not entries or thought.ord < entries[0].ord:
+            lines = split_lines(thought.content)
+            leading.append("(thinking) " + escape(lines[0]))
+            leading.extend(INDENT + escape(line) for line in lines[1:])
+        else:
+            thoughts.setdefault(index, []).append(thought)
+    marks_at: dict[int, list[Checkpoint]] = {}
+    for mark in marks:
+        if mark.after_ord == 0:
+            if whole or (entries and entries[0].ord == 1):
+                leading.append(checkpoint_line(mark))
+            continue
+        for i, entry in enumerate(entries):
+            if entry.ord <= mark.after_ord <= entry.ord_last:
+                marks_at.setdefault(i, []).append(mark)
+                break
+    built = [
+        Entry(text, entry, tuple(thoughts.get(i, ())), tuple(marks_at.get(i, ())))
+        for i, (entry, text) in enumerate(zip(entries, labels, strict=True))
+    ]
+    return built, leading
+
+
+# -- budgets --------------------------------------------------------------------------------
+
+
+def _bytes(lines: Sequence[str]) -> int:
+    """UTF-8 size of the lines joined by newlines, counting one newline after each."""
+    return sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
+
+
+def _tokens_of_bytes(size: int) -> int:
+    return (size + 3) // 4
+
+
+async def _budgeted(
+    reader: ThreadReader,
+    session: Session,
+    options: ViewOptions,
+    mode: Numbering,
+    preview: int,
+    plan: Sequence[PlanStep],
+    leading: list[str],
+) -> str:
+    """The newest entries whole, older ones as cards, then one-line cards, the rest omitted."""
+    budget = options.budget_tokens or 0
+    live = session.live_count
+    newest = min(live, options.last) if options.last is not None else live
+    # Reserve the widest the note and footer can get, so the chosen entries always fit.
+    widest_note = _budget_note(budget, live, live, live, live, live)
+    widest_footer = _footer(session, live, [live, live], "budget")
+    frame = render_view(session.title, session.goal, plan, leading, [], widest_footer, preview)
+    fixed = _bytes([*frame.split("\n"), widest_note])
+    room = budget * 4 - fixed
+    if room < _MIN_ENTRY_TOKENS * 4:
+        minimum = _tokens_of_bytes(fixed) + _MIN_ENTRY_TOKENS
+        raise InvalidRequest(
+            f"budget_tokens={budget} is below what the view's header and footer need "
+            f"(~{_tokens_of_bytes(fixed)} tokens); use at least {minimum}."
+        )
+    marks = await reader.checkpoints(session.id)
+    chosen: list[tuple[int, Message, str]] = []  # (position, message, tier), newest first
+    used, tier = 0, "whole"
+    position = newest
+    done = newest == 0
+    while not done:
+        start = max(1, position - _CHUNK + 1)
+        chunk = await reader.entries_at(session.id, start, position - start + 1)
+        for offset, message in zip(range(len(chunk) - 1, -1, -1), reversed(chunk), strict=True):
+            at = start + offset
+            while True:
+                cost = _bytes(_entry_lines(message, at, mode, tier, preview, marks))
+                limit = room * {"whole": _WHOLE_SHARE, "card": _CARD_SHARE, "line": 1.0}[tier]
+                if used + cost <= limit:
+                    chosen.append((at, message, tier))
+                    used += cost
+                    break
+                if tier == "line":
+                    done = True
+                    break
+                tier = "card" if tier == "whole" else "line"
+            if done:
+                break
+        position = start - 1
+        done = done or position < 1
+    chosen.reverse()
+    first = chosen[0][0] if chosen else newest + 1
+    tiers = [t for _, _, t in chosen]
+    note = _budget_note(
+        budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), first - 1, live
+    )
+    lines = [*frame.split("\n")[:-1], note]
+    for at, message, t in chosen:
+        lines.extend(_entry_lines(message, at, mode, t, preview, marks))
+    positions = [at for at, _, _ in chosen]
+    lines.append(_footer(session, len(chosen), positions, "budget"))
+    return "\n".join(lines)
+
+
+def _entry_lines(
+    message: Message,
+    position: int,
+    mode: Numbering,
+    tier: str,
+    preview: int,
+    marks: Sequence[Checkpoint],
+) -> list[str]:
+    mine = tuple(m for m in marks if message.ord <= m.after_ord <= message.ord_last)
+    entry = Entry(label(message, position, mode), message, (), mine)
+    if tier == "line":
+        return [one_line(entry), *(checkpoint_line(m) for m in mine)]
+    cap = preview if tier == "whole" else min(preview, _BUDGET_CARD_CHARS)
+    return render_entry(entry, cap)
+
+
+def _budget_note(budget: int, whole: int, cards: int, lines: int, omitted: int, live: int) -> str:
+    parts = [f"Budget ~{budget:,} tokens: {whole} entries whole"]
+    if cards:
+        parts.append(f"{cards} shrunk to cards")
+    if lines:
+        parts.append(f"{lines} to one-line cards")
+    text = ", ".join(parts)
+    if omitted:
+        text += (
+            f"; positions 1–{omitted} ({omitted:,} entries) omitted: "
+            f"frs_view_thread(from=1, to={omitted}) shows them"
+        )
+    return text
+
+
+def _trim_to_budget(text: str, budget: int) -> str:
+    """A window or role view over budget: keep the head and footer, cut entries from the top."""
+    lines = text.split("\n")
+    if _tokens_of_bytes(_bytes(lines)) <= budget:
+        return text
+    head = [line for line in lines[:3] if not line.startswith("[")]
+    footer = lines[-1]
+    body = lines[len(head) : -1]
+    cut = 0
+    note = f"… {len(body)} lines cut to fit budget_tokens={budget}"  # the widest it can be
+    while body and _tokens_of_bytes(_bytes([*head, note, *body, footer])) > budget:
+        body = body[1:]
+        cut += 1
+    while body and body[0].startswith(" "):  # never start inside an entry
+        body = body[1:]
+        cut += 1
+    result = [*head, f"… {cut} lines cut to fit budget_tokens={budget}", *body, footer]
+    if _tokens_of_bytes(_bytes(result)) > budget:
+        raise InvalidRequest(
+            f"budget_tokens={budget} is below what the view's header and footer need; use at "
+            f"least {_tokens_of_bytes(_bytes([*head, footer])) + _MIN_ENTRY_TOKENS}."
+        )
+    return "\n".join(result)

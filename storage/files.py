@@ -1,0 +1,113 @@
+"""Reading file sources: only under the roots the operator allowed, never anything else.
+
+Paths are resolved (symlinks included) before the containment check, which compares whole path
+components; the file is opened without following a final symlink and without blocking, and
+checked again on the open descriptor, so a swap between check and read cannot smuggle in a
+FIFO, a device or another file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from frs.errors import SourceRefused
+from frs.model import FileText
+from frs.text import sha256_hex
+
+DEFAULT_MAX_BYTES = 2_000_000
+_DB_FILES = ("", "-wal", "-shm", "-journal")
+_DIRECTORY = "{path} is a directory; register the files in it one by one."
+_NO_ROOTS = (
+    "Reading files is off: the server was started without --allow-root. Register the text "
+    "inline (frs_source(action='add', alias=..., text=...)), or ask the operator to restart "
+    "frs-mcp with --allow-root DIR."
+)
+
+
+class LocalFiles:
+    """`frs.ports.FileReader` over the local file system."""
+
+    def __init__(
+        self,
+        roots: Sequence[str],
+        database: str | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.roots = tuple(Path(root).expanduser().resolve() for root in roots)
+        own = [] if database in (None, ":memory:") else [str(database) + s for s in _DB_FILES]
+        self.forbidden = frozenset(Path(p).expanduser().resolve() for p in own)
+        self.max_bytes = max_bytes
+
+    async def read(self, path: str) -> FileText:
+        return await anyio.to_thread.run_sync(self._read, path)
+
+    def _read(self, path: str) -> FileText:
+        if not self.roots:
+            raise SourceRefused(_NO_ROOTS)
+        given = Path(path).expanduser()
+        if not given.is_absolute():
+            given = self.roots[0] / given
+        allowed = ", ".join(str(root) for root in self.roots)
+        try:
+            real = given.resolve(strict=True)
+        except FileNotFoundError:
+            raise SourceRefused(
+                f"No file at {path}. Check the path (allowed roots: {allowed})."
+            ) from None
+        except (OSError, RuntimeError) as exc:
+            raise SourceRefused(f"Cannot resolve {path}: {exc}.") from None
+        root = next((r for r in self.roots if real.is_relative_to(r)), None)
+        if root is None:
+            lexical = Path(os.path.normpath(given))
+            via_link = any(lexical.is_relative_to(r) for r in self.roots)
+            why = " (it is a symlink that leads out of the allowed roots)" if via_link else ""
+            raise SourceRefused(
+                f"{path} resolves to {real}, outside every allowed root{why}. Allowed roots: "
+                f"{allowed}. Register the text inline instead, or ask the operator to allow "
+                "the folder with --allow-root."
+            )
+        if real in self.forbidden:
+            raise SourceRefused(f"{path} is the server's own database; it cannot be a source.")
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except IsADirectoryError:
+            raise SourceRefused(_DIRECTORY.format(path=path)) from None
+        except OSError as exc:
+            raise SourceRefused(f"Cannot open {path}: {exc.strerror}.") from None
+        try:
+            # Checked on the open descriptor: what we read is what we checked.
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise SourceRefused(_DIRECTORY.format(path=path))
+            if not stat.S_ISREG(info.st_mode):
+                raise SourceRefused(
+                    f"{path} is not a regular file (a FIFO, device or socket); only files can be "
+                    "sources."
+                )
+            if info.st_size > self.max_bytes:
+                raise SourceRefused(
+                    f"{path} has {info.st_size:,} bytes; the limit is {self.max_bytes:,}. "
+                    "Register an excerpt inline instead."
+                )
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                data = handle.read(self.max_bytes + 1)
+        finally:
+            os.close(fd)
+        if len(data) > self.max_bytes:
+            raise SourceRefused(f"{path} grew past the limit of {self.max_bytes:,} bytes.")
+        if b"\x00" in data:
+            raise SourceRefused(
+                f"{path} is a binary file (it contains NUL bytes); only text files can be sources."
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SourceRefused(
+                f"{path} is not UTF-8 text; only text files can be sources."
+            ) from None
+        return FileText(str(real), real.relative_to(root).as_posix(), text, sha256_hex(text))
