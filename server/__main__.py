@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
+from server import importer
 from server.app import build_server, version
 from server.deps import open_deps
 from server.http import (
@@ -31,7 +32,8 @@ _HTTP = HttpOptions()  # the defaults
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="frs-mcp",
-        description="FRS MCP server: a numbered, distillable reasoning thread for LLM agents.",
+        description="FRS MCP server: a numbered, distillable reasoning thread for LLM agents. "
+        "`frs-mcp import FILE.jsonl` records a transcript into a new session.",
     )
     p.add_argument("--version", action="version", version=f"frs-mcp {version()}")
     p.add_argument(
@@ -102,6 +104,13 @@ def parser() -> argparse.ArgumentParser:
         help="close Streamable HTTP sessions idle this long (default %(default)s)",
     )
     p.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder whose files frs_source may read (repeatable; none by default)",
+    )
+    p.add_argument(
         "--preview-chars",
         type=int,
         default=None,
@@ -146,7 +155,10 @@ async def serve(settings: Settings) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["import"]:
+        return importer.main(given[1:])
+    args = parser().parse_args(given)
     # stdout is the protocol: every log line goes to stderr.
     logging.basicConfig(
         stream=sys.stderr,
@@ -159,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.preview_chars is not None:
         options["preview_chars"] = args.preview_chars
+    options["allow_roots"] = tuple(args.allow_root)
     settings = Settings.model_validate(options)
     if args.transport == "stdio":
         return _run(serve, settings)
