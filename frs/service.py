@@ -496,7 +496,11 @@ class ReasoningService:
         last = first + len(window) - 1
         if mode == "absolute":
             raise SplitsToolCall(lo, hi, new_lo, new_hi)
-        start_pos, end_pos = await tx.positions_of(session.id, [new_lo, new_hi])
+        # Position the entry that ends at new_hi by its own ord: a summary's ord_last lies
+        # past its ord, so mapping ord_last itself gives the position after the summary.
+        end_entry = await tx.entry_covering(session.id, new_hi)
+        end_ord = end_entry.ord if end_entry is not None else new_hi
+        start_pos, end_pos = await tx.positions_of(session.id, [new_lo, end_ord])
         if count_hint and end_pos == last and new_hi == hi:
             count = last - start_pos + 1
             raise InvalidRequest(
