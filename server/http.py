@@ -381,9 +381,25 @@ class SseLimit:
         # No await between the check and the count: one event loop, so no race.
         self.open += 1
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, _once(send))
         finally:
             self.open -= 1
+
+
+def _once(send: Send) -> Send:
+    """Drop a second response. After its stream the SDK's SSE endpoint returns an empty
+    `Response()`; uvicorn ignores it once the client is gone, but when the server ends the
+    stream itself (at shutdown) it arrives as a second response, which is an error."""
+    started = dropping = False
+
+    async def guarded(message: Message) -> None:
+        nonlocal started, dropping
+        if message["type"] == "http.response.start":
+            dropping, started = started, True
+        if not dropping:
+            await send(message)
+
+    return guarded
 
 
 @dataclass(slots=True)
