@@ -377,7 +377,7 @@ class TestConnectionLimits:
 
 
 class TestBindingBeyondLoopback:
-    @pytest.mark.parametrize("transport", ["sse", "streamable-http", "both-http"])
+    @pytest.mark.parametrize("transport", ["sse", "streamable-http"])
     def test_all_addresses_without_a_token_refuse_to_start_and_say_how_to_set_one(
         self, tmp_path: Path, transport: str
     ) -> None:
