@@ -1,0 +1,384 @@
+"""Budgeted views (issue 4): `frs_view_thread(budget_tokens=N)` through an in-process MCP client.
+
+The view never exceeds N tokens by the project's one estimator (`frs.text.estimate_tokens`),
+keeps the newest entries whole, shrinks older ones to cards and then to one-line cards, and
+names the omitted positions with the call that shows them. Its cost does not grow with the
+part it leaves out: on a 100,000-message thread it shows (and reads) only entries near the end,
+which the SQLite virtual machine's own instruction counter confirms.
+
+The 100,000-message thread is stored once per module with the Python API (`storage` +
+`frs.ReasoningService.record`, 1,000 messages per transaction), then served over MCP.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.types import CallToolResult, TextContent
+
+from frs import NewMessage, ReasoningService, Role
+from frs.text import estimate_tokens
+from server import Settings, build_server
+from server.deps import open_deps
+from storage import SqliteStore, open_database
+from tests.conftest import Connect
+
+BIG = 100_000
+SMALL = 300
+ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
+NOTE = re.compile(
+    r"^Budget ~(?P<budget>[\d,]+) tokens: (?P<whole>\d+) entries whole"
+    r"(?:, (?P<cards>\d+) shrunk to cards)?(?:, (?P<lines>\d+) to one-line cards)?"
+    r"(?:; positions 1–(?P<omitted>\d+) \((?P<count>[\d,]+) entries\) omitted: "
+    r"(?P<call>frs_view_thread\(from=1, to=(?P<to>\d+)\)) shows them)?$"
+)
+ALIAS_END = re.compile(r" · M\.(\d+)@[0-9a-f]{8}$")
+CARD_HEAD = re.compile(r"^\[\d+\] [A-Za-z ]+: [\d,]+ chars · M\.(\d+)@[0-9a-f]{8}$")
+
+
+def content(number: int) -> str:
+    """Message `number`: about 450 characters on 10 lines, longer than a budget card's 300."""
+    details = (f"detail {j} of message {number}: {'abcdefghij' * 3}" for j in range(9))
+    return f"message {number}\n" + "\n".join(details)
+
+
+def message(number: int) -> NewMessage:
+    role = ROLES[(number - 1) % len(ROLES)]
+    return NewMessage(role=role, content=content(number), name="bash" if role == "tool" else None)
+
+
+async def store_thread(path: Path, count: int) -> None:
+    """`count` messages in one new session, 1,000 per transaction, with the Python API."""
+    async with open_database(path) as db:
+        service = ReasoningService(SqliteStore(db))
+        session, _ = await service.start_session("Long run")
+        for start in range(1, count + 1, 1_000):
+            batch = [message(n) for n in range(start, min(count, start + 999) + 1)]
+            await service.record(batch, session.id)
+
+
+@pytest.fixture(scope="module")
+def big_thread(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "frs.db"
+    anyio.run(store_thread, path, BIG)
+    return path
+
+
+@pytest.fixture(scope="module")
+def thousand_thread(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("thousand") / "frs.db"
+    anyio.run(store_thread, path, 1_000)
+    return path
+
+
+@dataclass(frozen=True)
+class Thread:
+    path: Path
+    count: int
+    stored: bool  # already in the file; else recorded over MCP when opened
+
+
+@pytest.fixture(params=[SMALL, BIG], ids=["300-messages", "100k-messages"])
+def thread(request: pytest.FixtureRequest, db_path: Path) -> Thread:
+    if request.param == BIG:
+        return Thread(request.getfixturevalue("big_thread"), BIG, stored=True)
+    return Thread(db_path, SMALL, stored=False)
+
+
+@asynccontextmanager
+async def opened(connect: Connect, thread: Thread) -> AsyncIterator[Client]:
+    async with connect(database=str(thread.path)) as client:
+        if not thread.stored:
+            await call(client, "frs_session", action="start", title="Long run")
+            for start in range(1, thread.count + 1, 100):
+                batch = [as_argument(message(n)) for n in range(start, start + 100)]
+                await call(client, "frs_record", messages=batch)
+        yield client
+
+
+def as_argument(new: NewMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": new.role, "content": new.content}
+    if new.name:
+        out["name"] = new.name
+    return out
+
+
+def text_of(result: CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    return text_of(result)
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, text_of(result)
+    return text_of(result)
+
+
+@dataclass(frozen=True)
+class Shown:
+    position: int
+    tier: str  # "whole", "card" or "line"
+    lines: list[str]
+
+
+def shown_entries(view: str) -> list[Shown]:
+    """Every entry of a view, with the tier it was rendered at."""
+    groups: list[list[str]] = []
+    for line in view.split("\n"):
+        if line.startswith("["):
+            groups.append([line])
+        elif line.startswith("    ") and groups:
+            groups[-1].append(line)
+    out = []
+    for lines in groups:
+        position = int(lines[0][1 : lines[0].index("]")])
+        if len(lines) == 1 and ALIAS_END.search(lines[0]):
+            tier = "line"
+        elif CARD_HEAD.match(lines[0]):
+            tier = "card"
+        else:
+            tier = "whole"
+        out.append(Shown(position, tier, lines))
+    return out
+
+
+def budget_note(view: str) -> re.Match[str]:
+    found = NOTE.match(view.split("\n")[1])
+    assert found is not None, view.split("\n")[1]
+    return found
+
+
+def is_whole(entry: Shown) -> bool:
+    body = content(entry.position).split("\n")
+    return entry.lines[0].endswith(": " + body[0]) and entry.lines[1:] == [
+        "    " + line for line in body[1:]
+    ]
+
+
+class TestBudget:
+    @pytest.mark.parametrize("budget", [250, 600, 1_500, 4_000, 12_000])
+    async def test_the_view_never_exceeds_the_budget_by_the_project_estimator(
+        self, connect: Connect, thread: Thread, budget: int
+    ) -> None:
+        async with opened(connect, thread) as client:
+            view = await call(client, "frs_view_thread", budget_tokens=budget)
+        assert estimate_tokens(view) <= budget
+        assert estimate_tokens(view) > budget // 2, "the budget is used, not wasted"
+
+    async def test_newest_entries_are_whole_older_ones_cards_then_one_line_cards(
+        self, connect: Connect, thread: Thread
+    ) -> None:
+        async with opened(connect, thread) as client:
+            view = await call(client, "frs_view_thread", budget_tokens=4_000)
+        entries = shown_entries(view)
+        tiers = "".join(entry.tier[0] for entry in entries)
+        assert re.fullmatch(r"l+c+w+", tiers), tiers
+        assert entries[-1].position == thread.count
+        assert all(is_whole(e) for e in entries if e.tier == "whole")
+        for entry in entries:
+            if entry.tier != "whole":
+                alias = re.search(r"M\.(\d+)@", entry.lines[0])
+                assert alias is not None
+                assert int(alias.group(1)) == entry.position
+        cards = [e for e in entries if e.tier == "card"]
+        assert all(any("… " in line for line in e.lines[1:]) for e in cards)
+
+    async def test_the_header_says_what_was_shrunk_and_what_was_omitted(
+        self, connect: Connect, thread: Thread
+    ) -> None:
+        async with opened(connect, thread) as client:
+            view = await call(client, "frs_view_thread", budget_tokens=4_000)
+        note = budget_note(view)
+        entries = shown_entries(view)
+        tiers = [entry.tier for entry in entries]
+        assert view.split("\n")[0] == 'Thread "Long run"'
+        assert note["budget"] == "4,000"
+        assert int(note["whole"]) == tiers.count("whole")
+        assert int(note["cards"]) == tiers.count("card")
+        assert int(note["lines"]) == tiers.count("line")
+        omitted = int(note["omitted"])
+        assert int(note["count"].replace(",", "")) == omitted
+        assert note["call"] == f"frs_view_thread(from=1, to={omitted})"
+        assert [e.position for e in entries] == list(range(omitted + 1, thread.count + 1))
+        assert view.split("\n")[-1].startswith(
+            f"· showing {len(entries)} entries at positions {omitted + 1}–{thread.count} "
+            f"of {thread.count} entries"
+        )
+
+    async def test_the_named_call_shows_the_omitted_positions(
+        self, connect: Connect, db_path: Path
+    ) -> None:
+        thread = Thread(db_path, SMALL, stored=False)
+        async with opened(connect, thread) as client:
+            view = await call(client, "frs_view_thread", budget_tokens=2_000)
+            omitted = int(budget_note(view)["omitted"])
+            shown = await call(client, "frs_view_thread", **{"from": 1, "to": omitted})
+        entries = shown_entries(shown)
+        assert [e.position for e in entries] == list(range(1, omitted + 1))
+        assert all(is_whole(e) for e in entries)
+
+    async def test_on_100000_messages_only_entries_near_the_end_are_shown(
+        self, connect: Connect, big_thread: Path
+    ) -> None:
+        async with connect(database=str(big_thread)) as client:
+            view = await call(client, "frs_view_thread", budget_tokens=4_000)
+            before_the_cut = await call(client, "frs_view_thread", **{"from": 99_000, "to": 99_001})
+        omitted = int(budget_note(view)["omitted"])
+        entries = shown_entries(view)
+        assert BIG - omitted == len(entries) < 500
+        assert entries[0].position == omitted + 1
+        assert [e.position for e in shown_entries(before_the_cut)] == [99_000, 99_001]
+
+    async def test_the_cost_does_not_grow_with_the_part_left_out(
+        self, big_thread: Path, thousand_thread: Path
+    ) -> None:
+        """SQLite's progress handler counts virtual-machine steps on the server's reader: a view
+        of 100,000 messages costs about what a view of 1,000 costs, far from a full read."""
+
+        async def steps(path: Path, **arguments: Any) -> tuple[int, str]:
+            settings = Settings(database=str(path))
+            async with open_deps(settings) as deps:
+                counted = [0]
+
+                def tick() -> int:
+                    counted[0] += 1
+                    return 0  # continue
+
+                await deps.db._reader.set_progress_handler(tick, 100)
+                async with Client(build_server(settings, shared=deps)) as client:
+                    await call(client, "frs_session", action="info")  # warm up, not counted
+                    counted[0] = 0
+                    view = await call(client, "frs_view_thread", **arguments)
+                return counted[0], view
+
+        small, small_view = await steps(thousand_thread, budget_tokens=4_000)
+        big, big_view = await steps(big_thread, budget_tokens=4_000)
+        full, _ = await steps(thousand_thread)  # reads all 1,000: the counter's scale
+        assert len(shown_entries(small_view)) > 20
+        assert len(shown_entries(big_view)) > 20
+        assert 0 < small < full
+        assert big < 3 * small, (big, small)
+        assert big < full, "100,000 messages viewed in budget cost less than 1,000 read whole"
+
+
+class TestSmallThreads:
+    async def test_a_thread_that_fits_is_shown_exactly_as_without_a_budget(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            await call(
+                client, "frs_record", messages=[as_argument(message(n)) for n in range(1, 9)]
+            )
+            plain = await call(client, "frs_view_thread")
+            budgeted = await call(client, "frs_view_thread", budget_tokens=4_000)
+        assert budgeted == plain
+
+    async def test_a_short_thread_over_the_budget_is_shrunk_to_fit(self, connect: Connect) -> None:
+        async with connect() as client:
+            batch = [as_argument(message(n)) for n in range(1, 61)]
+            await call(client, "frs_record", messages=batch)
+            view = await call(client, "frs_view_thread", budget_tokens=1_000)
+        assert estimate_tokens(view) <= 1_000
+        entries = shown_entries(view)
+        assert entries[-1].position == 60
+        assert is_whole(entries[-1])
+        assert budget_note(view)["call"] is not None
+
+    @pytest.mark.parametrize(
+        "window",
+        [{"from": 1, "to": 200}, {"roles": ["tool"]}, {"from": 50, "to": 250, "roles": ["user"]}],
+    )
+    async def test_a_window_or_role_view_over_the_budget_still_fits(
+        self, connect: Connect, db_path: Path, window: dict[str, Any]
+    ) -> None:
+        async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
+            view = await call(client, "frs_view_thread", budget_tokens=1_500, **window)
+        assert estimate_tokens(view) <= 1_500
+        assert re.search(r"lines cut to fit budget_tokens=1500", view)
+        assert shown_entries(view), "the newest entries of the window are kept"
+
+
+class TestRefusals:
+    async def test_a_budget_below_the_header_is_refused_with_the_minimum(
+        self, connect: Connect, db_path: Path
+    ) -> None:
+        async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
+            before = await call(client, "frs_session", action="info")
+            error = await refused(client, "frs_view_thread", budget_tokens=20)
+            found = re.search(r"use at least (\d+)", error)
+            assert found, error
+            minimum = int(found.group(1))
+            view = await call(client, "frs_view_thread", budget_tokens=minimum + 10)
+            after = await call(client, "frs_session", action="info")
+        assert "budget_tokens=20 is below" in error
+        assert estimate_tokens(view) <= minimum + 10
+        assert after == before
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="frs/views.py _budgeted: the minimum is computed from a note that embeds the "
+        "asked budget ('Budget ~20 tokens'); the stated minimum has more digits, so the frame "
+        "grows by a byte and asking for exactly the minimum is refused again (e.g. 'use at "
+        "least 121', then at 121: 'use at least 122')",
+    )
+    async def test_the_stated_minimum_budget_is_accepted(
+        self, connect: Connect, db_path: Path
+    ) -> None:
+        # Titles of four lengths put the frame at every remainder mod 4 bytes.
+        refusals = []
+        async with connect() as client:
+            for pad in range(4):
+                session = await call(client, "frs_session", action="start", title="T" + "x" * pad)
+                session_id = session.split()[2]
+                batch = [as_argument(message(n)) for n in range(1, 251)]
+                await call(client, "frs_record", messages=batch, session_id=session_id)
+                error = await refused(
+                    client, "frs_view_thread", budget_tokens=1, session_id=session_id
+                )
+                found = re.search(r"use at least (\d+)", error)
+                assert found, error
+                result = await client.call_tool(
+                    "frs_view_thread",
+                    {"budget_tokens": int(found.group(1)), "session_id": session_id},
+                )
+                if result.is_error:
+                    refusals.append(text_of(result))
+        assert refusals == []
+
+    @pytest.mark.parametrize("budget", [0, -5])
+    async def test_a_budget_that_is_not_positive_is_refused(
+        self, connect: Connect, budget: int
+    ) -> None:
+        async with connect() as client:
+            await call(client, "frs_record", messages=[{"role": "user", "content": "hi"}])
+            error = await refused(client, "frs_view_thread", budget_tokens=budget)
+        assert "budget_tokens" in error
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="frs/views.py _budgeted: with last=N on a thread over 200 entries it walks back "
+        "from position N (newest = min(live, last)) instead of from the newest entry, so "
+        "last=10 shows positions 1-10",
+    )
+    async def test_last_with_a_budget_shows_the_last_entries(
+        self, connect: Connect, db_path: Path
+    ) -> None:
+        async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
+            view = await call(client, "frs_view_thread", last=10, budget_tokens=4_000)
+        assert [e.position for e in shown_entries(view)] == list(range(SMALL - 9, SMALL + 1))
