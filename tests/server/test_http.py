@@ -268,9 +268,10 @@ class TestDnsRebindingGuard:
 
 
 class TestBodyLimit:
+    @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
     @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
     async def test_streamable_http_refuses_a_body_over_the_limit_with_413(
-        self, guarded: FrsProcess, declared: bool
+        self, guarded: FrsProcess, declared: bool, era: str
     ) -> None:
         padded = {**INITIALIZE, "params": {"pad": "x" * BODY_LIMIT}}
         data = json.dumps(padded).encode()
@@ -281,7 +282,9 @@ class TestBodyLimit:
 
         async with httpx2.AsyncClient(headers=AUTH, timeout=30) as http:
             response = await http.post(
-                guarded.mcp_url, content=data if declared else chunks(), headers=POST_HEADERS
+                guarded.mcp_url,
+                content=data if declared else chunks(),
+                headers={**POST_HEADERS, "MCP-Protocol-Version": era},
             )
         assert response.status_code == 413
         assert f"the limit is {BODY_LIMIT} bytes" in response.text
