@@ -117,11 +117,13 @@ class Page:
     end: int
     size: int
     session_id: str | None = None  # given explicitly: the next call must name it too
+    max_chars: int | None = None  # given explicitly: the next call asks for the same size
 
     def render(self) -> str:
         lines = [f"{self.heading} · chars {self.offset:,}–{self.end:,} of {self.size:,}", self.text]
         if self.end < self.size:
-            session = f', session_id="{self.session_id}"' if self.session_id else ""
+            session = f", max_chars={self.max_chars}" if self.max_chars else ""
+            session += f', session_id="{self.session_id}"' if self.session_id else ""
             lines.append(
                 f"… {self.size - self.end:,} more chars: "
                 f'get_alias(alias="{self.alias}", offset={self.end}{session})'

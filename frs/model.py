@@ -32,6 +32,7 @@ class Limits:
     max_batch: int = 5_000
     max_title_chars: int = 200
     max_plan_steps: int = 100
+    max_focus_depth: int = 8
     preview_chars: int = 1_200
     page_chars: int = 20_000
 
@@ -159,6 +160,23 @@ class Source:
     @property
     def where(self) -> str:
         return self.display or self.path or "inline text"
+
+
+@dataclass(frozen=True, slots=True)
+class FocusLayer:
+    """A nested focus: every entry from `start_ord` on belongs to it while it is open."""
+
+    n: int
+    depth: int
+    goal: str
+    start_ord: int
+    created_at: str
+    closed_at: str | None = None
+    squash_n: int | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.closed_at is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from frs.model import Checkpoint, Message, PlanStep, ToolCall
 from frs.text import minify_json
 
 INDENT = "    "
+REPLY_INDENT = "  "  # replies under a user message, with show_times
 _ROLE_LABEL = {
     "system": "System",
     "user": "User",
@@ -44,6 +45,10 @@ class Entry:
     message: Message
     thinking: tuple[Message, ...] = ()
     checkpoints: tuple[Checkpoint, ...] = ()  # marks that follow this entry
+    members: tuple[Message, ...] = ()  # a merged run: every message it shows, in order
+    headings: tuple[str, ...] = ()  # lines before the entry (a focus layer's goal)
+    stamp: str = ""  # "2025-01-02 10:00" with show_times
+    reply: bool = False  # shown indented under the user message it answers
 
 
 def escape(line: str) -> str:
@@ -58,6 +63,13 @@ def split_lines(text: str) -> list[str]:
 
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def plural(count: int, word: str) -> str:
+    """`1 entry`, `2 entries`, `1 message`, `3 messages`."""
+    if count == 1:
+        return f"1 {word}"
+    return f"{count} {word[:-1]}ies" if word.endswith("y") else f"{count} {word}s"
 
 
 def format_tokens(tokens: int) -> str:
@@ -128,33 +140,97 @@ def _body_lines(message: Message, preview_chars: int) -> tuple[str, list[str]]:
 
 def render_entry(entry: Entry, preview_chars: int) -> list[str]:
     """The lines of one entry; the first starts with `[label]`, the rest are indented."""
+    if entry.members:
+        lines = _run_lines(entry, preview_chars)
+    else:
+        lines = _message_lines(entry, preview_chars)
+    for thought in entry.thinking:
+        thought_lines = split_lines(thought.content)
+        lines.append(INDENT + "(thinking) " + escape(thought_lines[0]))
+        lines.extend(INDENT + INDENT + escape(line) for line in thought_lines[1:])
+    if entry.reply:
+        lines = [REPLY_INDENT + line for line in lines]
+    return [*entry.headings, *lines, *(checkpoint_line(mark) for mark in entry.checkpoints)]
+
+
+def _marker(entry: Entry, prefix: str, first: str) -> str:
+    stamp = f" [{entry.stamp}]" if entry.stamp else ""
+    head = f"[{entry.label}]{stamp} {prefix}:"
+    return f"{head} {escape(first)}" if first else head
+
+
+def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
     message = entry.message
     if message.kind == "summary":
         noun = "message" if message.covered == 1 else "messages"
         alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
         prefix = f"Summary of {message.covered} {noun} ({alias})"
-        first, rest = split_lines(message.content)[0], split_lines(message.content)[1:]
+        first, *rest = split_lines(message.content)
     else:
         prefix = _ROLE_LABEL[message.role]
         if message.role == "tool" and message.name:
             prefix += " " + escape(message.name).lstrip("\\")
         first, rest = _body_lines(message, preview_chars)
-    head = f"[{entry.label}] {prefix}:"
-    lines = [f"{head} {escape(first)}" if first else head]
+    lines = [_marker(entry, prefix, first)]
     lines.extend(INDENT + escape(line) for line in rest)
     for call in message.tool_calls:
-        note = annotate_call(call)
-        if len(call.arguments) > preview_chars:
-            note = (
-                f"{note[:-1]}, {len(call.arguments):,} chars · M.{message.number}@{message.sha8}]"
-            )
-        lines.append(INDENT + note)
-    for thought in entry.thinking:
-        thought_lines = split_lines(thought.content)
-        lines.append(INDENT + "(thinking) " + escape(thought_lines[0]))
-        lines.extend(INDENT + INDENT + escape(line) for line in thought_lines[1:])
-    for mark in entry.checkpoints:
-        lines.append(checkpoint_line(mark))
+        lines.extend(_call_lines(message, call, preview_chars))
+    return lines
+
+
+def _call_lines(
+    message: Message, call: ToolCall, preview_chars: int, result: str = ""
+) -> list[str]:
+    """The call's annotation; arguments over the cap also get a card (a Write call carrying a
+    whole file shows its head and tail, like a long tool result)."""
+    lines = [INDENT + _call_note(message, call, preview_chars, result)]
+    if len(call.arguments) > preview_chars:
+        shown = card(minify_json(call.arguments), preview_chars)
+        lines.extend(INDENT + INDENT + escape(line) for line in shown)
+    return lines
+
+
+def _call_note(message: Message, call: ToolCall, preview_chars: int, result: str = "") -> str:
+    note = annotate_call(call)[:-1]
+    if len(call.arguments) > preview_chars:
+        note += f", {len(call.arguments):,} chars · M.{message.number}@{message.sha8}"
+    return note + result + "]"
+
+
+def _reference(message: Message) -> str:
+    return f"M.{message.number}@{message.sha8} · {len(message.content):,} chars"
+
+
+def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
+    """A run merged into one entry: the assistant's texts in order, each tool call annotated
+    where it happened, with a reference to its result instead of the result itself."""
+    members = entry.members
+    answered: dict[tuple[int | None, str], Message] = {}
+    for member in members:
+        if member.role == "tool" and member.tool_call_id is not None:
+            answered.setdefault((member.answers, member.tool_call_id), member)
+    shown: set[int | None] = set()
+    lines: list[str] = []
+    for member in members:
+        if member.role == "assistant":
+            first, rest = _body_lines(member, preview_chars)
+            texts = [first, *rest] if first or rest else []
+            if not lines:
+                lines.append(_marker(entry, "Assistant", texts[0] if texts else ""))
+                texts = texts[1:]
+            lines.extend(INDENT + escape(text) for text in texts)
+            for call in member.tool_calls:
+                result = answered.get((member.number, call.id))
+                suffix = ""
+                if result is not None:
+                    shown.add(result.number)
+                    suffix = f" → {_reference(result)}"
+                lines.extend(_call_lines(member, call, preview_chars, suffix))
+        elif member.number not in shown:
+            if not lines:
+                lines.append(_marker(entry, "Assistant", ""))
+            name = escape(member.name or "tool").lstrip("\\")
+            lines.append(INDENT + f"[tool_result:{name} → {_reference(member)}]")
     return lines
 
 

@@ -27,10 +27,12 @@ from frs.errors import (
     SplitsToolCall,
     StaleRevision,
 )
+from frs.export import to_anthropic, to_openai
 from frs.model import (
     LANES,
     Checkpoint,
     FileText,
+    FocusLayer,
     Limits,
     Message,
     NewMessage,
@@ -58,6 +60,7 @@ from frs.text import check_text, estimate_tokens, message_body, sha256_hex
 from frs.views import ViewOptions, check_view_options, render_thread
 
 Clock = Callable[[], str]
+EXPORT_FORMATS = ("openai", "anthropic", "text")
 
 
 def utc_now() -> str:
@@ -204,6 +207,27 @@ class ReasoningService:
             return found
         async with self.store.transaction() as tx:
             return await self._resolve(tx, session_id)
+
+    async def live_thread(
+        self, session_id: SessionId | None = None
+    ) -> tuple[Session, list[Message]]:
+        """Every live entry in thread order: what an export or a runtime's prompt is built from."""
+        session = await self.session(session_id)
+        async with self.store.snapshot() as reader:
+            session = await self._get(reader, session.id)
+            live = session.live_count
+            return session, await reader.entries_at(session.id, 1, live) if live else []
+
+    async def export(
+        self, fmt: str, session_id: SessionId | None = None
+    ) -> list[dict[str, object]] | dict[str, object] | str:
+        """The live thread as `openai` messages, an `anthropic` payload, or full `text`."""
+        if fmt not in EXPORT_FORMATS:
+            raise InvalidRequest(f"format is {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.")
+        if fmt == "text":
+            return await self.view(ViewOptions(preview_chars=10**9), session_id)
+        _, entries = await self.live_thread(session_id)
+        return to_openai(entries) if fmt == "openai" else to_anthropic(entries)
 
     async def squash_log(self, session_id: SessionId | None = None) -> tuple[Session, list[Squash]]:
         session = await self.session(session_id)
@@ -353,6 +377,7 @@ class ReasoningService:
                 window = await tx.entries_at(session.id, start, end - start + 1)
                 first = start
                 replaced = f"positions {start}–{end}"
+            await self._check_layers(tx, session, window)
             await self._check_pairs(tx, session, window, first, mode, count_hint=None)
             return await self._squash(tx, session, window, first, text, replaced)
 
@@ -374,6 +399,21 @@ class ReasoningService:
                     f"count={count} is outside 1..{live}: the thread has {live} entries. "
                     + ("Record messages first." if live == 0 else "Pick a count in that range.")
                 )
+            layers = await tx.open_layers(session.id)
+            if layers:
+                inner = layers[-1]
+                start = (await tx.positions_of(session.id, [inner.start_ord]))[0]
+                room = live - start + 1
+                if count > room:
+                    raise InvalidRequest(
+                        f"count={count} reaches out of the open focus layer {inner.goal!r}, which "
+                        f"holds positions {start}–{live} ({room} entries); squash at most "
+                        f"count={room}, or close the layer with frs_focus(action='close', "
+                        "summary=...)."
+                        if room
+                        else f"count={count}: the open focus layer {inner.goal!r} has no entries "
+                        "yet, and compress_last never reaches into its parent."
+                    )
             first = live - count + 1
             window = await tx.entries_at(session.id, first, count)
             await self._check_pairs(tx, session, window, first, "position", count_hint=True)
@@ -464,6 +504,89 @@ class ReasoningService:
                 f"Number {end} lies inside the summary [{tail.ord}–{tail.ord_last}]; a range must "
                 f"hold whole entries. End at {tail.ord_last} instead."
             )
+
+    async def _check_layers(self, tx: ThreadTx, session: Session, window: list[Message]) -> None:
+        """A range may not cross the start of an open focus layer."""
+        lo, hi = window[0].ord, window[-1].ord_last
+        for layer in await tx.open_layers(session.id):
+            if lo < layer.start_ord <= hi:
+                at = (await tx.positions_of(session.id, [layer.start_ord]))[0]
+                raise InvalidRequest(
+                    f"The range crosses the start of the open focus layer {layer.goal!r} at "
+                    f"position {at}: squash entries before position {at}, or from {at} on, "
+                    "or close the layer with frs_focus(action='close', summary=...)."
+                )
+
+    # -- focus layers -----------------------------------------------------------------------
+
+    async def open_focus(
+        self,
+        goal: str,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> tuple[FocusLayer, int]:
+        """Open a nested focus layer; messages recorded from now on belong to it."""
+        goal = self._check_line(goal, "goal", required=True)
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            layers = await tx.open_layers(session.id)
+            if len(layers) >= self.limits.max_focus_depth:
+                raise InvalidRequest(
+                    f"{len(layers)} focus layers are open; the limit is "
+                    f"{self.limits.max_focus_depth}. Close the innermost one first with "
+                    "frs_focus(action='close', summary=...)."
+                )
+            now = self.clock()
+            layer = FocusLayer(
+                n=await tx.last_layer(session.id) + 1,
+                depth=len(layers) + 1,
+                goal=goal,
+                start_ord=session.next_number,
+                created_at=now,
+            )
+            await tx.open_layer(session.id, layer)
+            updated = replace(session, revision=session.revision + 1, updated_at=now)
+            await tx.save_session(updated, f"opened focus layer {layer.n}: {goal}")
+            return layer, updated.revision
+
+    async def close_focus(
+        self,
+        summary: str,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> tuple[FocusLayer, Squashed | None, int]:
+        """Close the innermost layer, squashing all of it into one summary in its parent."""
+        text = check_summary(summary, self.limits)
+        async with self.store.transaction() as tx:
+            session = await self._resolve(tx, session_id)
+            await self._check_revision(tx, session, expected_revision)
+            layers = await tx.open_layers(session.id)
+            if not layers:
+                raise InvalidRequest(
+                    "No focus layer is open. Open one with frs_focus(action='open', goal=...)."
+                )
+            inner = layers[-1]
+            now = self.clock()
+            first = (await tx.positions_of(session.id, [inner.start_ord]))[0]
+            count = session.live_count - first + 1
+            if count <= 0:
+                await tx.close_layer(session.id, inner.n, now, None)
+                updated = replace(session, revision=session.revision + 1, updated_at=now)
+                await tx.save_session(updated, f"closed empty focus layer {inner.n}")
+                return replace(inner, closed_at=now), None, updated.revision
+            window = await tx.entries_at(session.id, first, count)
+            await self._check_pairs(tx, session, window, first, "position", count_hint=None)
+            done = await self._squash(
+                tx,
+                session,
+                window,
+                first,
+                text,
+                f"focus layer {inner.n} (positions {first}–{session.live_count})",
+            )
+            await tx.close_layer(session.id, inner.n, now, done.squash.n)
+            return replace(inner, closed_at=now, squash_n=done.squash.n), done, done.revision
 
     async def _check_pairs(
         self,
@@ -572,10 +695,10 @@ class ReasoningService:
         session = await self.session(session_id)
         if ref.is_source:
             text, heading = await self._source_text(session, ref)
-            return self._page(ref.name, heading, text, offset, size_cap, session_id)
+            return self._page(ref.name, heading, text, offset, size_cap, session_id, max_chars)
         if ref.is_source:
             text, heading = await self._source_text(session, ref)
-            return self._page(ref.name, heading, text, offset, size_cap, session_id)
+            return self._page(ref.name, heading, text, offset, size_cap, session_id, max_chars)
         async with self.store.snapshot() as reader:
             if ref.family == "M":
                 message = await reader.message(session.id, ref.n)
@@ -601,11 +724,17 @@ class ReasoningService:
                     f"{squash.alias} · the {squash.count} entries squashed into one summary "
                     f"(numbers {squash.first}–{squash.last}){state}"
                 )
-        return self._page(ref.name, heading, text, offset, size_cap, session_id)
+        return self._page(ref.name, heading, text, offset, size_cap, session_id, max_chars)
 
     @staticmethod
     def _page(
-        name: str, heading: str, text: str, offset: int, size_cap: int, session_id: str | None
+        name: str,
+        heading: str,
+        text: str,
+        offset: int,
+        size_cap: int,
+        session_id: str | None,
+        max_chars: int | None = None,
     ) -> Page:
         if offset > len(text):
             raise InvalidRequest(
@@ -613,7 +742,7 @@ class ReasoningService:
                 "Use an offset from 0 to the size."
             )
         end = min(len(text), offset + size_cap)
-        return Page(name, heading, text[offset:end], offset, end, len(text), session_id)
+        return Page(name, heading, text[offset:end], offset, end, len(text), session_id, max_chars)
 
     # -- sources ------------------------------------------------------------------------------
 

@@ -11,21 +11,29 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from frs.errors import InvalidContent
-from frs.model import ROLES, NewMessage, ToolCall
+from frs.errors import FrsError, InvalidContent
+from frs.model import ROLES, Limits, NewMessage, ToolCall
+from frs.ops import check_new_messages
 
 
-def parse_transcript(lines: Iterable[str]) -> list[NewMessage]:
-    """Every message of a JSONL transcript; raise InvalidContent naming the first bad line."""
+def parse_transcript(lines: Iterable[str], limits: Limits | None = None) -> list[NewMessage]:
+    """Every message of a JSONL transcript, each checked as `frs_record` would check it; raise
+    InvalidContent naming the first bad line."""
     messages = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InvalidContent(f"line {number}: not JSON ({exc.msg}).") from None
-        messages.append(_message(row, number))
+        message = _message(row, number)
+        try:
+            check_new_messages([message], limits or Limits())
+        except FrsError as exc:
+            detail = str(exc).replace("messages[0]", "message")
+            raise InvalidContent(f"line {number}: {detail}") from None
+        messages.append(message)
     if not messages:
         raise InvalidContent("the file holds no messages (one JSON object per line).")
     return messages

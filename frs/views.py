@@ -8,10 +8,19 @@ spent, so its cost does not grow with the part of the thread it leaves out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from frs.errors import InvalidRequest
-from frs.model import LANES, Checkpoint, Limits, Message, Numbering, PlanStep, Session
+from frs.model import (
+    LANES,
+    Checkpoint,
+    FocusLayer,
+    Limits,
+    Message,
+    Numbering,
+    PlanStep,
+    Session,
+)
 from frs.ops import check_numbers, check_positions
 from frs.ports import ThreadReader
 from frs.render import (
@@ -22,6 +31,7 @@ from frs.render import (
     format_tokens,
     lane_counts,
     one_line,
+    plural,
     render_entry,
     render_view,
     split_lines,
@@ -49,6 +59,9 @@ class ViewOptions:
     show_sources: bool = False
     preview_chars: int | None = None
     budget_tokens: int | None = None
+    merge_runs: bool = False
+    show_times: bool = False
+    run_id: str | None = None
 
 
 def check_view_options(options: ViewOptions) -> None:
@@ -74,7 +87,7 @@ async def render_thread(
     plan = await reader.plan(session.id) if options.show_plan else []
     leading = _sources_block(sources)
     budgeted = options.budget_tokens is not None and not (
-        options.start or options.end or options.roles
+        options.start or options.end or options.roles or options.run_id
     )
     if budgeted and session.live_count > _WHOLE_IF_UNDER:
         return await _budgeted(reader, session, options, mode, preview, plan, leading)
@@ -90,7 +103,16 @@ async def render_thread(
     leading.extend(before)
     if session.live_count == 0:
         leading.append("(no messages yet: record them with frs_record)")
-    footer = _footer(session, len(entries), positions, scope, options.roles)
+    layers = await reader.open_layers(session.id)
+    built, trailing = _focus_headings(built, layers, shows_end=_shows_end(session, positions))
+    shown = len(built)
+    if options.merge_runs:
+        built = _merge_runs(built, positions, mode)
+    if options.show_times:
+        built = _stamp(built)
+    footer = _footer(session, shown, positions, scope, options.roles, merged=len(built))
+    if trailing:
+        footer = "\n".join([*trailing, footer])
     text = render_view(session.title, session.goal, plan, leading, built, footer, preview)
     if budgeted and _tokens_of_bytes(_bytes(text.split("\n"))) > (options.budget_tokens or 0):
         return await _budgeted(
@@ -121,6 +143,14 @@ async def _select(
     """The entries a view shows, their positions, and a note of the window (None: all)."""
     sid, live = session.id, session.live_count
     lanes = options.roles
+    if options.run_id is not None:
+        entries = await reader.run_entries(sid, options.run_id)
+        entries, positions = _keep_lanes(
+            entries, await reader.positions_of(sid, [m.ord for m in entries]), lanes
+        )
+        if options.last is not None:
+            entries, positions = entries[-options.last :], positions[-options.last :]
+        return entries, positions, f"run {options.run_id}"
     if options.start is not None or options.end is not None:
         if mode == "absolute":
             lo = options.start if options.start is not None else 1
@@ -178,15 +208,22 @@ def _footer(
     positions: Sequence[int],
     scope: str | None,
     roles: Sequence[str] = (),
+    merged: int | None = None,
 ) -> str:
     parts: list[str] = []
     if scope is None:
-        parts.append(f"{session.recorded} messages in {session.live_count} entries")
+        parts.append(
+            f"{plural(session.recorded, 'message')} in {plural(session.live_count, 'entry')}"
+        )
     else:
-        what = f"{' and '.join(roles)} entries" if roles else "entries"
+        what = plural(shown, "entry")
+        if roles:
+            what = what.replace(" ", f" {' and '.join(roles)} ", 1)
         span = f" at positions {positions[0]}–{positions[-1]}" if positions else ""
-        parts.append(f"showing {shown} {what}{span} of {session.live_count} entries")
-        parts.append(f"{session.recorded} messages")
+        parts.append(f"showing {what}{span} of {plural(session.live_count, 'entry')}")
+        parts.append(plural(session.recorded, "message"))
+    if merged is not None and merged != shown:
+        parts.append(f"runs merged: {shown} entries shown as {merged}")
     lanes = lane_counts({lane: session.lanes.get(lane, 0) for lane in LANES})
     if lanes:
         parts.append(lanes)
@@ -232,6 +269,95 @@ def _attach(
     return built, leading
 
 
+def _shows_end(session: Session, positions: Sequence[int]) -> bool:
+    return not positions or positions[-1] == session.live_count
+
+
+def _focus_headings(
+    entries: list[Entry], layers: Sequence[FocusLayer], shows_end: bool
+) -> tuple[list[Entry], list[str]]:
+    """Each open focus layer's goal above its first entry; an empty layer's after the last."""
+    headings: dict[int, list[str]] = {}
+    trailing: list[str] = []
+    for layer in layers:
+        line = f"▸ focus {layer.depth}: {escape(layer.goal)}"
+        index = next((i for i, e in enumerate(entries) if e.message.ord >= layer.start_ord), None)
+        if index is not None:
+            headings.setdefault(index, []).append(line)
+        elif shows_end:
+            trailing.append(line)
+    if not headings:
+        return entries, trailing
+    return [
+        replace(entry, headings=(*entry.headings, *headings.get(i, ())))
+        for i, entry in enumerate(entries)
+    ], trailing
+
+
+def _merge_runs(entries: list[Entry], positions: Sequence[int], mode: Numbering) -> list[Entry]:
+    """Consecutive assistant and tool messages of one run become one entry spanning them."""
+    merged: list[Entry] = []
+    group: list[tuple[Entry, int]] = []
+
+    def flush() -> None:
+        if len(group) == 1:
+            merged.append(group[0][0])
+        elif group:
+            first, last = group[0], group[-1]
+            if mode == "position":
+                span = f"{first[1]}–{last[1]}"
+            else:
+                span = f"{first[0].message.ord}–{last[0].message.ord_last}"
+            merged.append(
+                Entry(
+                    span,
+                    first[0].message,
+                    tuple(t for entry, _ in group for t in entry.thinking),
+                    tuple(c for entry, _ in group for c in entry.checkpoints),
+                    members=tuple(entry.message for entry, _ in group),
+                    headings=first[0].headings,
+                )
+            )
+        group.clear()
+
+    for entry, position in zip(entries, positions, strict=True):
+        message = entry.message
+        mergeable = (
+            message.kind == "message"
+            and message.role in ("assistant", "tool")
+            and message.run_id is not None
+            and not entry.headings
+        )
+        if group and not (mergeable and message.run_id == group[-1][0].message.run_id):
+            flush()
+        if mergeable:
+            group.append((entry, position))
+        else:
+            merged.append(entry)
+    flush()
+    return merged
+
+
+def _stamp(entries: list[Entry]) -> list[Entry]:
+    """Times on user messages; replies after a user message indented under it, unstamped."""
+    stamped: list[Entry] = []
+    under_user = False
+    for entry in entries:
+        if entry.message.role == "user" and entry.message.kind == "message":
+            under_user = True
+            stamped.append(replace(entry, stamp=_minute(entry.message.created_at)))
+        elif under_user:
+            stamped.append(replace(entry, reply=True))
+        else:
+            stamped.append(replace(entry, stamp=_minute(entry.message.created_at)))
+    return stamped
+
+
+def _minute(created_at: str) -> str:
+    """`YYYY-MM-DD HH:MM` of an ISO-8601 time, as recorded (no zone conversion)."""
+    return created_at[:16].replace("T", " ")
+
+
 # -- budgets --------------------------------------------------------------------------------
 
 
@@ -256,9 +382,11 @@ async def _budgeted(
     """The newest entries whole, older ones as cards, then one-line cards, the rest omitted."""
     budget = options.budget_tokens or 0
     live = session.live_count
-    newest = min(live, options.last) if options.last is not None else live
-    # Reserve the widest the note and footer can get, so the chosen entries always fit.
-    widest_note = _budget_note(budget, live, live, live, live, live)
+    newest = live
+    most = options.last if options.last is not None else live
+    # Reserve the widest the note and footer can get, so the chosen entries always fit; the
+    # note is sized for any budget, so the minimum it names is itself accepted.
+    widest_note = _budget_note(10**12, live, live, live, live, live)
     widest_footer = _footer(session, live, [live, live], "budget")
     frame = render_view(session.title, session.goal, plan, leading, [], widest_footer, preview)
     fixed = _bytes([*frame.split("\n"), widest_note])
@@ -290,7 +418,8 @@ async def _budgeted(
                     done = True
                     break
                 tier = "card" if tier == "whole" else "line"
-            if done:
+            if done or len(chosen) >= most:
+                done = True
                 break
         position = start - 1
         done = done or position < 1

@@ -50,7 +50,7 @@ class Progress:
 async def run_import(settings: Settings, file: str, title: str | None) -> str:
     path = Path(file)
     with path.open(encoding="utf-8") as handle:  # noqa: ASYNC230 - a CLI step, nothing else runs
-        messages = parse_transcript(handle)
+        messages = parse_transcript(handle, settings.limits())
     async with open_deps(settings) as deps:
         service = deps.service
         session, _ = await service.start_session(title or path.stem)

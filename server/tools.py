@@ -403,8 +403,9 @@ def register(mcp: MCPServer[Any]) -> None:
         ],
         offset: Annotated[int, Field(description="Character offset to start from.", ge=0)] = 0,
         max_chars: Annotated[
-            int, Field(description="Page size in characters.", ge=1, le=100_000)
-        ] = 20_000,
+            int | None,
+            Field(description="Page size in characters (default 20,000).", ge=1, le=100_000),
+        ] = None,
         session_id: SessionArg = None,
     ) -> str:
         """Show the full text behind an alias, a page at a time.

@@ -151,6 +151,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " created_at text not null,"
         " primary key (session_id, alias)) without rowid",
     ),
+    (  # 3: focus layers (a stack per session) and run lookups
+        # A layer holds every entry from `start_ord` on while it is open; closing squashes it into
+        # one summary in its parent. Open layers bound what compress_last and ranges may touch.
+        "create table focus_layers ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " n integer not null,"
+        " depth integer not null,"  # 1 for a layer opened in the main thread
+        " goal text not null,"
+        " start_ord integer not null,"
+        " created_at text not null,"
+        " closed_at text,"
+        " squash_n integer,"  # the squash that closed it (null: closed empty, or still open)
+        " primary key (session_id, n)) without rowid",
+        "create index focus_layers_open on focus_layers (session_id, n) where closed_at is null",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from frs.model import (
     Checkpoint,
+    FocusLayer,
     Kind,
     Message,
     Numbering,
@@ -194,4 +195,19 @@ def source_to_row(source: Source) -> tuple[Any, ...]:
         source.chars,
         source.lines,
         source.created_at,
+    )
+
+
+LAYER_COLUMNS = "n, depth, goal, start_ord, created_at, closed_at, squash_n"
+
+
+def layer_from_row(row: Row) -> FocusLayer:
+    return FocusLayer(
+        n=row[0],
+        depth=row[1],
+        goal=row[2],
+        start_ord=row[3],
+        created_at=row[4],
+        closed_at=row[5],
+        squash_n=row[6],
     )

@@ -16,14 +16,25 @@ from typing import Any
 
 import aiosqlite
 
-from frs.model import Checkpoint, Message, PlanStep, Session, SessionId, Source, Squash
+from frs.model import (
+    Checkpoint,
+    FocusLayer,
+    Message,
+    PlanStep,
+    Session,
+    SessionId,
+    Source,
+    Squash,
+)
 from storage.db import Database
 from storage.rows import (
+    LAYER_COLUMNS,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
     SQUASH_COLUMNS,
     checkpoint_from_row,
+    layer_from_row,
     message_from_row,
     message_to_row,
     session_from_row,
@@ -275,6 +286,26 @@ class SqliteReader:
             (session_id, lo, hi),
         )
 
+    async def open_layers(self, session_id: SessionId) -> list[FocusLayer]:
+        rows = await self._all(
+            f"select {LAYER_COLUMNS} from focus_layers where session_id = ? and closed_at is null"
+            " order by n",
+            (session_id,),
+        )
+        return [layer_from_row(row) for row in rows]
+
+    async def last_layer(self, session_id: SessionId) -> int:
+        row = await self._one(
+            "select coalesce(max(n), 0) from focus_layers where session_id = ?", (session_id,)
+        )
+        return int(row[0])
+
+    async def run_entries(self, session_id: SessionId, run_id: str) -> list[Message]:
+        return await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and run_id = ? order by ord",
+            (session_id, run_id),
+        )
+
     async def sources(self, session_id: SessionId) -> list[Source]:
         rows = await self._all(
             f"select {SOURCE_COLUMNS} from sources where session_id = ? order by alias",
@@ -423,6 +454,30 @@ class SqliteTx(SqliteReader):
             f"insert into sources (session_id, {SOURCE_COLUMNS})"
             " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (session_id, *source_to_row(source)),
+        )
+
+    async def open_layer(self, session_id: SessionId, layer: FocusLayer) -> None:
+        await self.conn.execute(
+            f"insert into focus_layers (session_id, {LAYER_COLUMNS})"
+            " values (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                layer.n,
+                layer.depth,
+                layer.goal,
+                layer.start_ord,
+                layer.created_at,
+                layer.closed_at,
+                layer.squash_n,
+            ),
+        )
+
+    async def close_layer(
+        self, session_id: SessionId, n: int, closed_at: str, squash_n: int | None
+    ) -> None:
+        await self.conn.execute(
+            "update focus_layers set closed_at = ?, squash_n = ? where session_id = ? and n = ?",
+            (closed_at, squash_n, session_id, n),
         )
 
     async def remove_source(self, session_id: SessionId, alias: str) -> None:

@@ -330,13 +330,6 @@ class TestRefusals:
         assert estimate_tokens(view) <= minimum + 10
         assert after == before
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/views.py _budgeted: the minimum is computed from a note that embeds the "
-        "asked budget ('Budget ~20 tokens'); the stated minimum has more digits, so the frame "
-        "grows by a byte and asking for exactly the minimum is refused again (e.g. 'use at "
-        "least 121', then at 121: 'use at least 122')",
-    )
     async def test_the_stated_minimum_budget_is_accepted(
         self, connect: Connect, db_path: Path
     ) -> None:
@@ -370,12 +363,6 @@ class TestRefusals:
             error = await refused(client, "frs_view_thread", budget_tokens=budget)
         assert "budget_tokens" in error
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/views.py _budgeted: with last=N on a thread over 200 entries it walks back "
-        "from position N (newest = min(live, last)) instead of from the newest entry, so "
-        "last=10 shows positions 1-10",
-    )
     async def test_last_with_a_budget_shows_the_last_entries(
         self, connect: Connect, db_path: Path
     ) -> None:

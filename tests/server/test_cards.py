@@ -242,8 +242,10 @@ class TestToolCallArguments:
             await record(client, message)
             view = await call(client, "frs_view_thread")
             page = await call(client, "get_alias", alias=f"M.1@{sha8(body)}")
-        first, note = entry_lines(view, 1)
+        first, note, *preview = entry_lines(view, 1)
         assert first == "[1] Assistant: Writing the module."
+        assert preview, "the arguments get a card under the note"
+        assert all(line.startswith("        ") for line in preview)
         assert note == (
             f"    [tool_use:Write, file_path:src/app.py, {len(arguments):,} chars · "
             f"M.1@{sha8(body)}]"
@@ -251,12 +253,6 @@ class TestToolCallArguments:
         assert len(view) < len(arguments), "the view does not carry the file"
         assert page_parts(page)[1] == body, "get_alias returns the call's arguments in full"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/render.py _call_note: arguments over the cap get only a size and an alias "
-        "in the [tool_use:...] note; issue 4 asks for a card with a head and a tail and the "
-        "omitted middle counted",
-    )
     async def test_arguments_over_the_cap_show_a_head_and_a_tail_with_the_middle_counted(
         self, connect: Connect
     ) -> None:

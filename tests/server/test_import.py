@@ -245,14 +245,6 @@ class TestMalformed:
         assert "cannot read" in run.stderr
         assert "Traceback" not in run.stderr
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="server/importer.py run_import + frs/transcripts.py: parse_transcript checks "
-        "only JSON shape and roles; the domain checks (check_new_messages) run per batch of "
-        "500 inside service.record, so a bad message past line 500 is refused after the first "
-        "batch was committed (a half-imported session is left), and the error names "
-        "messages[N] of the batch instead of the line",
-    )
     async def test_a_bad_message_after_the_first_batch_records_nothing_and_names_its_line(
         self, connect: Connect, db_path: Path, tmp_path: Path
     ) -> None:

@@ -30,7 +30,7 @@ PRODUCT_TOOLS = {
 SQUASH_ALIAS = re.compile(r"^SQ\.(\d+)@([0-9a-f]{8})$")
 NEXT_PAGE = re.compile(
     r'get_alias\(alias="(?P<alias>[^"]+)", offset=(?P<offset>\d+)'
-    r'(?:, session_id="(?P<session_id>[^"]+)")?\)$'
+    r'(?:, max_chars=(?P<max_chars>\d+))?(?:, session_id="(?P<session_id>[^"]+)")?\)$'
 )
 
 
@@ -785,19 +785,24 @@ class TestGetAlias:
         async with connect() as client:
             await record(client, user(content))
             pages: list[str] = []
-            arguments: dict[str, Any] = {"alias": "M.1"}
+            arguments: dict[str, Any] = {"alias": "M.1", "max_chars": 700}
             while True:
-                page = text_of(await call(client, "get_alias", max_chars=700, **arguments))
+                page = text_of(await call(client, "get_alias", **arguments))
                 pages.append(page)
                 found = NEXT_PAGE.search(page.split("\n")[-1])
                 if found is None:
                     break
-                arguments = {"alias": found["alias"], "offset": int(found["offset"])}
+                arguments = {
+                    "alias": found["alias"],
+                    "offset": int(found["offset"]),
+                    "max_chars": int(found["max_chars"]),
+                }
         assert len(pages) == -(-len(content) // 700)
         first = pages[0].split("\n")
         assert first[0].endswith(f"· chars 0–700 of {len(content):,}")
         assert first[-1] == (
-            f'… {len(content) - 700:,} more chars: get_alias(alias="M.1", offset=700)'
+            f"… {len(content) - 700:,} more chars: "
+            'get_alias(alias="M.1", offset=700, max_chars=700)'
         )
         assert "more chars" not in pages[-1]
         assert "".join(page_text(page) for page in pages) == content
@@ -823,6 +828,7 @@ class TestGetAlias:
                 )
             )
         assert found["session_id"] == elsewhere
+        assert found["max_chars"] == "100"
         assert page_text(page) + page_text(rest) == "elsewhere " * 30
 
 
