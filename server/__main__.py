@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from server import importer
+from server import exporter, importer
 from server.app import build_server, version
 from server.deps import open_deps
 from server.http import (
@@ -33,7 +33,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="frs-mcp",
         description="FRS MCP server: a numbered, distillable reasoning thread for LLM agents. "
-        "`frs-mcp import FILE.jsonl` records a transcript into a new session.",
+        "`frs-mcp import FILE.jsonl` records a transcript into a new session; `frs-mcp export "
+        "SESSION --format openai|anthropic|text` prints the live thread.",
     )
     p.add_argument("--version", action="version", version=f"frs-mcp {version()}")
     p.add_argument(
@@ -158,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["import"]:
         return importer.main(given[1:])
+    if given[:1] == ["export"]:
+        return exporter.main(given[1:])
     args = parser().parse_args(given)
     # stdout is the protocol: every log line goes to stderr.
     logging.basicConfig(

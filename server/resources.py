@@ -47,6 +47,32 @@ def register(mcp: MCPServer[Any], slot: DepsSlot) -> None:
             return await service.view(ViewOptions(), SessionId(session_id))
 
     @mcp.resource(
+        "frs://sessions/{session_id}/messages",
+        mime_type="application/json",
+        description="The live thread as OpenAI chat messages (summaries as text, thinking left "
+        "out, every tool call paired with its result): what a runtime sends to a model.",
+    )
+    async def messages(session_id: str, ctx: DepsContext) -> list[dict[str, Any]]:
+        service = ctx.request_context.lifespan_context.service
+        with resource_errors():
+            exported = await service.export("openai", SessionId(session_id))
+        assert isinstance(exported, list)
+        return exported
+
+    @mcp.resource(
+        "frs://sessions/{session_id}/messages/anthropic",
+        mime_type="application/json",
+        description="The live thread as an Anthropic Messages payload: system and alternating "
+        "user/assistant turns, tool_use answered by tool_result.",
+    )
+    async def messages_anthropic(session_id: str, ctx: DepsContext) -> dict[str, Any]:
+        service = ctx.request_context.lifespan_context.service
+        with resource_errors():
+            exported = await service.export("anthropic", SessionId(session_id))
+        assert isinstance(exported, dict)
+        return exported
+
+    @mcp.resource(
         "frs://sessions/{session_id}/squashes",
         mime_type="application/json",
         description="Every squash of the session: span, tokens before and after, summary, alias.",

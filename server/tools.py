@@ -311,6 +311,20 @@ def register(mcp: MCPServer[Any]) -> None:
         show_sources: Annotated[
             bool, Field(description="List registered sources, marking changed files.")
         ] = False,
+        merge_runs: Annotated[
+            bool,
+            Field(
+                description="Show consecutive assistant and tool messages of one run as one "
+                "entry [4–8], each tool call annotated where it happened, results by alias."
+            ),
+        ] = False,
+        show_times: Annotated[
+            bool,
+            Field(description="Stamp user messages [YYYY-MM-DD HH:MM]; indent their replies."),
+        ] = False,
+        run_id: Annotated[
+            str | None, Field(description="Only the messages of this run (agent turn).")
+        ] = None,
         preview_chars: Annotated[
             int | None,
             Field(
@@ -340,6 +354,9 @@ def register(mcp: MCPServer[Any]) -> None:
             show_sources=show_sources,
             preview_chars=preview_chars,
             budget_tokens=budget_tokens,
+            merge_runs=merge_runs,
+            show_times=show_times,
+            run_id=run_id,
         )
         with tool_errors():
             return await service.view(options, _sid(session_id))
@@ -534,6 +551,53 @@ def register(mcp: MCPServer[Any]) -> None:
                     lines.append(f"{changed} of {len(states)} sources changed or unreadable")
                 return "\n".join(lines)
         raise ToolError(f"action is {action!r}; use add, list, verify or remove.")
+
+    @mcp.tool(annotations=writes)
+    async def frs_focus(
+        ctx: DepsContext,
+        action: Annotated[
+            str,
+            Field(
+                description="open: start a nested focus layer with a goal; close: squash the "
+                "innermost layer into one summary in its parent.",
+                json_schema_extra=_choices(("open", "close")),
+            ),
+        ],
+        goal: Annotated[str | None, Field(description="open: what this layer is for.")] = None,
+        summary: Annotated[
+            str | None, Field(description="close: what the layer established.")
+        ] = None,
+        expected_revision: RevisionArg = None,
+        session_id: SessionArg = None,
+    ) -> Annotated[CallToolResult, Revision]:
+        """Open or close a focus layer: a sub-task whose detail collapses into one summary.
+
+        Messages recorded after open belong to the layer; the view shows its goal above its
+        first entry. frs_compress_last stays inside the innermost open layer. close squashes
+        the whole layer (restorable with frs_restore like any squash).
+        Example: frs_focus(action="open", goal="find why test_sync is flaky"), later
+          frs_focus(action="close", summary="Race in Syncer.flush; fixed by a lock.")
+        """
+        service = ctx.request_context.lifespan_context.service
+        sid = _sid(session_id)
+        with tool_errors():
+            if action == "open":
+                layer, revision = await service.open_focus(goal or "", sid, expected_revision)
+                text = (
+                    f"Opened focus layer {layer.depth} ({layer.goal!r}); messages recorded now "
+                    f"belong to it · revision {revision}"
+                )
+            elif action == "close":
+                layer, squashed, revision = await service.close_focus(
+                    summary or "", sid, expected_revision
+                )
+                text = f"Closed focus layer {layer.depth} ({layer.goal!r}). " + (
+                    squashed.text() if squashed else f"It was empty · revision {revision}"
+                )
+            else:
+                raise ToolError(f"action is {action!r}; use open or close.")
+        session = await service.session(sid)
+        return _result(text, Revision(session_id=session.id, revision=revision))
 
 
 def _squash_result(done: Any) -> CallToolResult:

@@ -1,0 +1,46 @@
+"""`frs-mcp export SESSION --format openai|anthropic|text`: the live thread on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from frs import FrsError, SessionId
+from frs.service import EXPORT_FORMATS
+from server.deps import open_deps
+from server.settings import Settings, resolve_database
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="frs-mcp export",
+        description="Print a session's live thread as chat messages a runtime can send to a model.",
+    )
+    p.add_argument("session", help="session id, or 'current'")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="openai")
+    p.add_argument("--db", metavar="PATH", help="database file (default as for frs-mcp)")
+    return p
+
+
+async def run_export(settings: Settings, session: str, fmt: str) -> str:
+    async with open_deps(settings) as deps:
+        sid = None if session == "current" else SessionId(session)
+        exported = await deps.service.export(fmt, sid)
+    if isinstance(exported, str):
+        return exported
+    return json.dumps(exported, ensure_ascii=False, indent=2)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    settings = Settings(database=resolve_database(args.db))
+    try:
+        print(anyio.run(run_export, settings, args.session, args.format))
+    except FrsError as exc:
+        print(f"frs-mcp export: {exc}", file=sys.stderr)
+        return 2
+    return 0
