@@ -14,6 +14,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 import signal
 import socket
 import sys
@@ -158,9 +159,22 @@ def parse_allowed_host(value: str) -> tuple[str, Port]:
     text = value.strip().lower()
     wildcard = text.endswith(":*")
     parsed = _split_host(text[:-2] if wildcard else text)
-    if parsed is None or (wildcard and parsed[1] is not None):
+    if parsed is None or (wildcard and parsed[1] is not None) or not _is_name(parsed[0]):
         raise ValueError(f"--allowed-host {value!r} is not a host name, host:port or host:*")
     return parsed[0], "*" if wildcard else parsed[1]
+
+
+_LABELS = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+
+
+def _is_name(name: str) -> bool:
+    """A DNS name, an IPv4 address or an IPv6 address (given without its brackets)."""
+    if _LABELS.match(name):
+        return True
+    try:
+        return ipaddress.ip_address(name).version == 6
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
+from server.__main__ import main
+from server.http import HostPolicy, parse_allowed_host
 from tests.clients.frs_process import FRS_MCP, TOKEN, FrsProcess, frs_http, server_env
 from tests.conftest import Connect
 
@@ -265,6 +267,49 @@ class TestDnsRebindingGuard:
         async with httpx2.AsyncClient(timeout=30) as http:
             response = await http.post(guarded.mcp_url, json=INITIALIZE, headers=headers)
         assert response.status_code == 200
+
+
+class TestHostPolicy:
+    """The Host/Origin rules on their own; the tests above show them applied to requests."""
+
+    def test_loopback_names_need_the_servers_port(self) -> None:
+        policy = HostPolicy.for_server("127.0.0.1", 8765)
+        assert policy.allows_host("127.0.0.1:8765")
+        assert policy.allows_host("LOCALHOST:8765")
+        assert policy.allows_host("[::1]:8765")
+        assert not policy.allows_host("127.0.0.1")
+        assert not policy.allows_host("127.0.0.1:8766")
+        assert not policy.allows_host(None)
+        assert not policy.allows_host("::1:8765")
+
+    def test_allowed_hosts_take_a_name_a_port_or_any_port(self) -> None:
+        allowed = ("proxy.example", "fixed.example:9000", "any.example:*")
+        policy = HostPolicy.for_server("0.0.0.0", 8765, allowed)
+        assert policy.allows_host("proxy.example")
+        assert policy.allows_host("proxy.example:8765")
+        assert not policy.allows_host("proxy.example:9000")
+        assert policy.allows_host("fixed.example:9000")
+        assert not policy.allows_host("fixed.example:8765")
+        assert policy.allows_host("any.example:1234")
+        assert not policy.allows_host("0.0.0.0:8765")
+
+    def test_origins_are_loopback_pages_or_allowed_hosts(self) -> None:
+        policy = HostPolicy.for_server("127.0.0.1", 8765, ("app.example",))
+        assert policy.allows_origin(None)
+        assert policy.allows_origin("http://localhost:5173")
+        assert policy.allows_origin("https://app.example")
+        assert not policy.allows_origin("https://app.example.evil.example")
+        assert not policy.allows_origin("null")
+        assert not policy.allows_origin("ftp://localhost")
+
+    @pytest.mark.parametrize("value", ["bad host", "x.example:port", "[::1", "a:1:2", ":80"])
+    def test_a_malformed_allowed_host_is_refused_at_startup(
+        self, value: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with pytest.raises(ValueError, match="--allowed-host"):
+            parse_allowed_host(value)
+        assert main(["--transport", "sse", "--port", "0", "--allowed-host", value]) == 2
+        assert "--allowed-host" in capsys.readouterr().err
 
 
 class TestBodyLimit:
