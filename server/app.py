@@ -10,6 +10,7 @@ from mcp.server import MCPServer
 
 from server import prompts, resources, tools
 from server.deps import Deps, DepsSlot, open_deps
+from server.errors import validation_middleware
 from server.settings import APP_NAME, Settings
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
         lifespan=lifespan,
         log_level=settings.log_level.upper(),  # type: ignore[arg-type]
     )
+    mcp.middleware.append(validation_middleware)
     tools.register(mcp)
     resources.register(mcp, slot)
     prompts.register(mcp)

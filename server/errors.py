@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
@@ -26,3 +28,50 @@ def resource_errors() -> Iterator[None]:
         yield
     except NotFound as exc:
         raise ResourceNotFoundError(str(exc)) from exc
+
+
+_PYDANTIC_HEAD = re.compile(r"^Error executing tool (\S+): \d+ validation errors? for \S+$")
+_PYDANTIC_DETAIL = re.compile(
+    r"^  (.*?)(?: \[type=[^,\]]+(?:, input_value=(.*?))?(?:, input_type=\w+)?\])?$"
+)
+
+
+def friendly_validation(text: str) -> str | None:
+    """pydantic's report on bad arguments, rewritten for a model: each field path with what was
+    wrong (and the value given), then the next step; None if `text` is not such a report."""
+    lines = text.split("\n")
+    head = _PYDANTIC_HEAD.match(lines[0]) if lines else None
+    if head is None:
+        return None
+    problems: list[str] = []
+    path: str | None = None
+    for line in lines[1:]:
+        if line.startswith("    For further information"):
+            continue
+        if not line.startswith(" "):
+            path = line
+            continue
+        found = _PYDANTIC_DETAIL.match(line)
+        if found is None or path is None:
+            return None
+        message, given = found.group(1), found.group(2)
+        shown = f" (got {given})" if given and len(given) <= 60 else ""
+        problems.append(f"{path}: {message}{shown}")
+    if not problems:
+        return None
+    return (
+        f"Error executing tool {head.group(1)}: invalid arguments: {'; '.join(problems)}. "
+        "Fix these and call again; the tool's input schema gives every field's type and range."
+    )
+
+
+async def validation_middleware(ctx: Any, call_next: Any) -> Any:
+    """Rewrites argument-validation failures of tools/call into `friendly_validation` text."""
+    result = await call_next(ctx)
+    if ctx.method == "tools/call" and isinstance(result, dict) and result.get("isError"):
+        for block in result.get("content") or ():
+            if isinstance(block, dict) and block.get("type") == "text":
+                friendly = friendly_validation(block.get("text", ""))
+                if friendly is not None:
+                    block["text"] = friendly
+    return result
