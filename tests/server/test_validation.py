@@ -42,7 +42,8 @@ class TestValidationErrors:
         assert text.endswith(
             "Fix these and call again; the tool's input schema gives every field's type and range."
         )
-        assert "errors.pydantic.dev" not in text and "[type=" not in text
+        assert "errors.pydantic.dev" not in text
+        assert "[type=" not in text
         assert before.content == after.content, "a refused call changes nothing"
 
     def test_text_that_is_not_a_validation_report_is_left_alone(self) -> None:
