@@ -98,7 +98,7 @@ def unsafe_bind(host: str, token: str | None) -> str | None:
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port (port 0 picks a free one); raises OSError."""
     family, _, _, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -107,7 +107,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)
         sock.listen(128)
-        sock.set_inheritable(True)
     except OSError:
         sock.close()
         raise
