@@ -9,6 +9,7 @@ satisfies the providers' pairing rules.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,7 +86,8 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
     tool_use blocks answered by tool_result blocks in the next user message."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
-    pending: list[str] = []
+    pending: list[tuple[str, str]] = []  # (recorded call id, id sent) awaiting a result
+    ids = _ToolUseIds()
 
     def add(role: str, block: dict[str, Any]) -> None:
         if turns and turns[-1]["role"] == role:
@@ -94,9 +96,16 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
             turns.append({"role": role, "content": [block]})
 
     def close_pending() -> None:
-        for call_id in pending:
-            add("user", {"type": "tool_result", "tool_use_id": call_id, "content": NO_RESULT})
+        for _, sent in pending:
+            add("user", {"type": "tool_result", "tool_use_id": sent, "content": NO_RESULT})
         pending.clear()
+
+    def answer(call_id: str | None) -> str | None:
+        for index, (recorded, sent) in enumerate(pending):
+            if recorded == call_id:
+                del pending[index]
+                return sent
+        return None
 
     for message in entries:
         if message.kind == "thinking":
@@ -105,14 +114,16 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
             system.append(message.content)
             continue
         if message.role == "tool" and message.kind == "message":
-            if message.tool_call_id in pending:
-                pending.remove(message.tool_call_id)
-                block = {
-                    "type": "tool_result",
-                    "tool_use_id": message.tool_call_id,
-                    "content": message.content or "(empty)",
-                }
-                add("user", block)
+            sent = answer(message.tool_call_id)
+            if sent is not None:
+                add(
+                    "user",
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": sent,
+                        "content": _nonblank(message.content),
+                    },
+                )
             else:
                 close_pending()
                 add("user", {"type": "text", "text": _orphan_text(message)})
@@ -124,21 +135,22 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
             if message.content.strip():
                 add("assistant", {"type": "text", "text": message.content})
             for call in message.tool_calls:
+                sent = ids.new(call.id)
                 add(
                     "assistant",
                     {
                         "type": "tool_use",
-                        "id": call.id,
+                        "id": sent,
                         "name": call.name,
                         "input": _input(call.arguments),
                     },
                 )
-            pending.extend(call.id for call in message.tool_calls)
+                pending.append((call.id, sent))
             if not message.content.strip() and not message.tool_calls:
                 add("assistant", {"type": "text", "text": "(empty)"})
         else:
             prefix = "[system] " if message.role == "system" else ""
-            add("user", {"type": "text", "text": prefix + (message.content or "(empty)")})
+            add("user", {"type": "text", "text": prefix + _nonblank(message.content)})
     close_pending()
     if turns and turns[0]["role"] != "user":
         # The Messages API starts with a user turn.
@@ -153,3 +165,25 @@ def _input(arguments: str) -> dict[str, Any]:
     except ValueError:
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _nonblank(text: str) -> str:
+    """The Messages API refuses blank text blocks."""
+    return text if text.strip() else "(empty)"
+
+
+class _ToolUseIds:
+    """tool_use ids the Messages API accepts: `[a-zA-Z0-9_-]+`, unique in one payload. Recorded
+    transcripts reuse ids (a call id per turn) and use other characters (`run/call-1`)."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def new(self, recorded: str) -> str:
+        base = re.sub(r"[^a-zA-Z0-9_-]", "_", recorded) or "call"
+        sent, n = base, 1
+        while sent in self.used:
+            n += 1
+            sent = f"{base}_{n}"
+        self.used.add(sent)
+        return sent

@@ -39,6 +39,8 @@ def sha256_hex(text: str) -> str:
 
 def check_text(text: str, what: str) -> None:
     """Refuse text that cannot be stored as UTF-8 (an unpaired surrogate); NUL is allowed."""
+    if text.isascii():  # the common case, ~50x faster than the search
+        return
     found = _SURROGATE.search(text)
     if found:
         raise InvalidContent(

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from frs import LANES, ROLES, NewMessage, PlanStep, SessionId, ToolCall, ViewOptions
 from frs.model import Numbering
@@ -132,9 +132,18 @@ class Revision(BaseModel):
     revision: int
 
 
+# Published as plain arrays: a schema with `items` makes every client and the SDK validate each of
+# a 1,000-message batch's 2,000 integers, which cost more than recording them.
+_INTEGERS = WithJsonSchema({"type": "array", "description": "Integers, in recording order."})
+
+
 class RecordOut(Revision):
-    positions: list[int] = Field(description="Positions the numbered messages got, in order.")
-    numbers: list[int] = Field(description="Their permanent numbers (aliases M.<number>).")
+    positions: Annotated[list[int], _INTEGERS] = Field(
+        description="Positions the numbered messages got, in order (contiguous)."
+    )
+    numbers: Annotated[list[int], _INTEGERS] = Field(
+        description="Their permanent numbers (aliases M.<number>), in order (contiguous)."
+    )
 
 
 class SquashOut(Revision):
