@@ -1,0 +1,90 @@
+"""frs-mcp as a host runs it: a real subprocess speaking MCP over stdin/stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
+
+ROOT = Path(__file__).resolve().parents[2]
+FRS_MCP = shutil.which("frs-mcp", path=str(Path(sys.executable).parent)) or "frs-mcp"
+
+pytestmark = pytest.mark.slow
+
+
+def params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(command=FRS_MCP, args=list(args), env=env)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert not result.is_error, block.text
+    return block.text
+
+
+class TestStdio:
+    async def test_what_one_process_recorded_and_squashed_survives_a_restart(
+        self, tmp_path: Path
+    ) -> None:
+        db = str(tmp_path / "frs.db")
+        async with Client(params("--db", db)) as client:
+            await call(client, "frs_session", action="start", title="Survives")
+            await call(
+                client,
+                "frs_record",
+                messages=[
+                    {"role": "user", "content": "first"},
+                    {"role": "assistant", "content": "second " * 20},
+                    {"role": "assistant", "content": "third " * 20},
+                    {"role": "user", "content": "fourth"},
+                ],
+            )
+            squashed = await call(
+                client, "frs_compress_range", **{"from": 2, "to": 3}, summary="2-3"
+            )
+            before = await call(client, "frs_view_thread")
+        async with Client(params("--db", db)) as client:
+            after = await call(client, "frs_view_thread")
+            originals = await call(client, "get_alias", alias="SQ.1")
+            restored = await call(client, "frs_restore", alias="SQ.1")
+            final = await call(client, "frs_view_thread")
+        assert after == before
+        assert "[2] Summary of 2 messages (SQ.1@" in after
+        assert "SQ.1@" in squashed
+        assert "second second" in originals
+        assert "third third" in originals
+        assert restored.endswith("revision 3")
+        assert "[2] Assistant: second" in final
+        assert "[4] User: fourth" in final
+
+    async def test_with_no_arguments_it_serves_the_user_data_directory_database(
+        self, tmp_path: Path
+    ) -> None:
+        env = {"XDG_DATA_HOME": str(tmp_path / "data"), "HOME": str(tmp_path)}
+        env.pop("FRS_DB", None)
+        async with Client(params(env=env)) as client:
+            await call(client, "frs_record", messages=[{"role": "user", "content": "hello"}])
+        assert (tmp_path / "data" / "frs-mcp" / "frs.db").is_file()
+
+    async def test_frs_db_names_the_database_and_db_overrides_it(self, tmp_path: Path) -> None:
+        env = {"FRS_DB": str(tmp_path / "env.db"), "HOME": str(tmp_path)}
+        async with Client(params(env=env)) as client:
+            await call(client, "frs_record", messages=[{"role": "user", "content": "env"}])
+        async with Client(params("--db", str(tmp_path / "flag.db"), env=env)) as client:
+            await call(client, "frs_record", messages=[{"role": "user", "content": "flag"}])
+        assert (tmp_path / "env.db").is_file()
+        assert (tmp_path / "flag.db").is_file()
+
+    def test_the_mcp_json_entry_names_the_console_script(self) -> None:
+        entry = json.loads((ROOT / "mcp.json").read_text(encoding="utf-8"))["mcpServers"]["frs"]
+        assert entry["command"] == "frs-mcp"
+        assert os.path.basename(FRS_MCP) == "frs-mcp"
