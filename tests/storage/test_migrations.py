@@ -1,0 +1,222 @@
+"""Schema migrations: a fresh database reaches the newest version, a rerun changes nothing, an
+upgrade from every shipped version keeps its data, a failed migration leaves `user_version`
+(and the schema) as they were, and a database from a newer frs-mcp is refused untouched.
+
+Databases are prepared with the standard `sqlite3` module, so each test controls exactly which
+version and which rows a file holds before `open_database` sees it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from frs import NewMessage, ReasoningService, SessionId, ViewOptions
+from storage import MIGRATIONS, SchemaTooNew, SqliteStore, migrate, open_database
+
+LATEST = len(MIGRATIONS)
+_CREATED = re.compile(r"^create (?:unique )?(?:table|index) (\w+)", re.IGNORECASE)
+# Rows valid in the schema of version 1, which later migrations must keep readable: a session
+# with two live messages, its block count, and the current-session marker.
+SEED_V1 = (
+    "insert into sessions (id, title, revision, next_number, live_count, live_tokens,"
+    " live_user, recorded, created_at, updated_at)"
+    " values ('old', 'Old thread', 1, 3, 2, 4, 2, 2, '2024-01-01', '2024-01-01')",
+    "insert into messages (session_id, number, ord, ord_last, live, role, kind, lane, content,"
+    " created_at, sha256, tokens) values"
+    " ('old', 1, 1, 1, 1, 'user', 'message', 'user', 'kept one', '2024-01-01', 'a1', 2),"
+    " ('old', 2, 2, 2, 1, 'user', 'message', 'user', 'kept two', '2024-01-01', 'b2', 2)",
+    "insert into blocks (session_id, block, live) values ('old', 0, 2)",
+    "insert into current_session (id, session_id) values (1, 'old')",
+)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def build_at(path: Path, version: int) -> None:
+    """A database file whose schema is exactly that of `version`."""
+    conn = connect(path)
+    try:
+        for statements in MIGRATIONS[:version]:
+            for sql in statements:
+                conn.execute(sql)
+        conn.execute(f"pragma user_version = {version:d}")
+    finally:
+        conn.close()
+
+
+def run(path: Path, *statements: str) -> None:
+    conn = connect(path)
+    try:
+        for sql in statements:
+            conn.execute(sql)
+    finally:
+        conn.close()
+
+
+def version_of(path: Path) -> int:
+    conn = connect(path)
+    try:
+        return int(conn.execute("pragma user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def rows_of(path: Path, sql: str) -> list[tuple[object, ...]]:
+    conn = connect(path)
+    try:
+        return [tuple(row) for row in conn.execute(sql)]
+    finally:
+        conn.close()
+
+
+def schema_of(path: Path) -> list[tuple[str, str, str | None]]:
+    conn = connect(path)
+    try:
+        rows = conn.execute("select type, name, sql from sqlite_master order by type, name")
+        return [(row[0], row[1], row[2]) for row in rows]
+    finally:
+        conn.close()
+
+
+def names_created_by(version: int) -> list[str]:
+    """Tables and indexes migration `version` (1-based) creates, in order."""
+    found = (_CREATED.match(sql.strip()) for sql in MIGRATIONS[version - 1])
+    return [match[1] for match in found if match]
+
+
+class TestFreshDatabase:
+    async def test_reaches_the_newest_version_with_every_table(self, tmp_path: Path) -> None:
+        path = tmp_path / "frs.db"
+        async with open_database(path) as db:
+            assert await db.user_version() == LATEST
+        tables = {name for kind, name, _ in schema_of(path) if kind == "table"}
+        assert version_of(path) == LATEST
+        assert {
+            "sessions",
+            "messages",
+            "calls",
+            "blocks",
+            "squashes",
+            "squash_members",
+            "plan_steps",
+            "checkpoints",
+            "changes",
+            "current_session",
+        } <= tables
+        created = {name for version in range(1, LATEST + 1) for name in names_created_by(version)}
+        assert created <= {name for _, name, _ in schema_of(path)}
+
+    async def test_reopening_changes_neither_version_nor_schema_nor_data(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "frs.db"
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db))
+            session, _ = await service.start_session("kept")
+            await service.record([NewMessage("user", "still here")])
+        schema, version = schema_of(path), version_of(path)
+        async with open_database(path) as db:
+            assert await migrate(db) == LATEST  # a second run in the same process, too
+            again = ReasoningService(SqliteStore(db))
+            found = await again.session(session.id)
+            page = await again.get_alias("M.1", session_id=session.id)
+        assert (schema_of(path), version_of(path)) == (schema, version)
+        assert (found.title, found.revision, page.text) == ("kept", 1, "still here")
+
+    async def test_several_connections_migrating_at_once_all_succeed(self, tmp_path: Path) -> None:
+        path = tmp_path / "frs.db"
+        reached: list[int] = []
+
+        async def open_one() -> None:
+            async with open_database(path) as db:
+                reached.append(await db.user_version())
+
+        async with anyio.create_task_group() as group:
+            for _ in range(3):
+                group.start_soon(open_one)
+        assert reached == [LATEST] * 3
+
+
+class TestNewerDatabase:
+    async def test_is_refused_naming_both_versions_and_left_untouched(self, tmp_path: Path) -> None:
+        path = tmp_path / "frs.db"
+        async with open_database(path):
+            pass
+        run(path, f"pragma user_version = {LATEST + 3:d}")
+        before = path.read_bytes()
+        with pytest.raises(SchemaTooNew) as caught:
+            async with open_database(path):
+                pass
+        assert (caught.value.found, caught.value.supported) == (LATEST + 3, LATEST)
+        assert f"schema version {LATEST + 3}" in str(caught.value)
+        assert f"versions up to {LATEST}" in str(caught.value)
+        assert path.read_bytes() == before
+        assert version_of(path) == LATEST + 3
+
+
+class TestFailedMigration:
+    async def test_a_conflicting_table_leaves_version_zero_and_no_new_tables(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "frs.db"
+        run(path, "create table sessions (id integer primary key, note text)")
+        before = schema_of(path)
+        with pytest.raises(sqlite3.OperationalError, match="table sessions already exists"):
+            async with open_database(path):
+                pass
+        assert version_of(path) == 0
+        assert schema_of(path) == before
+
+    @pytest.mark.parametrize("version", range(LATEST))
+    async def test_a_migration_failing_on_its_last_statement_rolls_back_whole(
+        self, tmp_path: Path, version: int
+    ) -> None:
+        path = tmp_path / "frs.db"
+        build_at(path, version)
+        names = names_created_by(version + 1)
+        assert names, f"migration {version + 1} creates nothing this test can collide with"
+        # A table under the name of the migration's last object: everything before it runs,
+        # then that statement fails, and all of it must roll back.
+        run(path, f"create table {names[-1]} (x)")
+        before = schema_of(path)
+        with pytest.raises(sqlite3.OperationalError, match="already"):
+            async with open_database(path):
+                pass
+        assert version_of(path) == version
+        assert schema_of(path) == before
+
+
+class TestUpgrade:
+    @pytest.mark.parametrize("version", range(LATEST + 1))
+    async def test_an_upgrade_from_each_shipped_version_keeps_its_data(
+        self, tmp_path: Path, version: int
+    ) -> None:
+        path = tmp_path / "frs.db"
+        build_at(path, version)
+        # A table of the user's own survives any migration; from version 1 on, a thread too.
+        run(path, "create table keep (note text)", "insert into keep values ('mine')")
+        if version >= 1:
+            run(path, *SEED_V1)
+        async with open_database(path) as db:
+            assert await db.user_version() == LATEST
+            service = ReasoningService(SqliteStore(db))
+            if version >= 1:
+                view = await service.view(ViewOptions(), SessionId("old"))
+                page = await service.get_alias("M.2", session_id=SessionId("old"))
+                current = (await service.session()).id
+        assert rows_of(path, "select note from keep") == [("mine",)]
+        if version >= 1:
+            assert view.split("\n")[:3] == [
+                'Thread "Old thread"',
+                "[1] User: kept one",
+                "[2] User: kept two",
+            ]
+            assert page.text == "kept two"
+            assert current == "old"
