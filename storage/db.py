@@ -17,7 +17,7 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from storage.migrations import migrate
+from storage.migrations import MIGRATIONS, SchemaTooNew, migrate
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,9 @@ async def _connect(path: str) -> aiosqlite.Connection:
         await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
         await conn.execute("pragma foreign_keys = on")
         if path != MEMORY:
+            # Before WAL: switching the journal mode rewrites the file header, and a file from a
+            # newer frs-mcp must be left exactly as it is.
+            await _refuse_newer(conn)
             await conn.execute("pragma journal_mode = wal")
         # FULL: a recorded message survives a power cut, not only a crash of this process.
         await conn.execute("pragma synchronous = full")
@@ -90,6 +93,14 @@ async def _connect(path: str) -> aiosqlite.Connection:
         await conn.close()
         raise
     return conn
+
+
+async def _refuse_newer(conn: aiosqlite.Connection) -> None:
+    async with conn.execute("pragma user_version") as cursor:
+        row = await cursor.fetchone()
+    found = int(row[0]) if row else 0
+    if found > len(MIGRATIONS):
+        raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
 
 
 @asynccontextmanager
