@@ -22,7 +22,7 @@ from server.http import (
     serve_http,
     unsafe_bind,
 )
-from server.settings import Settings, resolve_database
+from server.settings import PREVIEW_MIN, Settings, resolve_database
 from storage import SchemaTooNew
 
 log = logging.getLogger("frs-mcp")
@@ -113,7 +113,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--preview-chars",
-        type=int,
+        type=_preview_chars,
         default=None,
         metavar="N",
         help="messages longer than this are shown as cards (default 1200)",
@@ -127,24 +127,43 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# argparse names a type function in its message ("invalid _port value"), so each one explains
+# a value that is not a number itself.
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
 def _port(text: str) -> int:
-    value = int(text)
+    value = _whole(text)
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port (0..65535)")
     return value
 
 
 def _seconds(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
     return value
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _preview_chars(text: str) -> int:
+    value = _whole(text)
+    if value < PREVIEW_MIN:
+        raise argparse.ArgumentTypeError(f"{value} must be at least {PREVIEW_MIN}")
     return value
 
 

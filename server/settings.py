@@ -11,6 +11,7 @@ from frs import Limits
 
 APP_NAME = "frs-mcp"
 _DEFAULTS = Limits()
+PREVIEW_MIN = 200  # a shorter preview cap would turn every message into a card
 
 
 def default_database() -> Path:
@@ -31,7 +32,7 @@ class Settings(BaseModel):
     database: str = Field(default_factory=lambda: resolve_database(None))
     max_message_chars: int = Field(default=_DEFAULTS.max_message_chars, ge=1)
     max_summary_chars: int = Field(default=_DEFAULTS.max_summary_chars, ge=1)
-    preview_chars: int = Field(default=_DEFAULTS.preview_chars, ge=200)
+    preview_chars: int = Field(default=_DEFAULTS.preview_chars, ge=PREVIEW_MIN)
     allow_roots: tuple[str, ...] = ()  # folders file sources may be read from; none by default
     max_source_bytes: int = Field(default=2_000_000, ge=1)
     log_level: str = "INFO"
