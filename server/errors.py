@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +20,13 @@ def tool_errors() -> Iterator[None]:
         yield
     except FrsError as exc:
         raise ToolError(str(exc)) from exc
+    except sqlite3.OperationalError as exc:
+        # The file failed, not the request (a full disk, a read-only file, a lock held past the
+        # busy timeout); the transaction was rolled back.
+        raise ToolError(
+            f"The database failed: {exc}. Nothing was changed. Check that the disk has room "
+            "and that the database file is writable, then call again."
+        ) from exc
 
 
 @contextmanager
