@@ -100,17 +100,35 @@ class PositionOutOfRange(InvalidRequest):
         what = f"Range {start}..{end}" if start != end else f"Position {start}"
         if unit == "numbers":
             what = f"Numbers {start}..{end}" if start != end else f"Number {start}"
-        super().__init__(f"{what} is outside the thread: {where}. {step}")
+        verb = "are" if what.startswith("Numbers") else "is"
+        super().__init__(f"{what} {verb} outside the thread: {where}. {step}")
 
 
 class SplitsToolCall(InvalidRequest):
-    def __init__(self, start: int, end: int, suggested_start: int, suggested_end: int) -> None:
+    def __init__(
+        self,
+        start: int,
+        end: int,
+        suggested_start: int,
+        suggested_end: int,
+        count: int | None = None,
+    ) -> None:
         self.start, self.end = start, end
         self.suggested = (suggested_start, suggested_end)
-        super().__init__(
-            f"Range {start}..{end} would separate a tool call from its result. The smallest range "
-            f"that keeps them together is {suggested_start}..{suggested_end}; squash that instead."
-        )
+        self.count = count  # set when the caller squashes the last entries by count
+        if count is not None:
+            message = (
+                f"count={end - start + 1} would separate a tool call from its result. The "
+                f"smallest count that keeps them together is {count} (positions "
+                f"{suggested_start}–{suggested_end}); squash that instead."
+            )
+        else:
+            message = (
+                f"Range {start}..{end} would separate a tool call from its result. The smallest "
+                f"range that keeps them together is {suggested_start}..{suggested_end}; squash "
+                "that instead."
+            )
+        super().__init__(message)
 
 
 class NothingToSquash(InvalidRequest):

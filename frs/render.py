@@ -3,7 +3,8 @@
 Every entry starts at column 0 as `[label] Role: ...`; every other line the content produces is
 indented, and a content line that starts like one of our own markers (`[`, `(`, `\\`) gets a
 backslash, so stored text can never forge an entry, a tool annotation or a thinking line.
-Invisible and bidirectional control characters are shown as `\\uXXXX`. Volatile facts (counts,
+Invisible and bidirectional control characters are shown as `\\uXXXX`, and so is a newline
+inside a one-line field (a tool's name, an argument key, the goal). Volatile facts (counts,
 revision, tokens) sit on the last line only, so a view stays byte-identical up to its first
 changed entry and a host's prompt cache keeps hitting.
 """
@@ -27,9 +28,13 @@ _ROLE_LABEL = {
     "tool": "Tool",
 }
 _STEP_MARK = {"done": "✓", "doing": "▶", "todo": "○"}
+# Every control, format (bidi, zero-width, tags), line and paragraph separator character but
+# tab; a newline reaches `escape` only inside one-line fields (a tool's name, an argument key).
 _INVISIBLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064"
-    "\u2066-\u206f\ufeff\ufff9-\ufffb]"
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f]"
 )
 _MARKER_START = ("[", "(", "\\")
 _ANNOTATION_VALUE_CHARS = 60
@@ -53,8 +58,19 @@ class Entry:
 
 def escape(line: str) -> str:
     """One line made safe to show: invisible characters spelled out, markers defused."""
-    line = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+    line = _INVISIBLE.sub(_spell, line)
     return "\\" + line if line.startswith(_MARKER_START) else line
+
+
+def escape_inline(text: str) -> str:
+    """Text inside one of our own lines (a name in `Tool NAME:` or `[tool_use:NAME]`): invisible
+    characters and newlines spelled out; it cannot start a line, so markers need no defusing."""
+    return _INVISIBLE.sub(_spell, text)
+
+
+def _spell(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def split_lines(text: str) -> list[str]:
@@ -95,7 +111,7 @@ def annotate_call(call: ToolCall) -> str:
         value = json.dumps(args, ensure_ascii=False)
     value = _shorten(" ".join(value.split()), _ANNOTATION_VALUE_CHARS)
     inside = call.name if not value else f"{call.name}, {key + ':' if key else ''}{value}"
-    return "[tool_use:" + escape(inside).lstrip("\\") + "]"
+    return "[tool_use:" + escape_inline(inside) + "]"
 
 
 def card(text: str, cap: int) -> list[str]:
@@ -169,7 +185,7 @@ def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
     else:
         prefix = _ROLE_LABEL[message.role]
         if message.role == "tool" and message.name:
-            prefix += " " + escape(message.name).lstrip("\\")
+            prefix += " " + escape_inline(message.name)
         first, rest = _body_lines(message, preview_chars)
     lines = [_marker(entry, prefix, first)]
     lines.extend(INDENT + escape(line) for line in rest)
@@ -229,7 +245,7 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
         elif member.number not in shown:
             if not lines:
                 lines.append(_marker(entry, "Assistant", ""))
-            name = escape(member.name or "tool").lstrip("\\")
+            name = escape_inline(member.name or "tool")
             lines.append(INDENT + f"[tool_result:{name} → {_reference(member)}]")
     return lines
 
@@ -238,22 +254,22 @@ def one_line(entry: Entry, width: int = 100) -> str:
     """The entry shrunk to one line: its first words, its calls by name, its alias."""
     message = entry.message
     first = _shorten(" ".join(message.content.split()), width)
-    calls = "".join(f" [tool_use:{escape(c.name).lstrip(chr(92))}]" for c in message.tool_calls)
+    calls = "".join(f" [tool_use:{escape_inline(c.name)}]" for c in message.tool_calls)
     if message.kind == "summary":
         alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
         return f"[{entry.label}] Summary of {message.covered} messages ({alias}): {escape(first)}"
     role = _ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
-        role += " " + escape(message.name).lstrip("\\")
+        role += " " + escape_inline(message.name)
     return f"[{entry.label}] {role}: {escape(first)}{calls} · M.{message.number}@{message.sha8}"
 
 
 def checkpoint_line(mark: Checkpoint) -> str:
-    return f'— checkpoint "{escape(mark.name)}" · revision {mark.revision}'
+    return f'— checkpoint "{escape_inline(mark.name)}" · revision {mark.revision}'
 
 
 def plan_line(steps: Sequence[PlanStep]) -> str:
-    return "Plan: " + " · ".join(f"{_STEP_MARK[s.status]} {escape(s.text)}" for s in steps)
+    return "Plan: " + " · ".join(f"{_STEP_MARK[s.status]} {escape_inline(s.text)}" for s in steps)
 
 
 def lane_counts(lanes: dict[str, int]) -> str:
@@ -270,9 +286,9 @@ def render_view(
     preview_chars: int,
 ) -> str:
     """A whole view: title line, goal and plan, entries, and the volatile footer last."""
-    lines = [f'Thread "{escape(title)}"']
+    lines = [f'Thread "{escape_inline(title)}"']
     if goal:
-        lines.append("Goal: " + escape(goal))
+        lines.append("Goal: " + escape_inline(goal))
     if plan:
         lines.append(plan_line(plan))
     lines.extend(leading)

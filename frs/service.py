@@ -576,7 +576,9 @@ class ReasoningService:
                 await tx.save_session(updated, f"closed empty focus layer {inner.n}")
                 return replace(inner, closed_at=now), None, updated.revision
             window = await tx.entries_at(session.id, first, count)
-            await self._check_pairs(tx, session, window, first, "position", count_hint=None)
+            # No pairing check here: the layer's start is a boundary the agent chose, and a
+            # result recorded inside the layer for a call made before it goes with the layer
+            # (the call stays in the parent; an export answers it with a placeholder).
             done = await self._squash(
                 tx,
                 session,
@@ -625,12 +627,7 @@ class ReasoningService:
         end_ord = end_entry.ord if end_entry is not None else new_hi
         start_pos, end_pos = await tx.positions_of(session.id, [new_lo, end_ord])
         if count_hint and end_pos == last and new_hi == hi:
-            count = last - start_pos + 1
-            raise InvalidRequest(
-                f"count={len(window)} would separate a tool call from its result. The smallest "
-                f"count that keeps them together is {count} (positions {start_pos}–{last}); "
-                "squash that instead."
-            )
+            raise SplitsToolCall(first, last, start_pos, last, count=last - start_pos + 1)
         raise SplitsToolCall(first, last, start_pos, end_pos)
 
     # -- restoring -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from frs.render import (
     Entry,
     checkpoint_line,
     escape,
+    escape_inline,
     format_tokens,
     lane_counts,
     one_line,
@@ -134,7 +135,7 @@ def label(message: Message, position: int, mode: Numbering) -> str:
 def _sources_block(sources: Sequence[str]) -> list[str]:
     if not sources:
         return []
-    return ["Sources:", *(INDENT + escape(line) for line in sources)]
+    return ["Sources:", *(INDENT + escape_inline(line) for line in sources)]
 
 
 async def _select(
@@ -280,7 +281,7 @@ def _focus_headings(
     headings: dict[int, list[str]] = {}
     trailing: list[str] = []
     for layer in layers:
-        line = f"▸ focus {layer.depth}: {escape(layer.goal)}"
+        line = f"▸ focus {layer.depth}: {escape_inline(layer.goal)}"
         index = next((i for i, e in enumerate(entries) if e.message.ord >= layer.start_ord), None)
         if index is not None:
             headings.setdefault(index, []).append(line)
@@ -326,9 +327,18 @@ def _merge_runs(entries: list[Entry], positions: Sequence[int], mode: Numbering)
             message.kind == "message"
             and message.role in ("assistant", "tool")
             and message.run_id is not None
+        )
+        # A group holds adjacent positions only (a filtered view may hide messages between
+        # two of a run's), and a focus heading starts a new group: a span never covers what
+        # the view does not show, nor crosses the start of a layer.
+        joins = (
+            bool(group)
+            and mergeable
+            and message.run_id == group[-1][0].message.run_id
+            and position == group[-1][1] + 1
             and not entry.headings
         )
-        if group and not (mergeable and message.run_id == group[-1][0].message.run_id):
+        if group and not joins:
             flush()
         if mergeable:
             group.append((entry, position))

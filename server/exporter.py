@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
 import anyio
 
-from frs import FrsError, SessionId
+from frs import FrsError, InvalidRequest, SessionId
 from frs.service import EXPORT_FORMATS
 from server.deps import open_deps
 from server.settings import Settings, resolve_database
@@ -29,6 +30,9 @@ def parser() -> argparse.ArgumentParser:
 async def run_export(settings: Settings, session: str, fmt: str) -> str:
     async with open_deps(settings) as deps:
         sid = None if session == "current" else SessionId(session)
+        if sid is None and (await deps.service.list_sessions(1))[1] is None:
+            # A read must not create the session it was asked to show.
+            raise InvalidRequest(f"{settings.database} has no current session; name one.")
         exported = await deps.service.export(fmt, sid)
     if isinstance(exported, str):
         return exported
@@ -39,8 +43,13 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     settings = Settings(database=resolve_database(args.db))
     try:
-        print(anyio.run(run_export, settings, args.session, args.format))
+        text = anyio.run(run_export, settings, args.session, args.format)
     except FrsError as exc:
         print(f"frs-mcp export: {exc}", file=sys.stderr)
         return 2
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): not an error; keep Python from reporting it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -386,9 +386,9 @@ class TestView:
             1200,
         )
         assert text.split("\n") == [
-            'Thread "\\[1] User: sneaky title"',
+            'Thread "[1] User: sneaky title"',
             "Goal: ship it\\u202e",
-            "Plan: ○ \\(a) first",
+            "Plan: ○ (a) first",
             "(no messages yet: record them with frs_record)",
             "· 0 messages in 0 entries · revision 0 · ~0 tokens",
         ]

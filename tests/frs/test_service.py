@@ -351,7 +351,7 @@ class TestAbsoluteEdges:
         assert str(inside).startswith("Number 3 lies inside the summary [2–4]")
         assert str(nothing).startswith("Numbers 7–7 hold no entry of the thread")
         assert str(beyond) == (
-            "Numbers 6..8 is outside the thread: the thread has numbers 1..7. "
+            "Numbers 6..8 are outside the thread: the thread has numbers 1..7. "
             "View the thread and try again."
         )
         assert outer.position == 2

@@ -138,12 +138,6 @@ class TestOpen:
         ]
         assert body(before) == [note("A", 1), note("B", 2)]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/views.py _merge_runs skips any entry with a focus heading ('not "
-        "entry.headings'), so a run's first message in a layer stays alone and its call loses "
-        "its result reference, which shows in the next entry as a bare [tool_result:...]",
-    )
     async def test_a_run_inside_a_layer_merges_under_the_goal_but_not_across_it(
         self, connect: Connect
     ) -> None:
@@ -244,12 +238,6 @@ class TestClose:
         assert text_of(closed) == f"Closed focus layer 1 ('{OUTER}'). It was empty · revision 3"
         assert body(shown) == [note("A", 1)]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/service.py close_focus/_check_pairs vs _check_layers: a layer opened between "
-        "a call and its result can never be closed; close is refused as splitting the pair and "
-        "names the range 2..4, which frs_compress_range refuses as crossing the layer start",
-    )
     async def test_a_layer_opened_between_a_call_and_its_result_can_still_be_closed(
         self, connect: Connect
     ) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 
@@ -338,13 +337,6 @@ class TestMergeRuns:
             "[tool_use:now",
         ]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/views.py _merge_runs groups entries by run_id without checking that their "
-        "positions are consecutive: with roles=['assistant'] the assistant messages at 2, 4 "
-        "and 6 merge into [2–6], whose squash would also take the user messages at 3 and 5 "
-        "(corpus #7 renders one [4–26] entry over 11 hidden user messages)",
-    )
     async def test_a_role_filter_never_merges_across_a_hidden_message(
         self, connect: Connect
     ) -> None:
@@ -361,11 +353,6 @@ class TestMergeRuns:
             merged = await view(client, merge_runs=True, roles=["assistant"])
         assert labels(merged) == ["2", "4", "6"]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="frs/views.py _merge_runs: in frs_view_thread(run_id=...) two stretches of one "
-        "run separated by another run's messages merge into one span ([2–6]) that covers them",
-    )
     async def test_a_run_view_never_merges_across_another_runs_messages(
         self, connect: Connect
     ) -> None:
