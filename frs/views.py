@@ -179,7 +179,8 @@ async def _select(
         return entries, positions, scope
     if options.last is not None:
         if lanes:
-            entries = await reader.last_entries(sid, options.last, lanes)
+            # A role subset has at most `live` entries; and `last` may not fit an SQL integer.
+            entries = await reader.last_entries(sid, min(options.last, live), lanes)
             positions = await reader.positions_of(sid, [m.ord for m in entries])
         else:
             count = min(options.last, live)
