@@ -22,9 +22,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from server import Settings, build_server
+from tests.calls import call_text, text_of, user
 from tests.conftest import Connect
 
 LIMITS = {"max_summary_chars": 40, "max_message_chars": 200}
@@ -45,24 +45,13 @@ SEED: list[dict[str, Any]] = [
 ]
 
 
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def ok(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
-
-
 async def seed(client: Client) -> None:
-    await ok(client, "frs_session", action="start", title="Bad input")
-    await ok(client, "frs_record", messages=SEED)
-    await ok(client, "frs_compress_range", **{"from": 1, "to": 2}, summary="Task: fix test_sync.")
-    await ok(
+    await call_text(client, "frs_session", action="start", title="Bad input")
+    await call_text(client, "frs_record", messages=SEED)
+    await call_text(
+        client, "frs_compress_range", **{"from": 1, "to": 2}, summary="Task: fix test_sync."
+    )
+    await call_text(
         client, "frs_compress_range", **{"from": 1, "to": 2}, summary="Fix test_sync; CI: 3 != 4."
     )
 
@@ -89,7 +78,9 @@ def seeded(template: Path, db_path: Path) -> None:
 
 async def state(client: Client) -> tuple[str, str]:
     """What must not change: the view, and the session list."""
-    return await ok(client, "frs_view_thread"), await ok(client, "frs_session", action="list")
+    shown = await call_text(client, "frs_view_thread")
+    listed = await call_text(client, "frs_session", action="list")
+    return shown, listed
 
 
 def revision(view: str) -> int:
@@ -118,10 +109,6 @@ async def assert_refused_unchanged(
 def case(name: str, tool: str, says: list[str], **arguments: Any) -> Any:
     """One refused call: a readable id, the tool, what its error must say, its arguments."""
     return pytest.param(tool, arguments, says, id=name)
-
-
-def user(content: str) -> dict[str, Any]:
-    return {"role": "user", "content": content}
 
 
 def calling(*calls: Any, content: str = "x") -> dict[str, Any]:
@@ -589,7 +576,7 @@ class TestRefusedAndUnchanged:
         self, connect: Connect, seeded: None
     ) -> None:
         async with connect(**LIMITS) as client:
-            await ok(client, "frs_restore", alias="SQ.2")
+            await call_text(client, "frs_restore", alias="SQ.2")
             await assert_refused_unchanged(
                 client, "frs_restore", {"alias": "SQ.2"}, ["SQ.2 was already restored"]
             )
@@ -611,7 +598,7 @@ class TestRefusedAndUnchanged:
     ) -> None:
         async with connect(**LIMITS) as client:
             result = await client.call_tool("frs_compress_last", {"count": 1, "summary": "s"})
-            listed = await ok(client, "frs_session", action="list")
+            listed = await call_text(client, "frs_session", action="list")
         assert result.is_error
         assert "count=1 is outside 1..0" in text_of(result)
         assert "Record messages first" in text_of(result)
@@ -626,9 +613,9 @@ class TestNul:
     ) -> None:
         content = "a\x00b\nsecond\x00line"
         async with connect(**LIMITS) as client:
-            recorded = await ok(client, "frs_record", messages=[user(content)])
-            view = await ok(client, "frs_view_thread", last=1)
-            page = await ok(client, "get_alias", alias="M.10")
+            recorded = await call_text(client, "frs_record", messages=[user(content)])
+            view = await call_text(client, "frs_view_thread", last=1)
+            page = await call_text(client, "get_alias", alias="M.10")
         assert "at position 6" in recorded
         assert "\x00" not in view
         assert view.split("\n")[1:3] == ["[6] User: a\\u0000b", "    second\\u0000line"]
@@ -636,7 +623,7 @@ class TestNul:
 
     async def test_nul_in_a_tool_name_and_arguments_is_escaped(self, connect: Connect) -> None:
         async with connect(**LIMITS) as client:
-            await ok(
+            await call_text(
                 client,
                 "frs_record",
                 messages=[
@@ -644,7 +631,7 @@ class TestNul:
                     {"role": "tool", "name": "ba\x00sh", "tool_call_id": "c\x001", "content": "ok"},
                 ],
             )
-            view = await ok(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         assert "\x00" not in view
         assert "    [tool_use:ba\\u0000sh, cmd:l\\u0000s]" in view.split("\n")
         assert "[2] Tool ba\\u0000sh: ok" in view.split("\n")

@@ -22,13 +22,13 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from frs import NewMessage, ReasoningService, Role
 from frs.text import estimate_tokens
 from server import Settings, build_server
 from server.deps import open_deps
 from storage import SqliteStore, open_database
+from tests.calls import call_text, refused, text_of
 from tests.conftest import Connect
 
 BIG = 100_000
@@ -97,10 +97,10 @@ def thread(request: pytest.FixtureRequest, db_path: Path) -> Thread:
 async def opened(connect: Connect, thread: Thread) -> AsyncIterator[Client]:
     async with connect(database=str(thread.path)) as client:
         if not thread.stored:
-            await call(client, "frs_session", action="start", title="Long run")
+            await call_text(client, "frs_session", action="start", title="Long run")
             for start in range(1, thread.count + 1, 100):
                 batch = [as_argument(message(n)) for n in range(start, start + 100)]
-                await call(client, "frs_record", messages=batch)
+                await call_text(client, "frs_record", messages=batch)
         yield client
 
 
@@ -109,25 +109,6 @@ def as_argument(new: NewMessage) -> dict[str, Any]:
     if new.name:
         out["name"] = new.name
     return out
-
-
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
 
 
 @dataclass(frozen=True)
@@ -177,7 +158,7 @@ class TestBudget:
         self, connect: Connect, thread: Thread, budget: int
     ) -> None:
         async with opened(connect, thread) as client:
-            view = await call(client, "frs_view_thread", budget_tokens=budget)
+            view = await call_text(client, "frs_view_thread", budget_tokens=budget)
         assert estimate_tokens(view) <= budget
         assert estimate_tokens(view) > budget // 2, "the budget is used, not wasted"
 
@@ -185,7 +166,7 @@ class TestBudget:
         self, connect: Connect, thread: Thread
     ) -> None:
         async with opened(connect, thread) as client:
-            view = await call(client, "frs_view_thread", budget_tokens=4_000)
+            view = await call_text(client, "frs_view_thread", budget_tokens=4_000)
         entries = shown_entries(view)
         tiers = "".join(entry.tier[0] for entry in entries)
         assert re.fullmatch(r"l+c+w+", tiers), tiers
@@ -203,7 +184,7 @@ class TestBudget:
         self, connect: Connect, thread: Thread
     ) -> None:
         async with opened(connect, thread) as client:
-            view = await call(client, "frs_view_thread", budget_tokens=4_000)
+            view = await call_text(client, "frs_view_thread", budget_tokens=4_000)
         note = budget_note(view)
         entries = shown_entries(view)
         tiers = [entry.tier for entry in entries]
@@ -226,9 +207,9 @@ class TestBudget:
     ) -> None:
         thread = Thread(db_path, SMALL, stored=False)
         async with opened(connect, thread) as client:
-            view = await call(client, "frs_view_thread", budget_tokens=2_000)
+            view = await call_text(client, "frs_view_thread", budget_tokens=2_000)
             omitted = int(budget_note(view)["omitted"])
-            shown = await call(client, "frs_view_thread", **{"from": 1, "to": omitted})
+            shown = await call_text(client, "frs_view_thread", **{"from": 1, "to": omitted})
         entries = shown_entries(shown)
         assert [e.position for e in entries] == list(range(1, omitted + 1))
         assert all(is_whole(e) for e in entries)
@@ -237,8 +218,10 @@ class TestBudget:
         self, connect: Connect, big_thread: Path
     ) -> None:
         async with connect(database=str(big_thread)) as client:
-            view = await call(client, "frs_view_thread", budget_tokens=4_000)
-            before_the_cut = await call(client, "frs_view_thread", **{"from": 99_000, "to": 99_001})
+            view = await call_text(client, "frs_view_thread", budget_tokens=4_000)
+            before_the_cut = await call_text(
+                client, "frs_view_thread", **{"from": 99_000, "to": 99_001}
+            )
         omitted = int(budget_note(view)["omitted"])
         entries = shown_entries(view)
         assert BIG - omitted == len(entries) < 500
@@ -262,9 +245,9 @@ class TestBudget:
 
                 await deps.db._reader.set_progress_handler(tick, 100)
                 async with Client(build_server(settings, shared=deps)) as client:
-                    await call(client, "frs_session", action="info")  # warm up, not counted
+                    await call_text(client, "frs_session", action="info")  # warm up, not counted
                     counted[0] = 0
-                    view = await call(client, "frs_view_thread", **arguments)
+                    view = await call_text(client, "frs_view_thread", **arguments)
                 return counted[0], view
 
         small, small_view = await steps(thousand_thread, budget_tokens=4_000)
@@ -282,18 +265,18 @@ class TestSmallThreads:
         self, connect: Connect
     ) -> None:
         async with connect() as client:
-            await call(
+            await call_text(
                 client, "frs_record", messages=[as_argument(message(n)) for n in range(1, 9)]
             )
-            plain = await call(client, "frs_view_thread")
-            budgeted = await call(client, "frs_view_thread", budget_tokens=4_000)
+            plain = await call_text(client, "frs_view_thread")
+            budgeted = await call_text(client, "frs_view_thread", budget_tokens=4_000)
         assert budgeted == plain
 
     async def test_a_short_thread_over_the_budget_is_shrunk_to_fit(self, connect: Connect) -> None:
         async with connect() as client:
             batch = [as_argument(message(n)) for n in range(1, 61)]
-            await call(client, "frs_record", messages=batch)
-            view = await call(client, "frs_view_thread", budget_tokens=1_000)
+            await call_text(client, "frs_record", messages=batch)
+            view = await call_text(client, "frs_view_thread", budget_tokens=1_000)
         assert estimate_tokens(view) <= 1_000
         entries = shown_entries(view)
         assert entries[-1].position == 60
@@ -308,7 +291,7 @@ class TestSmallThreads:
         self, connect: Connect, db_path: Path, window: dict[str, Any]
     ) -> None:
         async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
-            view = await call(client, "frs_view_thread", budget_tokens=1_500, **window)
+            view = await call_text(client, "frs_view_thread", budget_tokens=1_500, **window)
         assert estimate_tokens(view) <= 1_500
         assert re.search(r"lines cut to fit budget_tokens=1500", view)
         assert shown_entries(view), "the newest entries of the window are kept"
@@ -319,13 +302,13 @@ class TestRefusals:
         self, connect: Connect, db_path: Path
     ) -> None:
         async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
-            before = await call(client, "frs_session", action="info")
+            before = await call_text(client, "frs_session", action="info")
             error = await refused(client, "frs_view_thread", budget_tokens=20)
             found = re.search(r"use at least (\d+)", error)
             assert found, error
             minimum = int(found.group(1))
-            view = await call(client, "frs_view_thread", budget_tokens=minimum + 10)
-            after = await call(client, "frs_session", action="info")
+            view = await call_text(client, "frs_view_thread", budget_tokens=minimum + 10)
+            after = await call_text(client, "frs_session", action="info")
         assert "budget_tokens=20 is below" in error
         assert estimate_tokens(view) <= minimum + 10
         assert after == before
@@ -337,10 +320,12 @@ class TestRefusals:
         refusals = []
         async with connect() as client:
             for pad in range(4):
-                session = await call(client, "frs_session", action="start", title="T" + "x" * pad)
+                session = await call_text(
+                    client, "frs_session", action="start", title="T" + "x" * pad
+                )
                 session_id = session.split()[2]
                 batch = [as_argument(message(n)) for n in range(1, 251)]
-                await call(client, "frs_record", messages=batch, session_id=session_id)
+                await call_text(client, "frs_record", messages=batch, session_id=session_id)
                 error = await refused(
                     client, "frs_view_thread", budget_tokens=1, session_id=session_id
                 )
@@ -359,7 +344,7 @@ class TestRefusals:
         self, connect: Connect, budget: int
     ) -> None:
         async with connect() as client:
-            await call(client, "frs_record", messages=[{"role": "user", "content": "hi"}])
+            await call_text(client, "frs_record", messages=[{"role": "user", "content": "hi"}])
             error = await refused(client, "frs_view_thread", budget_tokens=budget)
         assert "budget_tokens" in error
 
@@ -367,5 +352,5 @@ class TestRefusals:
         self, connect: Connect, db_path: Path
     ) -> None:
         async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
-            view = await call(client, "frs_view_thread", last=10, budget_tokens=4_000)
+            view = await call_text(client, "frs_view_thread", last=10, budget_tokens=4_000)
         assert [e.position for e in shown_entries(view)] == list(range(SMALL - 9, SMALL + 1))

@@ -7,16 +7,15 @@ a time, each page saying what remains and the exact call for the next one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from frs.text import estimate_tokens
+from tests.calls import call_text, refused, sha8
 from tests.conftest import Connect
 
 NEXT_PAGE = re.compile(r"^… (?P<left>[\d,]+) more chars: get_alias\((?P<arguments>.*)\)$")
@@ -26,33 +25,8 @@ DEFAULT_PAGE_CHARS = 20_000
 HOST_TOOL_OUTPUT_TOKENS = 25_000  # Claude Code's cap on one tool result
 
 
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> str:
-    """A tool call that must succeed; its text."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    """A tool call that must come back as a tool error; its text."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
-
-
 async def record(client: Client, *messages: dict[str, Any]) -> None:
-    await call(client, "frs_record", messages=list(messages))
-
-
-def sha8(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+    await call_text(client, "frs_record", messages=list(messages))
 
 
 def entry_lines(view: str, position: int) -> list[str]:
@@ -99,7 +73,7 @@ class TestCards:
         async with connect() as client:
             await record(client, {"role": "user", "content": "build it"})
             await record(client, {"role": "tool", "name": "bash", "content": content})
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         first, *rest = entry_lines(view, 2)
         assert first == f"[2] Tool bash: {len(content):,} chars · M.2@{sha8(content)}"
         shown = unindent(rest)
@@ -122,10 +96,10 @@ class TestCards:
         content = log_text(400)
         async with connect() as client:
             await record(client, {"role": "tool", "name": "bash", "content": content})
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
             alias = re.search(r"M\.1@[0-9a-f]{8}", view)
             assert alias is not None, view
-            page = await call(client, "get_alias", alias=alias.group())
+            page = await call_text(client, "get_alias", alias=alias.group())
         heading, text, following = page_parts(page)
         assert text == content
         assert following is None
@@ -139,7 +113,7 @@ class TestCards:
         async with connect() as client:
             await record(client, {"role": "user", "content": at_cap})
             await record(client, {"role": "user", "content": over})
-            view = await call(client, "frs_view_thread", preview_chars=200)
+            view = await call_text(client, "frs_view_thread", preview_chars=200)
         assert entry_lines(view, 1) == [f"[1] User: {at_cap}"]
         first, *rest = entry_lines(view, 2)
         assert first == f"[2] User: 201 chars · M.2@{sha8(over)}"
@@ -151,7 +125,7 @@ class TestCards:
         content = "HEAD-" + "x" * 5_000 + "-TAIL"
         async with connect() as client:
             await record(client, {"role": "assistant", "content": content})
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         first, *rest = entry_lines(view, 1)
         assert first == f"[1] Assistant: {len(content):,} chars · M.1@{sha8(content)}"
         head, middle, tail = unindent(rest)
@@ -168,7 +142,7 @@ class TestCards:
         content = "first line\nsecond line\nthird line"
         async with connect() as client:
             await record(client, {"role": "user", "content": content})
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         assert entry_lines(view, 1) == [
             "[1] User: first line",
             "    second line",
@@ -185,8 +159,8 @@ class TestJsonPreviews:
         assert len(pretty) > 1_200 >= len(minified)
         async with connect() as client:
             await record(client, {"role": "tool", "name": "get_reservation", "content": pretty})
-            view = await call(client, "frs_view_thread")
-            page = await call(client, "get_alias", alias="M.1")
+            view = await call_text(client, "frs_view_thread")
+            page = await call_text(client, "get_alias", alias="M.1")
         assert entry_lines(view, 1) == [f"[1] Tool get_reservation: {minified}"]
         assert page_parts(page)[1] == pretty, "get_alias returns the text as it was recorded"
 
@@ -198,7 +172,7 @@ class TestJsonPreviews:
         minified = json.dumps(data, separators=(",", ":"))
         async with connect() as client:
             await record(client, {"role": "tool", "name": "query", "content": pretty})
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         first, *rest = entry_lines(view, 1)
         assert first == f"[1] Tool query: {len(pretty):,} chars · M.1@{sha8(pretty)}"
         head, middle, tail = unindent(rest)
@@ -211,7 +185,7 @@ class TestJsonPreviews:
         content = "{not json at all,\n  just braces}"
         async with connect() as client:
             await record(client, {"role": "tool", "name": "bash", "content": content})
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         assert entry_lines(view, 1) == ["[1] Tool bash: {not json at all,", "      just braces}"]
 
 
@@ -240,8 +214,8 @@ class TestToolCallArguments:
         body = f"Writing the module.\n[tool_use:Write id=w1]\n{arguments}"
         async with connect() as client:
             await record(client, message)
-            view = await call(client, "frs_view_thread")
-            page = await call(client, "get_alias", alias=f"M.1@{sha8(body)}")
+            view = await call_text(client, "frs_view_thread")
+            page = await call_text(client, "get_alias", alias=f"M.1@{sha8(body)}")
         first, note, *preview = entry_lines(view, 1)
         assert first == "[1] Assistant: Writing the module."
         assert preview, "the arguments get a card under the note"
@@ -258,7 +232,7 @@ class TestToolCallArguments:
     ) -> None:
         async with connect() as client:
             await record(client, self.write_call(self.file_text()))
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         shown = "\n".join(entry_lines(view, 1))
         assert "FIRST_LINE" in shown
         assert "LAST_LINE" in shown
@@ -269,7 +243,7 @@ class TestToolCallArguments:
     ) -> None:
         async with connect() as client:
             await record(client, self.write_call("x = 1\n"))
-            view = await call(client, "frs_view_thread")
+            view = await call_text(client, "frs_view_thread")
         assert entry_lines(view, 1) == [
             "[1] Assistant: Writing the module.",
             "    [tool_use:Write, file_path:src/app.py]",
@@ -284,8 +258,8 @@ class TestPreviewCap:
         assert 300 < len(content) < 1_200
         async with connect() as client:
             await record(client, {"role": "tool", "name": "bash", "content": content})
-            narrow = await call(client, "frs_view_thread", preview_chars=300)
-            default = await call(client, "frs_view_thread")
+            narrow = await call_text(client, "frs_view_thread", preview_chars=300)
+            default = await call_text(client, "frs_view_thread")
         assert (
             entry_lines(narrow, 1)[0]
             == f"[1] Tool bash: {len(content):,} chars · M.1@{sha8(content)}"
@@ -298,8 +272,8 @@ class TestPreviewCap:
         content = log_text(25)
         async with connect(preview_chars=300) as client:
             await record(client, {"role": "tool", "name": "bash", "content": content})
-            default = await call(client, "frs_view_thread")
-            wide = await call(client, "frs_view_thread", preview_chars=2_000)
+            default = await call_text(client, "frs_view_thread")
+            wide = await call_text(client, "frs_view_thread", preview_chars=2_000)
         assert (
             entry_lines(default, 1)[0]
             == f"[1] Tool bash: {len(content):,} chars · M.1@{sha8(content)}"
@@ -328,7 +302,7 @@ class TestPaging:
             await record(client, {"role": "tool", "name": "bash", "content": content})
             arguments: dict[str, Any] = {"alias": "M.1", "max_chars": 7_000}
             while True:
-                page = await call(client, "get_alias", **arguments)
+                page = await call_text(client, "get_alias", **arguments)
                 heading, text, following = page_parts(page)
                 pages.append(text)
                 span = PAGE_HEADING.search(heading)
@@ -352,10 +326,10 @@ class TestPaging:
         assert len(content) > 2 * DEFAULT_PAGE_CHARS
         async with connect() as client:
             await record(client, {"role": "user", "content": content})
-            first = await call(client, "get_alias", alias="M.1")
+            first = await call_text(client, "get_alias", alias="M.1")
             _, text, following = page_parts(first)
             assert following is not None
-            second = await call(client, "get_alias", **next_call(following))
+            second = await call_text(client, "get_alias", **next_call(following))
         assert len(text) == DEFAULT_PAGE_CHARS
         assert len(page_parts(second)[1]) == DEFAULT_PAGE_CHARS
         for page in (first, second):
@@ -367,7 +341,7 @@ class TestPaging:
         async with connect() as client:
             await record(client, {"role": "tool", "name": "bash", "content": content})
             error = await refused(client, "get_alias", alias="M.1", offset=len(content) + 1)
-            last = await call(client, "get_alias", alias="M.1", offset=len(content) - 5)
+            last = await call_text(client, "get_alias", alias="M.1", offset=len(content) - 5)
         assert f"{len(content):,} characters" in error
         assert "past the end" in error
         assert page_parts(last)[1] == content[-5:]

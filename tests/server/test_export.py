@@ -11,11 +11,8 @@ and exported before and after its runs are squashed, without losing or breaking 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,30 +20,16 @@ from typing import Any
 
 import pytest
 from mcp import Client, MCPError
-from mcp.types import CallToolResult, TextContent, TextResourceContents
+from mcp.types import TextResourceContents
 
 from frs.export import NO_RESULT
+from tests.calls import call_text
+from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, import_corpus
 from tests.conftest import Connect
 from tests.frs.test_export import anthropic_id_problems, anthropic_problems, openai_problems
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS = Path(os.environ.get("FRS_BENCH_CORPUS") or REPO.parent / "shared" / "corpus")
-TRANSCRIPTS = sorted(CORPUS.glob("*.jsonl"))
 IMPORTED = re.compile(r" into session (?P<session>[0-9a-f]+) ")
 LABEL = re.compile(r"^\[(\d+)(?:–(\d+))?\] ")
-
-
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
 
 
 async def resource(client: Client, uri: str) -> Any:
@@ -65,26 +48,6 @@ async def exports(client: Client, session: str) -> tuple[list[dict[str, Any]], d
     assert openai_problems(openai) == []
     assert anthropic_problems(anthropic) == []
     return openai, anthropic
-
-
-@dataclass(frozen=True)
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def frs_mcp(*args: str) -> Run:
-    """`frs-mcp ARGS` in a subprocess."""
-    done = subprocess.run(
-        [sys.executable, "-m", "server", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=REPO,
-    )
-    return Run(done.returncode, done.stdout, done.stderr)
 
 
 def rows_of(file: Path) -> list[dict[str, Any]]:
@@ -126,10 +89,6 @@ def call_names(lines: list[str]) -> list[str]:
     return [note[1] for note in notes if note]
 
 
-def by_file(files: list[Path]) -> list[Any]:
-    return [pytest.param(file, id=file.stem) for file in files]
-
-
 def openai_results(openai: list[dict[str, Any]]) -> list[str]:
     return [m["content"] for m in openai if m["role"] == "tool" and m["content"] != NO_RESULT]
 
@@ -167,10 +126,10 @@ THREAD = [
 
 async def small_thread(client: Client) -> str:
     """THREAD recorded in a new session; its id."""
-    started = await call(client, "frs_session", action="start", title="Export")
+    started = await call_text(client, "frs_session", action="start", title="Export")
     found = re.match(r"^Started session ([0-9a-f]+) ", started)
     assert found, started
-    await call(client, "frs_record", messages=THREAD)
+    await call_text(client, "frs_record", messages=THREAD)
     return found[1]
 
 
@@ -223,7 +182,7 @@ class TestResources:
         async with connect() as client:
             session = await small_thread(client)
             before, _ = await exports(client, session)
-            await call(
+            await call_text(
                 client,
                 "frs_compress_range",
                 **{"from": 3, "to": 6},
@@ -269,7 +228,7 @@ class TestCommand:
         async with connect() as client:
             session = await small_thread(client)
             openai, anthropic = await exports(client, session)
-            full = await call(client, "frs_view_thread", preview_chars=100_000)
+            full = await call_text(client, "frs_view_thread", preview_chars=100_000)
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = list(
                 pool.map(
@@ -286,8 +245,8 @@ class TestCommand:
     async def test_current_names_the_current_session(self, connect: Connect, db_path: Path) -> None:
         async with connect() as client:
             await small_thread(client)
-            await call(client, "frs_session", action="start", title="Later")
-            await call(client, "frs_record", messages=[{"role": "user", "content": "newest"}])
+            await call_text(client, "frs_session", action="start", title="Later")
+            await call_text(client, "frs_record", messages=[{"role": "user", "content": "newest"}])
         run = frs_mcp("export", "current", "--db", str(db_path))
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout) == [{"role": "user", "content": "newest"}]
@@ -314,18 +273,10 @@ class Corpus:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """Every transcript imported by `frs-mcp import`, the first alone (it creates the schema),
-    the rest two at a time (the machine has two cores)."""
-    assert TRANSCRIPTS, f"no *.jsonl transcripts in {CORPUS}; set FRS_BENCH_CORPUS"
+    """Every transcript imported by `frs-mcp import`; each one's session."""
     database = tmp_path_factory.mktemp("corpus") / "frs.db"
-    db = str(database)
-    first, *rest = TRANSCRIPTS
-    imports = {first.name: frs_mcp("import", str(first), "--db", db)}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        done = pool.map(lambda f: frs_mcp("import", str(f), "--db", db), rest)
-        imports.update(zip((f.name for f in rest), done, strict=True))
     sessions: dict[str, str] = {}
-    for name, run in imports.items():
+    for name, run in import_corpus(database).items():
         found = IMPORTED.search(run.stdout)
         assert run.returncode == 0, (name, run.stderr)
         assert found, (name, run.stdout)
@@ -360,7 +311,7 @@ class TestCorpus:
     ) -> None:
         rows = rows_of(file)
         async with connect(database=str(corpus.database)) as client:
-            view = await call(
+            view = await call_text(
                 client, "frs_view_thread", merge_runs=True, session_id=corpus.sessions[file.name]
             )
         entries = merged_entries(view)
@@ -435,10 +386,12 @@ class TestCorpus:
             for file in TRANSCRIPTS:
                 session = corpus.sessions[file.name]
                 rows = rows_of(file)
-                view = await call(client, "frs_view_thread", merge_runs=True, session_id=session)
+                view = await call_text(
+                    client, "frs_view_thread", merge_runs=True, session_id=session
+                )
                 spans = [(a, b) for a, b, _ in merged_entries(view) if b > a][::2]
                 for first, last in reversed(spans):
-                    await call(
+                    await call_text(
                         client,
                         "frs_compress_range",
                         **{"from": first, "to": last},
@@ -446,7 +399,9 @@ class TestCorpus:
                         session_id=session,
                     )
                 squashed_total += len(spans)
-                after = await call(client, "frs_view_thread", merge_runs=True, session_id=session)
+                after = await call_text(
+                    client, "frs_view_thread", merge_runs=True, session_id=session
+                )
                 expected = len(rows) - sum(b - a for a, b in spans)
                 positions = [p for a, b, _ in merged_entries(after) for p in range(a, b + 1)]
                 assert positions == list(range(1, expected + 1)), file.name

@@ -15,40 +15,13 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent, TextResourceContents
+from mcp.types import CallToolResult, TextResourceContents
 
+from tests.calls import body, call, refused, revision, text_of, view
 from tests.conftest import Connect
 
 OUTER = "find the race"
 INNER = "read flush"
-
-
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return result
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def view(client: Client, **arguments: Any) -> str:
-    return text_of(await call(client, "frs_view_thread", **arguments))
-
-
-def body(text: str) -> list[str]:
-    """A view's lines without the title line and the volatile last line."""
-    return text.split("\n")[1:-1]
 
 
 async def users(client: Client, *contents: str) -> None:
@@ -61,13 +34,6 @@ async def users(client: Client, *contents: str) -> None:
 
 async def focus(client: Client, action: str, **arguments: Any) -> CallToolResult:
     return await call(client, "frs_focus", action=action, **arguments)
-
-
-async def revision(client: Client) -> int:
-    info = text_of(await call(client, "frs_session", action="info"))
-    found = re.search(r"revision (\d+)", info)
-    assert found, info
-    return int(found[1])
 
 
 async def nested(client: Client) -> None:

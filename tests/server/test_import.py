@@ -9,72 +9,38 @@ must fit its budget. A malformed file is refused with its line number and record
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
 from frs.text import estimate_tokens
+from tests.calls import call_text
+from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, import_corpus
 from tests.conftest import Connect
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS = Path(os.environ.get("FRS_BENCH_CORPUS") or REPO.parent / "shared" / "corpus")
-TRANSCRIPTS = sorted(CORPUS.glob("*.jsonl"))
 IMPORTED = re.compile(
     r"^Imported (?P<count>[\d,]+) messages \(\d+ thinking\) from (?P<file>\S+) into session "
     r'(?P<session>[0-9a-f]+) "(?P<title>[^"]*)" · revision \d+$'
 )
 
 
-@dataclass(frozen=True)
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 def frs_import(file: Path, database: Path, *flags: str) -> Run:
     """`frs-mcp import FILE --db DATABASE [flags]` in a subprocess."""
-    done = subprocess.run(
-        [sys.executable, "-m", "server", "import", str(file), "--db", str(database), *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=REPO,
-    )
-    return Run(done.returncode, done.stdout, done.stderr)
+    return frs_mcp("import", str(file), "--db", str(database), *flags)
 
 
 def raw_lines(file: Path) -> list[str]:
     return [line for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
-
-
 async def session_ids(client: Client) -> set[str]:
-    listed = await call(client, "frs_session", action="list")
+    listed = await call_text(client, "frs_session", action="list")
     return set(re.findall(r"^[ *] ([0-9a-f]+) ", listed, flags=re.MULTILINE))
 
 
@@ -91,24 +57,13 @@ class Corpus:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
-    """Every transcript imported into one database, the first alone (it creates the schema),
-    the rest two at a time (the machine has two cores)."""
-    assert TRANSCRIPTS, f"no *.jsonl transcripts in {CORPUS}; set FRS_BENCH_CORPUS"
+    """Every transcript imported into one database."""
     database = tmp_path_factory.mktemp("corpus") / "frs.db"
-    first, *rest = TRANSCRIPTS
-    runs = {first.name: frs_import(first, database)}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for file, run in zip(rest, pool.map(lambda f: frs_import(f, database), rest), strict=True):
-            runs[file.name] = run
-    return Corpus(database, runs)
-
-
-def by_name(files: list[Path]) -> list[Any]:
-    return [pytest.param(file, id=file.stem) for file in files]
+    return Corpus(database, import_corpus(database))
 
 
 class TestCorpus:
-    @pytest.mark.parametrize("file", by_name(TRANSCRIPTS))
+    @pytest.mark.parametrize("file", by_file(TRANSCRIPTS))
     def test_every_transcript_is_imported_whole(self, corpus: Corpus, file: Path) -> None:
         run = corpus.runs[file.name]
         assert run.returncode == 0, run.stderr
@@ -118,13 +73,13 @@ class TestCorpus:
         assert found["title"] == file.stem, "the title defaults to the file's stem"
         assert "Traceback" not in run.stderr
 
-    @pytest.mark.parametrize("file", by_name(TRANSCRIPTS))
+    @pytest.mark.parametrize("file", by_file(TRANSCRIPTS))
     async def test_the_default_view_is_smaller_than_the_raw_json_of_the_messages(
         self, connect: Connect, corpus: Corpus, file: Path
     ) -> None:
         raw = "\n".join(raw_lines(file))
         async with connect(database=str(corpus.database)) as client:
-            view = await call(client, "frs_view_thread", session_id=corpus.session(file))
+            view = await call_text(client, "frs_view_thread", session_id=corpus.session(file))
         entries = [line for line in view.split("\n") if line.startswith("[")]
         assert len(entries) == len(raw_lines(file)), "every message is an entry"
         assert estimate_tokens(view) < estimate_tokens(raw)
@@ -135,7 +90,7 @@ class TestCorpus:
         largest = max(TRANSCRIPTS, key=lambda f: f.stat().st_size)
         assert largest.name.startswith("12_")
         async with connect(database=str(corpus.database)) as client:
-            view = await call(
+            view = await call_text(
                 client, "frs_view_thread", budget_tokens=4_000, session_id=corpus.session(largest)
             )
         assert estimate_tokens(view) <= 4_000
@@ -155,7 +110,7 @@ class TestCorpus:
         rows = [json.loads(line) for line in raw_lines(file)]
         number = max(range(len(rows)), key=lambda i: len(rows[i]["content"])) + 1
         async with connect(database=str(corpus.database)) as client:
-            page = await call(
+            page = await call_text(
                 client,
                 "get_alias",
                 alias=f"M.{number}",
@@ -183,8 +138,8 @@ class TestCommand:
         database, run = long_import
         assert run.returncode == 0, run.stderr
         async with connect(database=str(database)) as client:
-            listed = await call(client, "frs_session", action="list")
-            view = await call(client, "frs_view_thread", last=1)
+            listed = await call_text(client, "frs_session", action="list")
+            view = await call_text(client, "frs_view_thread", last=1)
         assert '"Imported chat" · 2400 entries' in listed
         assert view.startswith('Thread "Imported chat"\n[2400] User: message 2400\n')
 
@@ -224,7 +179,7 @@ class TestMalformed:
         self, connect: Connect, db_path: Path, tmp_path: Path, text: str, line: int, says: str
     ) -> None:
         async with connect() as client:
-            await call(client, "frs_session", action="start", title="Existing")
+            await call_text(client, "frs_session", action="start", title="Existing")
             before = await session_ids(client)
         file = tmp_path / "bad.jsonl"
         file.write_text(text)
@@ -253,7 +208,7 @@ class TestMalformed:
         file = tmp_path / "late.jsonl"
         file.write_text("".join(json.dumps(row) + "\n" for row in rows))
         async with connect() as client:
-            await call(client, "frs_session", action="start", title="Existing")
+            await call_text(client, "frs_session", action="start", title="Existing")
             before = await session_ids(client)
         run = frs_import(file, db_path)
         async with connect() as client:

@@ -9,7 +9,6 @@ keep real positions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
@@ -18,38 +17,12 @@ from typing import Any
 
 import anyio
 from mcp import Client
-from mcp.types import CallToolResult, TextContent, TextResourceContents
+from mcp.types import TextResourceContents
 
+from tests.calls import body, call, footer, record, refused, sha8, text_of, view
 from tests.conftest import Connect
 
 SYSTEM = "You fix flaky tests."
-
-
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return result
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def view(client: Client, **arguments: Any) -> str:
-    return text_of(await call(client, "frs_view_thread", **arguments))
-
-
-async def record(client: Client, *messages: dict[str, Any], **arguments: Any) -> None:
-    await call(client, "frs_record", messages=list(messages), **arguments)
 
 
 async def start(client: Client, **arguments: Any) -> tuple[str, str]:
@@ -60,15 +33,6 @@ async def start(client: Client, **arguments: Any) -> tuple[str, str]:
     return found[2], found[1]
 
 
-def body(text: str) -> list[str]:
-    """A view's lines without the title line and the volatile last line."""
-    return text.split("\n")[1:-1]
-
-
-def footer(text: str) -> str:
-    return text.rsplit("\n", 1)[1]
-
-
 def labels(text: str) -> list[str]:
     """The labels of the entries a view shows, in order: a position, or a merged span."""
     return re.findall(r"^ *\[(\d+(?:–\d+)?)\] ", text, flags=re.MULTILINE)
@@ -76,8 +40,7 @@ def labels(text: str) -> list[str]:
 
 def ref(number: int, content: str) -> str:
     """How a merged run points at a tool result: ` → M.n@sha8 · N chars`."""
-    sha8 = hashlib.sha256(content.encode()).hexdigest()[:8]
-    return f" → M.{number}@{sha8} · {len(content):,} chars"
+    return f" → M.{number}@{sha8(content)} · {len(content):,} chars"
 
 
 def user(content: str, run: str | None = None, at: str | None = None) -> dict[str, Any]:

@@ -7,7 +7,6 @@ revision, the same sources, the same view.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -17,8 +16,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
+from tests.calls import call_text, refused, revision, sha8
 from tests.conftest import Connect
 
 SOURCE_LINE = re.compile(
@@ -28,47 +27,15 @@ SOURCE_LINE = re.compile(
 MAIN_PY = "".join(f"def handler_{i}(request):\n    return {i}\n" for i in range(60))  # 120 lines
 
 
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> str:
-    """A tool call that must succeed; its text."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    """A tool call that must come back as a tool error; its text."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
-
-
 async def add(client: Client, **arguments: Any) -> str:
-    return await call(client, "frs_source", action="add", **arguments)
-
-
-async def revision(client: Client) -> int:
-    info = await call(client, "frs_session", action="info")
-    found = re.search(r"revision (\d+)", info)
-    assert found, info
-    return int(found.group(1))
+    return await call_text(client, "frs_source", action="add", **arguments)
 
 
 async def state(client: Client) -> tuple[int, str, str]:
     """Everything a refused call must leave as it was: revision, sources, the view."""
-    listed = await call(client, "frs_source", action="list")
-    shown = await call(client, "frs_view_thread", show_sources=True)
+    listed = await call_text(client, "frs_source", action="list")
+    shown = await call_text(client, "frs_view_thread", show_sources=True)
     return await revision(client), listed, shown
-
-
-def sha8(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def page_text(page: str) -> str:
@@ -103,8 +70,8 @@ class TestInlineText:
             before = await revision(client)
             answer = await add(client, alias="A.storage", text=text)
             after = await revision(client)
-            page = await call(client, "get_alias", alias="A.storage")
-            pinned = await call(client, "get_alias", alias=f"A.storage@{sha8(text)}")
+            page = await call_text(client, "get_alias", alias="A.storage")
+            pinned = await call_text(client, "get_alias", alias=f"A.storage@{sha8(text)}")
         assert answer.startswith(f"Registered A.storage@{sha8(text)} inline text · 3 line(s)")
         assert f"revision {after}" in answer
         assert after == before + 1
@@ -126,7 +93,7 @@ class TestFiles:
     ) -> None:
         async with connect(allow_roots=(str(root),)) as client:
             answer = await add(client, path="handlers/main.py")
-            page = await call(client, "get_alias", alias="H.main")
+            page = await call_text(client, "get_alias", alias="H.main")
         assert answer.startswith(
             f"Registered H.main@{sha8(MAIN_PY)} handlers/main.py · 120 line(s)"
         )
@@ -171,7 +138,7 @@ class TestFiles:
         (root / "current.py").symlink_to(root / "handlers" / "main.py")
         async with connect(allow_roots=(str(root),)) as client:
             answer = await add(client, alias="H.current", path="current.py")
-            page = await call(client, "get_alias", alias="H.current")
+            page = await call_text(client, "get_alias", alias="H.current")
         assert answer.startswith(f"Registered H.current@{sha8(MAIN_PY)} handlers/main.py")
         assert page_text(page) == MAIN_PY
 
@@ -179,7 +146,7 @@ class TestFiles:
         async with connect(allow_roots=(str(root),)) as client:
             await add(client, path="handlers/main.py")
             await add(client, alias="D.notes", text="one line")
-            listed = await call(client, "frs_source", action="list")
+            listed = await call_text(client, "frs_source", action="list")
         assert listed.split("\n") == [
             f"D.notes@{sha8('one line')} inline text · 1 line",
             f"H.main@{sha8(MAIN_PY)} handlers/main.py · 120 lines",
@@ -187,7 +154,7 @@ class TestFiles:
 
     async def test_list_of_no_sources_says_how_to_add_one(self, connect: Connect) -> None:
         async with connect() as client:
-            listed = await call(client, "frs_source", action="list")
+            listed = await call_text(client, "frs_source", action="list")
         assert "No sources" in listed
         assert "frs_source(action='add'" in listed
 
@@ -202,9 +169,9 @@ class TestDrift:
             await add(client, alias="D.notes", text="inline never drifts")
             (root / "other.py").write_text("x = 1\n")
             await add(client, path="other.py")
-            clean = await call(client, "frs_source", action="verify")
+            clean = await call_text(client, "frs_source", action="verify")
             main.write_text(MAIN_PY + "def added():\n    pass\n")
-            changed = await call(client, "frs_source", action="verify")
+            changed = await call_text(client, "frs_source", action="verify")
         new = sha8(main.read_text())
         assert clean.split("\n")[-1] == "0 of 3 sources changed or unreadable"
         lines = changed.split("\n")
@@ -221,9 +188,9 @@ class TestDrift:
         async with connect(allow_roots=(str(root),)) as client:
             await add(client, path="handlers/main.py")
             main.write_text(current)
-            page = await call(client, "get_alias", alias="H.main")
-            by_old = await call(client, "get_alias", alias=f"H.main@{sha8(MAIN_PY)}")
-            by_new = await call(client, "get_alias", alias=f"H.main@{sha8(current)}")
+            page = await call_text(client, "get_alias", alias="H.main")
+            by_old = await call_text(client, "get_alias", alias=f"H.main@{sha8(MAIN_PY)}")
+            by_new = await call_text(client, "get_alias", alias=f"H.main@{sha8(current)}")
         heading = page.split("\n", 1)[0]
         assert f"was @{sha8(MAIN_PY)}" in heading
         assert f"now @{sha8(current)}" in heading
@@ -237,13 +204,15 @@ class TestDrift:
     ) -> None:
         (root / "handlers" / "auth.py").write_text("def login():\n    pass\n")
         async with connect(allow_roots=(str(root),)) as client:
-            await call(client, "frs_record", messages=[{"role": "user", "content": "fix login"}])
+            await call_text(
+                client, "frs_record", messages=[{"role": "user", "content": "fix login"}]
+            )
             await add(client, path="handlers/main.py")
             await add(client, path="handlers/auth.py")
-            plain = await call(client, "frs_view_thread")
-            listed = await call(client, "frs_view_thread", show_sources=True)
+            plain = await call_text(client, "frs_view_thread")
+            listed = await call_text(client, "frs_view_thread", show_sources=True)
             (root / "handlers" / "auth.py").write_text("def login():\n    return True\n")
-            marked = await call(client, "frs_view_thread", show_sources=True)
+            marked = await call_text(client, "frs_view_thread", show_sources=True)
         assert "Sources:" not in plain
         lines = listed.split("\n")
         block = lines[lines.index("Sources:") + 1 : lines.index("[1] User: fix login")]
@@ -266,7 +235,7 @@ class TestDrift:
             main.unlink()
             main.symlink_to(outside)
             error = await refused(client, "get_alias", alias="H.main")
-            verified = await call(client, "frs_source", action="verify")
+            verified = await call_text(client, "frs_source", action="verify")
         assert "outside every allowed root" in error
         assert "TOP SECRET" not in error + verified
         assert "unreadable" in verified
@@ -279,9 +248,9 @@ class TestRemove:
         async with connect(allow_roots=(str(root),)) as client:
             await add(client, path="handlers/main.py")
             before = await revision(client)
-            answer = await call(client, "frs_source", action="remove", alias="H.main")
+            answer = await call_text(client, "frs_source", action="remove", alias="H.main")
             after = await revision(client)
-            listed = await call(client, "frs_source", action="list")
+            listed = await call_text(client, "frs_source", action="list")
             gone = await refused(client, "get_alias", alias="H.main")
             again = await add(client, alias="H.main", text="now inline")
         assert answer == f"Removed source H.main (handlers/main.py) · revision {after}"

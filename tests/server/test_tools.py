@@ -7,14 +7,13 @@ reads. The exact rendering of a small thread is pinned, so a change to the view 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent
 
+from tests.calls import call, footer, refused, sha8, text_of, user, view
 from tests.conftest import Connect
 
 PRODUCT_TOOLS = {
@@ -32,31 +31,6 @@ NEXT_PAGE = re.compile(
     r'get_alias\(alias="(?P<alias>[^"]+)", offset=(?P<offset>\d+)'
     r'(?:, max_chars=(?P<max_chars>\d+))?(?:, session_id="(?P<session_id>[^"]+)")?\)$'
 )
-
-
-def text_of(result: CallToolResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert isinstance(block, TextContent)
-    return block.text
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    """A tool call that must succeed."""
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, text_of(result)
-    return result
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    """A tool call that must come back as a tool error; its text."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, text_of(result)
-    return text_of(result)
-
-
-async def view(client: Client, **arguments: Any) -> str:
-    return text_of(await call(client, "frs_view_thread", **arguments))
 
 
 async def record(client: Client, *messages: dict[str, Any], **arguments: Any) -> dict[str, Any]:
@@ -81,10 +55,6 @@ async def squash(client: Client, start: int, end: int, summary: str, **arguments
     return result.structured_content
 
 
-def user(content: str) -> dict[str, Any]:
-    return {"role": "user", "content": content}
-
-
 def entries(text: str) -> list[str]:
     """The lines of a view that start an entry."""
     return [line for line in text.split("\n") if line.startswith("[")]
@@ -95,18 +65,10 @@ def body(text: str) -> str:
     return text.rsplit("\n", 1)[0]
 
 
-def footer(text: str) -> str:
-    return text.rsplit("\n", 1)[1]
-
-
 def page_text(page: str) -> str:
     """The text a get_alias page carries, without its heading and next-call line."""
     lines = page.split("\n")
     return "\n".join(lines[1:-1] if NEXT_PAGE.search(lines[-1]) else lines[1:])
-
-
-def sha8(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 async def letters(client: Client, which: str = "ABCD", size: int = 1) -> None:
