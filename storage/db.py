@@ -78,7 +78,17 @@ class Database:
 
 async def _connect(path: str) -> aiosqlite.Connection:
     # isolation_level=None: we begin every transaction ourselves.
-    conn = await aiosqlite.connect(path, isolation_level=None)
+    connecting = aiosqlite.connect(path, isolation_level=None)
+    try:
+        conn = await connecting
+    except BaseException:
+        # aiosqlite stops its worker thread without waiting for it; unless we wait, the thread may
+        # report to an event loop that is already closed, a traceback after our one-line error.
+        worker = getattr(connecting, "_thread", None)
+        if worker is not None and worker.is_alive():
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(worker.join, 5.0)
+        raise
     try:
         await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
         await conn.execute("pragma foreign_keys = on")
