@@ -25,5 +25,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+## Benchmarks (issue 6): writes BENCHMARKS.md and bench/results.json; ARGS=--quick for a smoke run.
+## Node packages (the MCP reference server, pinned in bench/package-lock.json) go to .cache/.
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	@mkdir -p .cache/bench-node
+	@if ! command -v npm >/dev/null; then \
+	  echo "bench: npm not found; the sequential-thinking comparison is skipped"; \
+	elif [ ! -d .cache/bench-node/node_modules ] || \
+	     ! cmp -s bench/package-lock.json .cache/bench-node/package-lock.json; then \
+	  cp bench/package.json bench/package-lock.json .cache/bench-node/ && \
+	  (cd .cache/bench-node && npm ci --no-audit --no-fund --loglevel=error); \
+	fi
+	$(BIN)/python -m bench $(ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

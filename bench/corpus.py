@@ -1,0 +1,131 @@
+"""The third-party transcript corpus, read as the benchmark needs it.
+
+Each JSONL line is one message in the corpus's common format (see its README). A transcript can
+be handed to `ReasoningService.record` as `NewMessage`s, to `frs_record` as JSON objects, or
+rendered as the OpenAI chat-format request a host would send to a model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from frs import NewMessage, ToolCall
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One corpus message."""
+
+    role: str
+    content: str
+    tool_calls: tuple[Call, ...]
+    tool_call_id: str | None
+    run_id: str | None
+    created_at: str | None
+    name: str | None
+
+    def to_new(self) -> NewMessage:
+        return NewMessage(
+            role=self.role,  # type: ignore[arg-type]  # the corpus uses the four roles only
+            content=self.content,
+            name=self.name,
+            tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in self.tool_calls),
+            tool_call_id=self.tool_call_id,
+            run_id=self.run_id,
+            created_at=self.created_at,
+        )
+
+    def to_tool_arg(self) -> dict[str, Any]:
+        """The message as one item of `frs_record(messages=[...])`."""
+        item: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            item["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            item["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            item["name"] = self.name
+        if self.run_id is not None:
+            item["run_id"] = self.run_id
+        return item
+
+    def to_chat(self) -> dict[str, Any]:
+        """The message as the OpenAI Chat Completions API takes it."""
+        item: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            item["content"] = self.content or None
+            item["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            item["tool_call_id"] = self.tool_call_id
+        return item
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    name: str
+    lines: tuple[Line, ...]
+
+    def chat_request(self) -> str:
+        """The JSON body of a chat-completions request carrying every message, compact."""
+        body = {"model": "gpt-4o", "messages": [line.to_chat() for line in self.lines]}
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def corpus_dir() -> Path:
+    """`$FRS_BENCH_CORPUS`, else ../shared/corpus beside the repository."""
+    return Path(os.environ.get("FRS_BENCH_CORPUS") or DEFAULT_CORPUS)
+
+
+def _line(raw: dict[str, Any]) -> Line:
+    calls = tuple(
+        Call(str(c["id"]), str(c["name"]), str(c.get("arguments") or ""))
+        for c in raw.get("tool_calls") or ()
+    )
+    return Line(
+        role=str(raw["role"]),
+        content=str(raw.get("content") or ""),
+        tool_calls=calls,
+        tool_call_id=raw.get("tool_call_id"),
+        run_id=raw.get("run_id"),
+        created_at=raw.get("created_at"),
+        name=raw.get("name"),
+    )
+
+
+def load_transcript(path: Path) -> Transcript:
+    with path.open(encoding="utf-8") as handle:
+        lines = tuple(_line(json.loads(text)) for text in handle if text.strip())
+    return Transcript(path.stem, lines)
+
+
+def load_corpus(folder: Path | None = None) -> list[Transcript]:
+    """Every `*.jsonl` transcript of the corpus, in file-name order."""
+    where = folder or corpus_dir()
+    files = sorted(where.glob("*.jsonl"))
+    if not files:
+        raise FileNotFoundError(
+            f"no *.jsonl transcripts in {where}; set FRS_BENCH_CORPUS to the corpus folder"
+        )
+    return [load_transcript(path) for path in files]

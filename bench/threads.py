@@ -1,0 +1,118 @@
+"""Large synthetic threads made of real corpus text, and the fast way to store them.
+
+A thread is a sequence of 5-message agent steps: a user turn, then two assistant tool calls
+each answered by its result. The texts cycle through the corpus's own user, assistant, argument
+and tool-result texts, so message sizes follow real transcripts. Every step starts at a position
+5k+1 and a call is always followed by its result, so any window of whole steps can be squashed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import Transcript
+from frs import NewMessage, ReasoningService, SessionId, ToolCall
+from storage import SqliteStore, open_database
+
+STEP = 5
+RUN_STEPS = 20  # a run (one user request and the work on it) spans 20 steps = 100 messages
+
+
+@dataclass(frozen=True, slots=True)
+class TextPool:
+    """Corpus texts by the part they play, cycled to fill a thread of any size."""
+
+    user: tuple[str, ...]
+    assistant: tuple[str, ...]
+    calls: tuple[tuple[str, str], ...]  # (tool name, arguments)
+    results: tuple[str, ...]
+
+    @classmethod
+    def from_corpus(cls, corpus: Sequence[Transcript]) -> TextPool:
+        user: list[str] = []
+        assistant: list[str] = []
+        calls: list[tuple[str, str]] = []
+        results: list[str] = []
+        for transcript in corpus:
+            for line in transcript.lines:
+                if line.role == "user" and line.content:
+                    user.append(line.content)
+                elif line.role == "assistant":
+                    if line.content:
+                        assistant.append(line.content)
+                    calls.extend((c.name, c.arguments) for c in line.tool_calls)
+                elif line.role == "tool" and line.content:
+                    results.append(line.content)
+        return cls(tuple(user), tuple(assistant), tuple(calls), tuple(results))
+
+    def step(self, k: int, tag: str = "s") -> list[NewMessage]:
+        """Step `k` (0-based): five messages; call ids are unique per `tag` and step."""
+        run = f"{tag}-run-{k // RUN_STEPS}"
+        out = [NewMessage(role="user", content=self.user[k % len(self.user)], run_id=run)]
+        for half in (0, 1):
+            i = 2 * k + half
+            name, arguments = self.calls[i % len(self.calls)]
+            call_id = f"{tag}{k}{'ab'[half]}"
+            out.append(
+                NewMessage(
+                    role="assistant",
+                    content=self.assistant[i % len(self.assistant)],
+                    tool_calls=(ToolCall(call_id, name, arguments),),
+                    run_id=run,
+                )
+            )
+            out.append(
+                NewMessage(
+                    role="tool",
+                    content=self.results[i % len(self.results)],
+                    name=name,
+                    tool_call_id=call_id,
+                    run_id=run,
+                )
+            )
+        return out
+
+    def messages(self, count: int, first_step: int = 0, tag: str = "s") -> list[NewMessage]:
+        """`count` messages (a multiple of 5) starting at step `first_step`."""
+        if count % STEP:
+            raise ValueError(f"count must be a multiple of {STEP}, got {count}")
+        return [m for k in range(first_step, first_step + count // STEP) for m in self.step(k, tag)]
+
+    def batches(self, count: int, size: int, tag: str = "s") -> Iterator[list[NewMessage]]:
+        for start in range(0, count, size):
+            yield self.messages(min(size, count - start), start // STEP, tag)
+
+
+def tool_arg(message: NewMessage) -> dict[str, Any]:
+    """A `NewMessage` as one item of `frs_record(messages=[...])`."""
+    item: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        item["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        item["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        item["name"] = message.name
+    if message.run_id is not None:
+        item["run_id"] = message.run_id
+    return item
+
+
+async def build_database(
+    path: Path, pool: TextPool, size: int, sessions: int = 1, batch: int = 1_000
+) -> list[SessionId]:
+    """Create `sessions` sessions of `size` messages each in a new database file at `path`,
+    through the Python API (`ReasoningService.record`, `batch` messages per transaction)."""
+    ids: list[SessionId] = []
+    async with open_database(path) as db:
+        service = ReasoningService(SqliteStore(db))
+        for index in range(sessions):
+            session, _ = await service.start_session(title=f"bench {size} #{index}")
+            for chunk in pool.batches(size, batch, tag=f"s{index}-"):
+                await service.record(chunk, session.id)
+            ids.append(session.id)
+    return ids

@@ -1,0 +1,167 @@
+"""Tokens on the corpus: the raw chat request against the views frs renders of the same thread.
+
+Each transcript is recorded through the Python API into its own session. Against the tokens of
+the OpenAI chat-format JSON request that would carry its messages we count: the default view,
+the `merge_runs` and `budget_tokens` views where this build has them, and the default view after
+a scripted distillation that squashes every completed run (all runs but the last, which is still
+the one being worked on) into a fixed-rule summary: the run's first user line and its last
+assistant line, each cut to 150 characters. No model is involved, so every figure reproduces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import Line, Transcript
+from bench.servers import NOT_AVAILABLE
+from bench.tokenizer import Tokenizer
+from frs import FrsError, ReasoningService, SessionId, ViewOptions
+from frs.text import estimate_tokens
+from storage import SqliteStore, open_database
+
+BUDGETS = (1_000, 4_000)
+LINE_CHARS = 150
+
+
+def view_fields() -> set[str]:
+    """What `ViewOptions` offers in this build (budget_tokens and merge_runs came later)."""
+    return {f.name for f in dataclasses.fields(ViewOptions)}
+
+
+def view_options(**changes: Any) -> ViewOptions:
+    """`ViewOptions` with options this build may not have, named at run time."""
+    return dataclasses.replace(ViewOptions(), **changes)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _last_line(text: str) -> str:
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
+
+
+def fixed_summary(lines: list[Line]) -> str:
+    """The run's first user line and last assistant line, each cut to 150 characters."""
+    asked = next((_first_line(m.content) for m in lines if m.role == "user" and m.content), "")
+    answered = next(
+        (_last_line(m.content) for m in reversed(lines) if m.role == "assistant" and m.content),
+        "",
+    )
+    return f"Run: {_cut(asked) or '(no user text)'} → {_cut(answered) or '(no assistant text)'}"
+
+
+def runs(transcript: Transcript) -> list[tuple[int, int, list[Line]]]:
+    """Each run as (first number, last number, its messages); numbers are 1-based, as recorded.
+    A run id seen again after another run started is kept with its first stretch only."""
+    out: list[tuple[int, int, list[Line]]] = []
+    seen: set[str] = set()
+    for number, line in enumerate(transcript.lines, start=1):
+        if line.run_id is None:
+            continue
+        if out and line.run_id == out[-1][2][0].run_id and number == out[-1][1] + 1:
+            first, _, members = out[-1]
+            out[-1] = (first, number, [*members, line])
+        elif line.run_id not in seen:
+            seen.add(line.run_id)
+            out.append((number, number, [line]))
+    return out
+
+
+async def _distill(
+    service: ReasoningService, sid: SessionId, transcript: Transcript
+) -> dict[str, Any]:
+    squashed, kept, refused = 0, 0, []
+    completed = runs(transcript)[:-1]
+    for first, last, members in completed:
+        try:
+            await service.compress_range(
+                first, last, fixed_summary(members), numbering="absolute", session_id=sid
+            )
+            squashed += 1
+        except FrsError as exc:
+            kept += 1
+            refused.append(f"{first}–{last}: {type(exc).__name__}")
+    return {"completed_runs": len(completed), "squashed": squashed, "kept": kept, "why": refused}
+
+
+async def run(
+    folder: Path,
+    corpus: list[Transcript],
+    tokenizer: Tokenizer,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    fields = view_fields()
+    has_merge = "merge_runs" in fields
+    has_budget = "budget_tokens" in fields
+
+    def both(text: str) -> dict[str, int]:
+        return {"tokens": tokenizer.count(text), "est": estimate_tokens(text)}
+
+    rows = []
+    async with open_database(folder / "tokens.db") as db:
+        service = ReasoningService(SqliteStore(db))
+        for transcript in corpus:
+            session, _ = await service.start_session(title=transcript.name)
+            sid = session.id
+            await service.record([line.to_new() for line in transcript.lines], sid)
+            row: dict[str, Any] = {
+                "transcript": transcript.name,
+                "messages": len(transcript.lines),
+                "runs": len(runs(transcript)),
+                "raw_json": both(transcript.chat_request()),
+                "raw_text": both(
+                    "\n".join(
+                        "\n".join([line.content, *(c.name + c.arguments for c in line.tool_calls)])
+                        for line in transcript.lines
+                    )
+                ),
+                "view": both(await service.view(ViewOptions(), sid)),
+            }
+            if has_merge:
+                row["merge_runs"] = both(await service.view(view_options(merge_runs=True), sid))
+            if has_budget:
+                row["budget"] = {}
+                for budget in BUDGETS:
+                    options = view_options(budget_tokens=budget)
+                    counted: dict[str, Any] = both(await service.view(options, sid))
+                    counted["over"] = counted["est"] > budget
+                    row["budget"][str(budget)] = counted
+            row["distill"] = await _distill(service, sid, transcript)
+            row["distilled"] = both(await service.view(ViewOptions(), sid))
+            rows.append(row)
+    log("tokens: done")
+    totals: dict[str, Any] = {}
+    for key in ("raw_json", "raw_text", "view", "merge_runs", "distilled"):
+        if all(key in r for r in rows):
+            totals[key] = {unit: sum(r[key][unit] for r in rows) for unit in ("tokens", "est")}
+    if has_budget:
+        for budget in BUDGETS:
+            key = f"budget {budget}"
+            totals[key] = {
+                unit: sum(r["budget"][str(budget)][unit] for r in rows)
+                for unit in ("tokens", "est")
+            }
+            totals[key]["over"] = sum(r["budget"][str(budget)]["over"] for r in rows)
+    return {
+        "tokenizer": tokenizer.name,
+        "tokenizer_note": tokenizer.note,
+        "budgets": list(BUDGETS),
+        "unavailable": {
+            **({} if has_merge else {"merge_runs": NOT_AVAILABLE}),
+            **({} if has_budget else {"budget_tokens": NOT_AVAILABLE}),
+        },
+        "distillation_rule": (
+            "every completed run (all but the last) squashed with frs_compress_range into "
+            f"'Run: <first user line> → <last assistant line>', each line cut to {LINE_CHARS} chars"
+        ),
+        "rows": rows,
+        "totals": totals,
+    }
