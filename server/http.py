@@ -100,7 +100,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
     family, _, _, _, address = socket.getaddrinfo(
         host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets it can see are TCP, and
+    # without it a kept-alive response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
