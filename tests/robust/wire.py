@@ -1,0 +1,232 @@
+"""A `frs-mcp` subprocess spoken to with raw JSON-RPC lines over its stdin and stdout.
+
+Raw lines, not the SDK client, so a test knows exactly which responses reached it (a write is
+acknowledged when its response line has been read), can send malformed or oversized lines, and
+can SIGKILL the server between any two bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+PROTOCOL = "2025-11-25"
+#: Generous bound on any one exchange, so a hung server fails the test instead of hanging it.
+EXCHANGE_TIMEOUT = 60.0
+_MAX_LINE = 256 * 1024 * 1024
+
+
+def frs_mcp_command() -> list[str]:
+    """The installed `frs-mcp` script beside this interpreter, else `python -m server`."""
+    script = Path(sys.executable).with_name("frs-mcp")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "server"]
+
+
+def server_env(home: Path) -> dict[str, str]:
+    """The parent's environment without database overrides, its data directory under `home`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FRS_DB", "FRS_TOKEN")}
+    env["XDG_DATA_HOME"] = str(home / "xdg-data")
+    return env
+
+
+class ServerGone(Exception):
+    """The server's stdout ended before the response arrived (it exited or was killed)."""
+
+
+class Wire:
+    """One server process; `request` sends a line and waits for the response with its id."""
+
+    def __init__(self, process: anyio.abc.Process, stderr_path: Path) -> None:
+        self.process = process
+        self.stderr_path = stderr_path
+        self.unsolicited: list[dict[str, Any]] = []  # lines that answer no pending request
+        self.closed = False
+        self._ids = itertools.count(1)
+        self._pending: dict[int | str, anyio.Event] = {}
+        self._answers: dict[int | str, dict[str, Any]] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def spawn(
+        cls,
+        args: Sequence[str],
+        home: Path,
+        prefix: Sequence[str] = (),
+        stderr_name: str = "server.err",
+    ) -> AsyncIterator[Wire]:
+        """Start `prefix... frs-mcp args...`; on exit the process is killed if still running."""
+        stderr_path = home / stderr_name
+        with stderr_path.open("ab") as stderr:
+            process = await anyio.open_process(
+                [*prefix, *frs_mcp_command(), *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=server_env(home),
+            )
+        wire = cls(process, stderr_path)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wire._read_loop)
+                try:
+                    yield wire
+                finally:
+                    wire.kill()
+                    with anyio.CancelScope(shield=True):
+                        await process.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await process.aclose()
+
+    def kill(self) -> None:
+        """SIGKILL, unless the process has already exited."""
+        if self.process.returncode is None:
+            with suppress(ProcessLookupError):
+                self.process.kill()
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    async def _read_loop(self) -> None:
+        assert self.process.stdout is not None
+        lines = BufferedByteReceiveStream(self.process.stdout)
+        try:
+            while True:
+                line = await lines.receive_until(b"\n", _MAX_LINE)
+                message = json.loads(line)
+                key = message.get("id") if isinstance(message, dict) else None
+                if key is not None and key in self._pending:
+                    self._answers[key] = message
+                    self._pending.pop(key).set()
+                else:
+                    self.unsolicited.append(message)
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+            pass
+        finally:
+            self.closed = True
+            for event in self._pending.values():
+                event.set()
+
+    async def send_line(self, line: bytes) -> None:
+        """Write one line (a newline is added) to the server's stdin."""
+        assert self.process.stdin is not None
+        try:
+            await self.process.stdin.send(line + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise ServerGone("the server's stdin is closed") from exc
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send_line(json.dumps(message).encode())
+
+    def expect(self, key: int | str) -> None:
+        """Watch for a response with this id (see `answer`) to a line sent with `send_line`."""
+        self._pending[key] = anyio.Event()
+
+    def answer(self, key: int | str) -> dict[str, Any] | None:
+        """The response with this id, if it has arrived."""
+        return self._answers.get(key)
+
+    async def wait_answer(self, key: int | str) -> dict[str, Any]:
+        event = self._pending.get(key)
+        if event is not None:
+            with anyio.fail_after(EXCHANGE_TIMEOUT):
+                await event.wait()
+        if key not in self._answers:
+            raise ServerGone("the server closed its stdout before answering")
+        return self._answers[key]
+
+    async def request_line(self, line: bytes, key: int | str) -> dict[str, Any]:
+        """Send a prepared line and wait for the response carrying `key` as its id."""
+        if self.closed:
+            raise ServerGone("the server's stdout is closed")
+        event = self._pending[key] = anyio.Event()
+        await self.send_line(line)
+        with anyio.fail_after(EXCHANGE_TIMEOUT):
+            await event.wait()
+        if key not in self._answers:
+            raise ServerGone("the server closed its stdout before answering")
+        return self._answers.pop(key)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        key = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": key, "method": method}
+        if params is not None:
+            message["params"] = params
+        return await self.request_line(json.dumps(message).encode(), key)
+
+    async def initialize(self) -> dict[str, Any]:
+        answer = await self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "frs-robustness", "version": "1"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        return answer
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The `result` of tools/call (with `isError`); a JSON-RPC error raises AssertionError."""
+        answer = await self.request("tools/call", {"name": name, "arguments": arguments})
+        assert "result" in answer, f"{name} answered a protocol error: {answer}"
+        result: dict[str, Any] = answer["result"]
+        return result
+
+
+def text_of(result: dict[str, Any]) -> str:
+    """The text of a tool result's first content block."""
+    return str(result["content"][0]["text"])
+
+
+_LISTENING = re.compile(rb"http://127\.0\.0\.1:(\d+)/")
+
+
+@asynccontextmanager
+async def http_server(
+    args: Sequence[str], home: Path, stderr_name: str = "http.err"
+) -> AsyncIterator[int]:
+    """Start `frs-mcp --port 0 args...` (an HTTP transport); yields the port it announced, and
+    stops it with SIGTERM (SIGKILL if it lingers) on exit."""
+    stderr_path = home / stderr_name
+    with stderr_path.open("ab") as stderr:
+        seen = stderr.tell()  # an earlier server may have written here; read only what is new
+        process = await anyio.open_process(
+            [*frs_mcp_command(), "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=server_env(home),
+        )
+    try:
+        with anyio.fail_after(EXCHANGE_TIMEOUT):
+            while not (found := _LISTENING.search(stderr_path.read_bytes()[seen:])):
+                if process.returncode is not None:
+                    raise ServerGone(stderr_path.read_text(errors="replace"))
+                await anyio.sleep(0.05)
+        yield int(found.group(1))
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.terminate()
+                with anyio.move_on_after(15):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+            await process.aclose()
