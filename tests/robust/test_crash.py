@@ -53,14 +53,26 @@ async def _round(db: Path, home: Path, workers: list[Worker], rng: random.Random
 
 
 async def _restore_everything(db: Path, home: Path, acked: Acknowledged) -> int:
-    """Undo every active squash, newest first, through a fresh server; then every original
-    message is back, in number order, as it was recorded. Returns the squashes undone."""
+    """Through a fresh server: the view numbers the entries 1..N; undo every active squash,
+    newest first; then every original message is back, in number order, as it was recorded.
+    Returns the squashes undone."""
     undone = 0
     async with Wire.spawn(["--db", str(db)], home) as wire:
         await wire.initialize()
         with open_file(db) as conn:
             sessions = [sid for (sid,) in conn.execute("select id from sessions")]
         for session_id in sessions:
+            before = await wire.call_tool("frs_view_thread", {"session_id": session_id})
+            labels = [
+                found.group(1)
+                for found in map(_HEADER.match, text_of(before).splitlines())
+                if found
+            ]
+            with open_file(db) as conn:
+                (live,) = conn.execute(
+                    "select live_count from sessions where id = ?", (session_id,)
+                ).fetchone()
+            assert labels == [str(p) for p in range(1, live + 1)], "positions are not 1..N"
             answer = await wire.request(
                 "resources/read", {"uri": f"frs://sessions/{session_id}/squashes"}
             )
