@@ -46,11 +46,11 @@ from tests.robust.bad_inputs import (
     Tool,
     render,
 )
-from tests.robust.wire import Wire, frs_mcp_command, server_env, text_of
+from tests.robust.wire import EXCHANGE_TIMEOUT, Wire, frs_mcp_command, server_env, text_of
 
 Context = dict[str, str]
 TOKEN = "s3cret"
-SILENCE = 1.0  # seconds to wait for an answer that should come at once, before calling it none
+SILENCE = 1.0  # seconds to wait, after the next request is answered, before calling it none
 _SESSION = re.compile(r"session (\w+) ")
 
 
@@ -113,7 +113,8 @@ def _line_id(line: bytes) -> int | str | None:
     return key if isinstance(key, int | str) else None
 
 
-async def observe_stdio(probe: Stdio, home: Path) -> tuple[str, Context]:
+async def observe_stdio(probe: Stdio, home: Path, silent: bool) -> tuple[str, Context]:
+    """`silent`: the row expects no answer, so wait only SILENCE for one (else the full time)."""
     async with Wire.spawn(["--db", str(home / "frs.db")], home) as wire:
         await wire.initialize()
         started = await wire.call_tool("frs_session", {"action": "start", "title": "stdio"})
@@ -130,7 +131,7 @@ async def observe_stdio(probe: Stdio, home: Path) -> tuple[str, Context]:
         assert pong.get("result") == {}, pong
         message: dict[str, Any] | None = wire.unsolicited[0] if wire.unsolicited else None
         for key in (k for k in keys if k is not None):
-            with anyio.move_on_after(SILENCE):
+            with anyio.move_on_after(SILENCE if silent else EXCHANGE_TIMEOUT):
                 message = await wire.wait_answer(key)
         if message is None:
             return NO_RESPONSE, {"{session}": found.group(1)}
@@ -323,7 +324,7 @@ async def observe(row: Row, home: Path, port: int | None = None) -> tuple[str, C
     if isinstance(probe, Tool):
         return await observe_tool(probe, home)
     if isinstance(probe, Stdio):
-        return await observe_stdio(probe, home)
+        return await observe_stdio(probe, home, silent=row.sees == NO_RESPONSE)
     if isinstance(probe, Cli):
         return await observe_cli(probe, home)
     if isinstance(probe, Served):
