@@ -58,7 +58,8 @@ class Entry:
 
 def escape(line: str) -> str:
     """One line made safe to show: invisible characters spelled out, markers defused."""
-    line = _INVISIBLE.sub(_spell, line)
+    if not (line.isascii() and line.isprintable()):  # printable ASCII holds nothing to spell
+        line = _INVISIBLE.sub(_spell, line)
     return "\\" + line if line.startswith(_MARKER_START) else line
 
 

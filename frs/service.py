@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -57,10 +58,11 @@ from frs.render import (
 )
 from frs.sources import SourceState, count_lines, source_alias
 from frs.text import check_text, estimate_tokens, message_body, sha256_hex
-from frs.views import ViewOptions, check_view_options, render_thread
+from frs.views import Frame, ViewOptions, check_view_options, load_frame, render_thread
 
 Clock = Callable[[], str]
 EXPORT_FORMATS = ("openai", "anthropic", "text")
+_FRAMES_KEPT = 64
 
 
 def utc_now() -> str:
@@ -140,6 +142,9 @@ class ReasoningService:
         self.limits = limits or Limits()
         self.clock = clock
         self.files = files
+        # Plan, checkpoints and open layers by (session, revision): every change to them bumps
+        # the revision, which is read in the same snapshot, so an entry can never be stale.
+        self._frames: OrderedDict[tuple[str, int], Frame] = OrderedDict()
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -340,6 +345,13 @@ class ReasoningService:
     async def view(self, options: ViewOptions, session_id: SessionId | None = None) -> str:
         """The numbered rendering of the thread (DESIGN §5); reads only the entries it shows."""
         check_view_options(options)
+        if not options.show_sources:
+            # The common case: resolve the session and render in one read.
+            async with self.store.snapshot() as reader:
+                found = await self._find(reader, session_id)
+                if found is not None:
+                    frame = await self._frame(reader, found)
+                    return await render_thread(reader, found, options, self.limits, (), frame)
         session = await self.session(session_id)
         sources = []
         if options.show_sources:
@@ -347,7 +359,17 @@ class ReasoningService:
             sources = [state.line() for state in states]
         async with self.store.snapshot() as reader:
             session = await self._get(reader, session.id)
-            return await render_thread(reader, session, options, self.limits, sources)
+            frame = await self._frame(reader, session)
+            return await render_thread(reader, session, options, self.limits, sources, frame)
+
+    async def _frame(self, reader: ThreadReader, session: Session) -> Frame:
+        key = (session.id, session.revision)
+        frame = self._frames.get(key)
+        if frame is None:
+            frame = self._frames[key] = await load_frame(reader, session)
+            if len(self._frames) > _FRAMES_KEPT:
+                self._frames.popitem(last=False)
+        return frame
 
     # -- squashing -------------------------------------------------------------------------------
 
@@ -689,14 +711,15 @@ class ReasoningService:
         """One page of the full text behind an alias."""
         ref = parse_alias(alias)
         size_cap = max_chars or self.limits.page_chars
-        session = await self.session(session_id)
         if ref.is_source:
-            text, heading = await self._source_text(session, ref)
-            return self._page(ref.name, heading, text, offset, size_cap, session_id, max_chars)
-        if ref.is_source:
+            session = await self.session(session_id)
             text, heading = await self._source_text(session, ref)
             return self._page(ref.name, heading, text, offset, size_cap, session_id, max_chars)
         async with self.store.snapshot() as reader:
+            found = await self._find(reader, session_id)
+            if found is None:
+                raise AliasNotFound(ref.name, "there is no session yet; record messages first.")
+            session = found
             if ref.family == "M":
                 message = await reader.message(session.id, ref.n)
                 if message is None:
@@ -913,8 +936,7 @@ class ReasoningService:
     async def _find(self, reader: ThreadReader, session_id: SessionId | None) -> Session | None:
         if session_id is not None:
             return await self._get(reader, session_id)
-        current = await reader.current_session_id()
-        return await reader.find_session(current) if current else None
+        return await reader.current_session()
 
     async def _get(self, reader: ThreadReader, session_id: SessionId) -> Session:
         session = await reader.find_session(session_id)

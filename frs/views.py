@@ -75,36 +75,56 @@ def check_view_options(options: ViewOptions) -> None:
         raise InvalidRequest(f"budget_tokens={options.budget_tokens}; give a positive budget.")
 
 
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """What surrounds a view's entries. It changes only with the session's revision, so a
+    caller may keep it by (session id, revision)."""
+
+    plan: tuple[PlanStep, ...]
+    checkpoints: tuple[Checkpoint, ...]
+    layers: tuple[FocusLayer, ...]
+
+
+async def load_frame(reader: ThreadReader, session: Session) -> Frame:
+    return Frame(
+        tuple(await reader.plan(session.id)),
+        tuple(await reader.checkpoints(session.id)),
+        tuple(await reader.open_layers(session.id)),
+    )
+
+
 async def render_thread(
     reader: ThreadReader,
     session: Session,
     options: ViewOptions,
     limits: Limits,
     sources: Sequence[str] = (),
+    frame: Frame | None = None,
 ) -> str:
     """The view text for `options`, read through `reader` (one consistent snapshot)."""
     mode = options.numbering or session.numbering
     preview = options.preview_chars or limits.preview_chars
-    plan = await reader.plan(session.id) if options.show_plan else []
+    frame = frame or await load_frame(reader, session)
+    plan = frame.plan if options.show_plan else ()
     leading = _sources_block(sources)
     budgeted = options.budget_tokens is not None and not (
         options.start or options.end or options.roles or options.run_id
     )
     if budgeted and session.live_count > _WHOLE_IF_UNDER:
-        return await _budgeted(reader, session, options, mode, preview, plan, leading)
+        return await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
     entries, positions, scope = await _select(reader, session, options, mode)
     thinking: list[Message] = []
     if options.show_thinking and entries:
         thinking = await reader.thinking(session.id, entries[0].ord, entries[-1].ord_last)
     if options.show_thinking and not options.roles and (not entries or positions[0] == 1):
         thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
-    marks = await reader.checkpoints(session.id)
+    marks = list(frame.checkpoints)
     labels = [label(m, p, mode) for m, p in zip(entries, positions, strict=True)]
     built, before = _attach(entries, labels, thinking, marks, whole=scope is None)
     leading.extend(before)
     if session.live_count == 0:
         leading.append("(no messages yet: record them with frs_record)")
-    layers = await reader.open_layers(session.id)
+    layers = frame.layers
     built, trailing = _focus_headings(built, layers, shows_end=_shows_end(session, positions))
     shown = len(built)
     if options.merge_runs:
@@ -117,7 +137,7 @@ async def render_thread(
     text = render_view(session.title, session.goal, plan, leading, built, footer, preview)
     if budgeted and _tokens_of_bytes(_bytes(text.split("\n"))) > (options.budget_tokens or 0):
         return await _budgeted(
-            reader, session, options, mode, preview, plan, _sources_block(sources)
+            reader, session, options, mode, preview, plan, _sources_block(sources), frame
         )
     if options.budget_tokens is not None:
         return _trim_to_budget(text, options.budget_tokens)
@@ -184,7 +204,8 @@ async def _select(
             positions = await reader.positions_of(sid, [m.ord for m in entries])
         else:
             count = min(options.last, live)
-            entries = await reader.entries_at(sid, live - count + 1, count) if count else []
+            # Newest first down the index: no position lookup needed at the end of the thread.
+            entries = await reader.last_entries(sid, count, None) if count else []
             positions = list(range(live - count + 1, live + 1))
         return entries, positions, f"last {options.last}"
     entries = await reader.entries_at(sid, 1, live) if live else []
@@ -389,6 +410,7 @@ async def _budgeted(
     preview: int,
     plan: Sequence[PlanStep],
     leading: list[str],
+    frame: Frame,
 ) -> str:
     """The newest entries whole, older ones as cards, then one-line cards, the rest omitted."""
     budget = options.budget_tokens or 0
@@ -399,8 +421,8 @@ async def _budgeted(
     # note is sized for any budget, so the minimum it names is itself accepted.
     widest_note = _budget_note(10**12, live, live, live, live, live)
     widest_footer = _footer(session, live, [live, live], "budget")
-    frame = render_view(session.title, session.goal, plan, leading, [], widest_footer, preview)
-    fixed = _bytes([*frame.split("\n"), widest_note])
+    skeleton = render_view(session.title, session.goal, plan, leading, [], widest_footer, preview)
+    fixed = _bytes([*skeleton.split("\n"), widest_note])
     room = budget * 4 - fixed
     if room < _MIN_ENTRY_TOKENS * 4:
         minimum = _tokens_of_bytes(fixed) + _MIN_ENTRY_TOKENS
@@ -408,7 +430,7 @@ async def _budgeted(
             f"budget_tokens={budget} is below what the view's header and footer need "
             f"(~{_tokens_of_bytes(fixed)} tokens); use at least {minimum}."
         )
-    marks = await reader.checkpoints(session.id)
+    marks = frame.checkpoints
     chosen: list[tuple[int, Message, str]] = []  # (position, message, tier), newest first
     used, tier = 0, "whole"
     position = newest
@@ -440,7 +462,7 @@ async def _budgeted(
     note = _budget_note(
         budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), first - 1, live
     )
-    lines = [*frame.split("\n")[:-1], note]
+    lines = [*skeleton.split("\n")[:-1], note]
     for at, message, t in chosen:
         lines.extend(_entry_lines(message, at, mode, t, preview, marks))
     positions = [at for at, _, _ in chosen]

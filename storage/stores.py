@@ -72,8 +72,9 @@ class SqliteReader:
         return list(await self.conn.execute_fetchall(sql, params))
 
     async def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        async with self.conn.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        # One trip to the connection's thread; a cursor's execute/fetchone/close costs three.
+        rows = list(await self.conn.execute_fetchall(sql, params))
+        return rows[0] if rows else None
 
     async def _messages(self, sql: str, params: Sequence[Any]) -> list[Message]:
         return [message_from_row(row) for row in await self._all(sql, params)]
@@ -88,6 +89,14 @@ class SqliteReader:
         row = await self._one(
             f"select {SESSION_COLUMNS} from sessions where interface = ? and conversation = ?",
             (interface, conversation),
+        )
+        return session_from_row(row) if row else None
+
+    async def current_session(self) -> Session | None:
+        columns = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+        row = await self._one(
+            f"select {columns} from current_session c join sessions s on s.id = c.session_id"
+            " where c.id = 1"
         )
         return session_from_row(row) if row else None
 
@@ -217,17 +226,14 @@ class SqliteReader:
     ) -> tuple[int | None, int | None]:
         # Each query must scan only the window (by number) or only the answers to the window
         # (by answers); without statistics SQLite may pick the other index and scan the thread.
-        before = await self._one(
-            "select min(answers) from messages indexed by messages_by_number"
-            " where session_id = ? and number between ? and ? and answers < ?",
-            (session_id, lo, hi, lo),
+        row = await self._one(
+            "select (select min(answers) from messages indexed by messages_by_number"
+            " where session_id = ? and number between ? and ? and answers < ?),"
+            " (select max(number) from messages indexed by messages_answers"
+            " where session_id = ? and answers between ? and ? and number > ?)",
+            (session_id, lo, hi, lo, session_id, lo, hi, hi),
         )
-        after = await self._one(
-            "select max(number) from messages indexed by messages_answers"
-            " where session_id = ? and answers between ? and ? and number > ?",
-            (session_id, lo, hi, hi),
-        )
-        return before[0], after[0]
+        return row[0], row[1]
 
     # squashes
 
