@@ -35,6 +35,7 @@ class Limits:
     max_focus_depth: int = 8
     preview_chars: int = 1_200
     page_chars: int = 20_000
+    view_tokens: int = 20_000  # a whole-thread view larger than this is budgeted to it
 
 
 @dataclass(frozen=True, slots=True)

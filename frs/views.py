@@ -40,9 +40,11 @@ from frs.render import (
 
 _CHUNK = 64  # entries read per step while a budgeted view walks back
 _BUDGET_CARD_CHARS = 300  # the preview cap of entries shrunk to cards
-# A budgeted view spends up to these shares of its entry budget on whole entries, then cards;
-# one-line cards take the rest, so the view keeps an overview of older work.
-_WHOLE_SHARE, _CARD_SHARE = 0.5, 0.8
+# A budgeted view that cannot show everything whole spends up to these shares of its entry
+# budget on whole entries, then cards; one-line cards take the rest, so the view keeps an
+# overview of older work.
+_ALL_WHOLE = {"whole": 1.0}
+_TIERED = {"whole": 0.5, "card": 0.8, "line": 1.0}
 _MIN_ENTRY_TOKENS = 40  # room for at least one one-line card
 # A thread this short is rendered whole first; only if that exceeds the budget is it shrunk.
 _WHOLE_IF_UNDER = 200
@@ -107,6 +109,13 @@ async def render_thread(
     frame = frame or await load_frame(reader, session)
     plan = frame.plan if options.show_plan else ()
     leading = _sources_block(sources)
+    unbounded = not (
+        options.start or options.end or options.roles or options.run_id or options.last
+    )
+    if options.budget_tokens is None and unbounded and session.live_tokens > limits.view_tokens:
+        # A whole-thread view never exceeds the server's cap (a host's cap on tool output is
+        # about 25,000 tokens); the view says so and how to see more.
+        options = replace(options, budget_tokens=limits.view_tokens)
     budgeted = options.budget_tokens is not None and not (
         options.start or options.end or options.roles or options.run_id
     )
@@ -193,7 +202,9 @@ async def _select(
             entries = await reader.entries_at(sid, lo, hi - lo + 1)
             positions = list(range(lo, lo + len(entries)))
             entries, positions = _keep_lanes(entries, positions, lanes)
-            scope = f"positions {lo}–{hi}"
+            # A window over every position is the whole thread, and says so.
+            whole = lo == 1 and hi == live and not lanes and options.last is None
+            scope = None if whole else f"positions {lo}–{hi}"
         if options.last is not None:
             entries, positions = entries[-options.last :], positions[-options.last :]
         return entries, positions, scope
@@ -431,32 +442,11 @@ async def _budgeted(
             f"(~{_tokens_of_bytes(fixed)} tokens); use at least {minimum}."
         )
     marks = frame.checkpoints
-    chosen: list[tuple[int, Message, str]] = []  # (position, message, tier), newest first
-    used, tier = 0, "whole"
-    position = newest
-    done = newest == 0
-    while not done:
-        start = max(1, position - _CHUNK + 1)
-        chunk = await reader.entries_at(session.id, start, position - start + 1)
-        for offset, message in zip(range(len(chunk) - 1, -1, -1), reversed(chunk), strict=True):
-            at = start + offset
-            while True:
-                cost = _bytes(_entry_lines(message, at, mode, tier, preview, marks))
-                limit = room * {"whole": _WHOLE_SHARE, "card": _CARD_SHARE, "line": 1.0}[tier]
-                if used + cost <= limit:
-                    chosen.append((at, message, tier))
-                    used += cost
-                    break
-                if tier == "line":
-                    done = True
-                    break
-                tier = "card" if tier == "whole" else "line"
-            if done or len(chosen) >= most:
-                done = True
-                break
-        position = start - 1
-        done = done or position < 1
-    chosen.reverse()
+    # First try the newest entries whole back to the start: a thread that fits is shown as
+    # it is. Only if it does not are older entries shrunk, tier by tier.
+    chosen, complete = await _walk(reader, session, most, room, _ALL_WHOLE, mode, preview, marks)
+    if not complete:
+        chosen, _ = await _walk(reader, session, most, room, _TIERED, mode, preview, marks)
     first = chosen[0][0] if chosen else newest + 1
     tiers = [t for _, _, t in chosen]
     note = _budget_note(
@@ -468,6 +458,42 @@ async def _budgeted(
     positions = [at for at, _, _ in chosen]
     lines.append(_footer(session, len(chosen), positions, "budget"))
     return "\n".join(lines)
+
+
+async def _walk(
+    reader: ThreadReader,
+    session: Session,
+    most: int,
+    room: int,
+    shares: dict[str, float],
+    mode: Numbering,
+    preview: int,
+    marks: Sequence[Checkpoint],
+) -> tuple[list[tuple[int, Message, str]], bool]:
+    """Entries from the newest back, each in the largest tier that still fits its share of
+    `room` bytes; oldest first, and whether the walk reached position 1."""
+    tiers = list(shares)
+    chosen: list[tuple[int, Message, str]] = []  # (position, message, tier), newest first
+    used, tier = 0, 0
+    position = session.live_count
+    while position >= 1 and len(chosen) < most:
+        start = max(1, position - _CHUNK + 1)
+        chunk = await reader.entries_at(session.id, start, position - start + 1)
+        for at, message in zip(range(position, start - 1, -1), reversed(chunk), strict=True):
+            while True:
+                name = tiers[tier]
+                cost = _bytes(_entry_lines(message, at, mode, name, preview, marks))
+                if used + cost <= room * shares[name]:
+                    chosen.append((at, message, name))
+                    used += cost
+                    break
+                if tier == len(tiers) - 1:
+                    return chosen[::-1], False
+                tier += 1
+            if len(chosen) >= most:
+                break
+        position = start - 1
+    return chosen[::-1], position < 1 or len(chosen) >= most
 
 
 def _entry_lines(

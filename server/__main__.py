@@ -112,6 +112,13 @@ def parser() -> argparse.ArgumentParser:
         help="a folder whose files frs_source may read (repeatable; none by default)",
     )
     p.add_argument(
+        "--max-view-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a whole-thread view larger than this is budgeted to it (default 20000)",
+    )
+    p.add_argument(
         "--preview-chars",
         type=_preview_chars,
         default=None,
@@ -193,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.preview_chars is not None:
         options["preview_chars"] = args.preview_chars
+    if args.max_view_tokens is not None:
+        options["max_view_tokens"] = args.max_view_tokens
     options["allow_roots"] = tuple(args.allow_root)
     settings = Settings.model_validate(options)
     if args.transport == "stdio":

@@ -33,6 +33,7 @@ class Settings(BaseModel):
     max_message_chars: int = Field(default=_DEFAULTS.max_message_chars, ge=1)
     max_summary_chars: int = Field(default=_DEFAULTS.max_summary_chars, ge=1)
     preview_chars: int = Field(default=_DEFAULTS.preview_chars, ge=PREVIEW_MIN)
+    max_view_tokens: int = Field(default=_DEFAULTS.view_tokens, ge=500)
     allow_roots: tuple[str, ...] = ()  # folders file sources may be read from; none by default
     max_source_bytes: int = Field(default=2_000_000, ge=1)
     log_level: str = "INFO"
@@ -42,4 +43,5 @@ class Settings(BaseModel):
             max_message_chars=self.max_message_chars,
             max_summary_chars=self.max_summary_chars,
             preview_chars=self.preview_chars,
+            view_tokens=self.max_view_tokens,
         )

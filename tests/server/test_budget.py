@@ -354,3 +354,38 @@ class TestRefusals:
         async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
             view = await call_text(client, "frs_view_thread", last=10, budget_tokens=4_000)
         assert [e.position for e in shown_entries(view)] == list(range(SMALL - 9, SMALL + 1))
+
+
+class TestDefaultCap:
+    """A whole-thread view never exceeds the server's cap (`--max-view-tokens`)."""
+
+    @staticmethod
+    def messages(count: int) -> list[dict[str, Any]]:
+        return [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"step {i}: " + "x" * 400}
+            for i in range(count)
+        ]
+
+    async def test_a_thread_over_the_cap_is_budgeted_and_says_how_to_see_more(
+        self, connect: Connect
+    ) -> None:
+        async with connect(max_view_tokens=2_000) as client:
+            await call_text(client, "frs_record", messages=self.messages(60))
+            view = await call_text(client, "frs_view_thread")
+            whole = await call_text(client, "frs_view_thread", **{"from": 1})
+        assert estimate_tokens(view) <= 2_000
+        note = view.split("\n")[1]
+        assert note.startswith("Budget ~2,000 tokens: ")
+        omitted = re.search(r"frs_view_thread\(from=1, to=(\d+)\) shows them", note)
+        assert omitted is not None
+        assert f"[{int(omitted[1]) + 1}] " in view
+        assert view.split("\n")[-2].startswith("[60] Assistant: step 59: ")
+        assert len([line for line in whole.split("\n") if line.startswith("[")]) == 60
+        assert estimate_tokens(whole) > 2_000
+
+    async def test_a_thread_under_the_cap_is_shown_whole(self, connect: Connect) -> None:
+        async with connect(max_view_tokens=2_000) as client:
+            await call_text(client, "frs_record", messages=self.messages(5))
+            view = await call_text(client, "frs_view_thread")
+        assert "Budget" not in view
+        assert len([line for line in view.split("\n") if line.startswith("[")]) == 5

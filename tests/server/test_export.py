@@ -31,6 +31,9 @@ from tests.frs.test_export import anthropic_id_problems, anthropic_problems, ope
 IMPORTED = re.compile(r" into session (?P<session>[0-9a-f]+) ")
 LABEL = re.compile(r"^\[(\d+)(?:–(\d+))?\] ")
 
+# The whole thread as a window: a whole-thread view over the default cap is budgeted.
+WHOLE = {"from": 1}
+
 
 async def resource(client: Client, uri: str) -> Any:
     """A JSON resource, parsed."""
@@ -312,7 +315,11 @@ class TestCorpus:
         rows = rows_of(file)
         async with connect(database=str(corpus.database)) as client:
             view = await call_text(
-                client, "frs_view_thread", merge_runs=True, session_id=corpus.sessions[file.name]
+                client,
+                "frs_view_thread",
+                merge_runs=True,
+                **WHOLE,
+                session_id=corpus.sessions[file.name],
             )
         entries = merged_entries(view)
         assert [(a, b) for a, b, _ in entries] == run_spans(rows)
@@ -387,7 +394,7 @@ class TestCorpus:
                 session = corpus.sessions[file.name]
                 rows = rows_of(file)
                 view = await call_text(
-                    client, "frs_view_thread", merge_runs=True, session_id=session
+                    client, "frs_view_thread", merge_runs=True, **WHOLE, session_id=session
                 )
                 spans = [(a, b) for a, b, _ in merged_entries(view) if b > a][::2]
                 for first, last in reversed(spans):
@@ -400,7 +407,7 @@ class TestCorpus:
                     )
                 squashed_total += len(spans)
                 after = await call_text(
-                    client, "frs_view_thread", merge_runs=True, session_id=session
+                    client, "frs_view_thread", merge_runs=True, **WHOLE, session_id=session
                 )
                 expected = len(rows) - sum(b - a for a, b in spans)
                 positions = [p for a, b, _ in merged_entries(after) for p in range(a, b + 1)]

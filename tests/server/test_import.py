@@ -80,9 +80,14 @@ class TestCorpus:
         raw = "\n".join(raw_lines(file))
         async with connect(database=str(corpus.database)) as client:
             view = await call_text(client, "frs_view_thread", session_id=corpus.session(file))
-        entries = [line for line in view.split("\n") if line.startswith("[")]
+            whole = await call_text(
+                client, "frs_view_thread", session_id=corpus.session(file), **{"from": 1}
+            )
+        entries = [line for line in whole.split("\n") if line.startswith("[")]
         assert len(entries) == len(raw_lines(file)), "every message is an entry"
-        assert estimate_tokens(view) < estimate_tokens(raw)
+        assert estimate_tokens(whole) < estimate_tokens(raw)
+        assert estimate_tokens(view) <= estimate_tokens(whole)
+        assert estimate_tokens(view) <= 20_000, "a default view stays under the server's cap"
 
     async def test_a_budgeted_view_of_the_largest_transcript_fits_its_budget(
         self, connect: Connect, corpus: Corpus
