@@ -194,7 +194,7 @@ async def _select(
                 if cover is not None and cover.ord < lo <= cover.ord_last:
                     entries.insert(0, cover)
             positions = await reader.positions_of(sid, [m.ord for m in entries])
-            scope = f"numbers {lo}–{hi}"
+            scope: str | None = f"numbers {lo}–{hi}"
         else:
             lo = options.start if options.start is not None else 1
             hi = options.end if options.end is not None else live
