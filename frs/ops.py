@@ -88,6 +88,7 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
             ("tool_call_id", message.tool_call_id),
             ("run_id", message.run_id),
             ("interface_message_id", message.interface_message_id),
+            ("created_at", message.created_at),
         ):
             if optional is not None:
                 check_text(optional, f"{where}.{label}")

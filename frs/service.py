@@ -163,6 +163,9 @@ class ReasoningService:
         title = self._check_line(title, "title") or "Untitled"
         goal = goal.strip()
         check_text(goal, "The goal")
+        for name, value in (("interface", interface), ("conversation", conversation)):
+            if value is not None:
+                check_text(value, name)
         if (interface is None) != (conversation is None):
             raise InvalidRequest(
                 "Give interface and conversation together (e.g. interface='telegram', "
@@ -783,6 +786,7 @@ class ReasoningService:
         now = self.clock()
         found: FileText | None = None
         if path is not None:
+            check_text(path, "path")
             found = await self._files().read(path)
             name, content = source_alias(alias, found.display), found.text
         else:

@@ -37,6 +37,7 @@ from frs.render import (
     render_view,
     split_lines,
 )
+from frs.text import check_text
 
 _CHUNK = 64  # entries read per step while a budgeted view walks back
 _BUDGET_CARD_CHARS = 300  # the preview cap of entries shrunk to cards
@@ -75,6 +76,8 @@ def check_view_options(options: ViewOptions) -> None:
         raise InvalidRequest(f"last={options.last}; give a count of at least 1.")
     if options.budget_tokens is not None and options.budget_tokens < 1:
         raise InvalidRequest(f"budget_tokens={options.budget_tokens}; give a positive budget.")
+    if options.run_id is not None:
+        check_text(options.run_id, "run_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +185,8 @@ async def _select(
             entries, positions = entries[-options.last :], positions[-options.last :]
         return entries, positions, f"run {options.run_id}"
     if options.start is not None or options.end is not None:
+        if live == 0 and options.end is None:
+            return [], [], None  # `from=1` on an empty thread: nothing to show, not an error
         if mode == "absolute":
             lo = options.start if options.start is not None else 1
             hi = options.end if options.end is not None else max(session.next_number - 1, 1)

@@ -20,6 +20,13 @@ def tool_errors() -> Iterator[None]:
         yield
     except FrsError as exc:
         raise ToolError(str(exc)) from exc
+    except UnicodeEncodeError as exc:
+        # The domain checks every text it stores or looks up; this catches one it missed, so
+        # the model still gets an error it can act on instead of an opaque failure.
+        raise ToolError(
+            "An argument contains an unpaired surrogate (a half of a UTF-16 pair), which is "
+            "not valid Unicode text. Send valid UTF-8 text."
+        ) from exc
     except sqlite3.OperationalError as exc:
         # The file failed, not the request (a full disk, a read-only file, a lock held past the
         # busy timeout); the transaction was rolled back.

@@ -62,7 +62,8 @@ async def _restore_everything(db: Path, home: Path, acked: Acknowledged) -> int:
         with open_file(db) as conn:
             sessions = [sid for (sid,) in conn.execute("select id from sessions")]
         for session_id in sessions:
-            before = await wire.call_tool("frs_view_thread", {"session_id": session_id})
+            # A window from 1: a whole-thread view over the server's cap would be budgeted.
+            before = await wire.call_tool("frs_view_thread", {"session_id": session_id, "from": 1})
             labels = [
                 found.group(1)
                 for found in map(_HEADER.match, text_of(before).splitlines())
@@ -86,7 +87,12 @@ async def _restore_everything(db: Path, home: Path, acked: Acknowledged) -> int:
                 undone += 1
             result = await wire.call_tool(
                 "frs_view_thread",
-                {"numbering": "absolute", "preview_chars": 100_000, "session_id": session_id},
+                {
+                    "numbering": "absolute",
+                    "preview_chars": 100_000,
+                    "session_id": session_id,
+                    "from": 1,
+                },
             )
             assert not result.get("isError"), text_of(result)
             shown: dict[int, str] = {}
