@@ -112,6 +112,13 @@ def parser() -> argparse.ArgumentParser:
         help="a folder whose files frs_source may read (repeatable; none by default)",
     )
     p.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stdio: a request line longer than this is refused (default 16 MiB)",
+    )
+    p.add_argument(
         "--max-view-tokens",
         type=int,
         default=None,
@@ -200,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.preview_chars is not None:
         options["preview_chars"] = args.preview_chars
+    if args.max_line_bytes is not None:
+        options["max_line_bytes"] = args.max_line_bytes
     if args.max_view_tokens is not None:
         options["max_view_tokens"] = args.max_view_tokens
     options["allow_roots"] = tuple(args.allow_root)

@@ -12,6 +12,7 @@ from server import prompts, resources, tools
 from server.deps import Deps, DepsSlot, open_deps
 from server.errors import validation_middleware
 from server.settings import APP_NAME, Settings
+from server.stdio import DEFAULT_MAX_LINE_BYTES, guarded_stdio
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,18 @@ def version() -> str:
         return "0.0.0"
 
 
+class FrsServer(MCPServer[Deps]):
+    """MCPServer whose stdio answers every line (see `server.stdio`)."""
+
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+    async def run_stdio_async(self) -> None:
+        async with guarded_stdio(self.max_line_bytes) as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
+
+
 def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[Deps]:
     """A fresh server. With `shared`, every connection uses those deps (HTTP and SSE serve many
     clients from one process, and the SDK runs the lifespan once per SSE connection); without,
@@ -53,13 +66,14 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
             finally:
                 slot.deps = None
 
-    mcp: MCPServer[Deps] = MCPServer(
+    mcp: FrsServer = FrsServer(
         APP_NAME,
         version=version(),
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level=settings.log_level.upper(),  # type: ignore[arg-type]
     )
+    mcp.max_line_bytes = settings.max_line_bytes
     mcp.middleware.append(validation_middleware)
     tools.register(mcp)
     resources.register(mcp, slot)

@@ -34,6 +34,7 @@ class Settings(BaseModel):
     max_summary_chars: int = Field(default=_DEFAULTS.max_summary_chars, ge=1)
     preview_chars: int = Field(default=_DEFAULTS.preview_chars, ge=PREVIEW_MIN)
     max_view_tokens: int = Field(default=_DEFAULTS.view_tokens, ge=500)
+    max_line_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)  # one stdio request
     allow_roots: tuple[str, ...] = ()  # folders file sources may be read from; none by default
     max_source_bytes: int = Field(default=2_000_000, ge=1)
     log_level: str = "INFO"

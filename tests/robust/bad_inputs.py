@@ -15,6 +15,10 @@ from typing import Any, Literal
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bad-inputs.md"
 NO_RESPONSE = "(no response)"
+_NOT_JSONRPC = (
+    '{"code":-32600,"message":"Invalid Request: not a JSON-RPC 2.0 message (an object with '
+    'jsonrpc \\"2.0\\", a method, and params as an object if any)."}'
+)
 PLACEHOLDERS = {
     "{session}": "<session id>",
     "{port}": "<port>",
@@ -360,7 +364,11 @@ def _rows() -> tuple[Row, ...]:
             + b'"}]}}}',
         ),
     )
-    stdio("stdio-oversized-garbage", "a 16 MiB line that is not JSON", (b"x" * 2**24,))
+    stdio(
+        "stdio-oversized-garbage",
+        "a line over the 16 MiB cap (`--max-line-bytes`)",
+        (b"x" * (2**24 + 1),),
+    )
     stdio(
         "stdio-deep-nesting",
         "tool call arguments nested 100,000 levels deep",
@@ -735,9 +743,12 @@ SEES: dict[str, str] = {
         "Error executing tool frs_session: title has 201 characters; the limit is 200."
     ),
     "unknown-tool": "Unknown tool: frs_delete_everything",
-    "stdio-not-json": "(no response)",
-    "stdio-not-jsonrpc": "(no response)",
-    "stdio-jsonrpc-1": "(no response)",
+    "stdio-not-json": (
+        '{"code":-32700,"message":"Parse error: not JSON (Expecting value: line 1 column 1 '
+        '(char 0))."}'
+    ),
+    "stdio-not-jsonrpc": _NOT_JSONRPC,
+    "stdio-jsonrpc-1": _NOT_JSONRPC,
     "stdio-unknown-method": '{"code":-32601,"message":"Method not found","data":"frs/delete"}',
     "stdio-call-no-name": '{"code":-32602,"message":"Invalid request parameters","data":""}',
     "stdio-arguments-string": '{"code":-32602,"message":"Invalid request parameters","data":""}',
@@ -745,9 +756,18 @@ SEES: dict[str, str] = {
         "Error executing tool frs_record: messages[0] has 8,388,608 characters; the limit is "
         "200,000. Record a shorter excerpt, or split the output into several messages."
     ),
-    "stdio-oversized-garbage": "(no response)",
-    "stdio-deep-nesting": "(no response)",
-    "stdio-escaped-surrogate": "(no response)",
+    "stdio-oversized-garbage": (
+        '{"code":-32600,"message":"Request too large: a line over 16,777,216 bytes. Send '
+        'smaller requests (record a long thread in batches)."}'
+    ),
+    "stdio-deep-nesting": (
+        '{"code":-32700,"message":"Parse error: JSON nested too deeply to read."}'
+    ),
+    "stdio-escaped-surrogate": (
+        "Error executing tool frs_record: messages[0].content contains an unpaired surrogate "
+        "U+D800 at character 1, which is not valid Unicode text. Send valid UTF-8 (encode "
+        "binary data, e.g. as base64)."
+    ),
     "stdio-invalid-utf8": "Recorded 1 message at position 1 in session {session} · revision 1",
     "stdio-unknown-prompt": '{"code":0,"message":"Unknown prompt: nope"}',
     "stdio-unknown-resource": (

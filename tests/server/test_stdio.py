@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,3 +89,44 @@ class TestStdio:
         entry = json.loads((ROOT / "mcp.json").read_text(encoding="utf-8"))["mcpServers"]["frs"]
         assert entry["command"] == "frs-mcp"
         assert os.path.basename(FRS_MCP) == "frs-mcp"
+
+
+class TestEveryLineIsAnswered:
+    INIT = (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+    )
+
+    def answers(self, tmp_path: Path, *lines: bytes, flags: tuple[str, ...] = ()) -> list[Any]:
+        done = subprocess.run(
+            [FRS_MCP, "--db", str(tmp_path / "frs.db"), "--log-level", "WARNING", *flags],
+            input=b"\n".join(lines) + b"\n",
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    def test_bad_lines_get_errors_in_order_and_the_server_keeps_serving(
+        self, tmp_path: Path
+    ) -> None:
+        answers = self.answers(
+            tmp_path,
+            b"not json",
+            b'{"jsonrpc":"2.0","id":"a7","method":"tools/call","params":"x"}',
+            b"[1, 2]",
+            self.INIT,
+        )
+        assert [a.get("id") for a in answers] == [None, "a7", None, 1]
+        assert [a["error"]["code"] for a in answers[:3]] == [-32700, -32600, -32600]
+        assert answers[3]["result"]["serverInfo"]["name"] == "frs-mcp"
+
+    def test_a_line_over_the_cap_is_refused_without_stopping_the_server(
+        self, tmp_path: Path
+    ) -> None:
+        big = b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"' + b"a" * 5000 + b'"}}'
+        answers = self.answers(tmp_path, big, self.INIT, flags=("--max-line-bytes", "2048"))
+        assert answers[0]["error"]["code"] == -32600
+        assert "a line over 2,048 bytes" in answers[0]["error"]["message"]
+        assert answers[1]["id"] == 1
+        assert "result" in answers[1]
