@@ -119,7 +119,13 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
     where = str(path)
     if where != MEMORY:
         file = Path(where).expanduser()  # noqa: ASYNC240 - once at startup, before serving
-        file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            # mkdir says "File exists" when a file stands where a folder should be.
+            raise NotADirectoryError(
+                f"{file.parent} is not a folder (a file of that name is in the way)"
+            ) from None
         where = str(file)
     writer = await _connect(where)
     reader = writer
