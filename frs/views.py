@@ -449,9 +449,10 @@ async def _budgeted(
     marks = frame.checkpoints
     # First try the newest entries whole back to the start: a thread that fits is shown as
     # it is. Only if it does not are older entries shrunk, tier by tier.
-    chosen, complete = await _walk(reader, session, most, room, _ALL_WHOLE, mode, preview, marks)
+    sizer = _Sizer(reader, session, mode, preview, marks)
+    chosen, complete = await _walk(sizer, most, room, _ALL_WHOLE)
     if not complete:
-        chosen, _ = await _walk(reader, session, most, room, _TIERED, mode, preview, marks)
+        chosen, _ = await _walk(sizer, most, room, _TIERED)
     first = chosen[0][0] if chosen else newest + 1
     tiers = [t for _, _, t in chosen]
     note = _budget_note(
@@ -459,35 +460,60 @@ async def _budgeted(
     )
     lines = [*skeleton.split("\n")[:-1], note]
     for at, message, t in chosen:
-        lines.extend(_entry_lines(message, at, mode, t, preview, marks))
+        lines.extend(sizer.lines(at, message, t))
     positions = [at for at, _, _ in chosen]
     lines.append(_footer(session, len(chosen), positions, "budget"))
     return "\n".join(lines)
 
 
+class _Sizer:
+    """A budgeted view's entries and their lines per tier, each read and rendered once,
+    however many walks the view takes."""
+
+    def __init__(
+        self,
+        reader: ThreadReader,
+        session: Session,
+        mode: Numbering,
+        preview: int,
+        marks: Sequence[Checkpoint],
+    ) -> None:
+        self.reader, self.session = reader, session
+        self.mode, self.preview, self.marks = mode, preview, marks
+        self._chunks: dict[int, list[Message]] = {}
+        self._lines: dict[tuple[int, str], list[str]] = {}
+
+    async def chunk(self, start: int, end: int) -> list[Message]:
+        if start not in self._chunks:
+            self._chunks[start] = await self.reader.entries_at(
+                self.session.id, start, end - start + 1
+            )
+        return self._chunks[start]
+
+    def lines(self, at: int, message: Message, tier: str) -> list[str]:
+        key = (at, tier)
+        if key not in self._lines:
+            self._lines[key] = _entry_lines(message, at, self.mode, tier, self.preview, self.marks)
+        return self._lines[key]
+
+
 async def _walk(
-    reader: ThreadReader,
-    session: Session,
-    most: int,
-    room: int,
-    shares: dict[str, float],
-    mode: Numbering,
-    preview: int,
-    marks: Sequence[Checkpoint],
+    sizer: _Sizer, most: int, room: int, shares: dict[str, float]
 ) -> tuple[list[tuple[int, Message, str]], bool]:
     """Entries from the newest back, each in the largest tier that still fits its share of
-    `room` bytes; oldest first, and whether the walk reached position 1."""
+    `room` bytes; oldest first, and whether the walk reached position 1 (or `most`)."""
     tiers = list(shares)
     chosen: list[tuple[int, Message, str]] = []  # (position, message, tier), newest first
     used, tier = 0, 0
-    position = session.live_count
+    position = sizer.session.live_count
     while position >= 1 and len(chosen) < most:
+        # Chunks start at fixed positions, so a second walk finds the first one's reads.
         start = max(1, position - _CHUNK + 1)
-        chunk = await reader.entries_at(session.id, start, position - start + 1)
+        chunk = await sizer.chunk(start, position)
         for at, message in zip(range(position, start - 1, -1), reversed(chunk), strict=True):
             while True:
                 name = tiers[tier]
-                cost = _bytes(_entry_lines(message, at, mode, name, preview, marks))
+                cost = _bytes(sizer.lines(at, message, name))
                 if used + cost <= room * shares[name]:
                     chosen.append((at, message, name))
                     used += cost
