@@ -6,15 +6,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint check bench clean
 
+# Installing writes only to stderr: under `make run`, stdout is the MCP protocol stream.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
-	touch $(STAMP)
+	@echo "installing frs-mcp into $(VENV)" >&2
+	@$(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/python -m pip install --quiet --upgrade pip >&2
+	@$(BIN)/python -m pip install --quiet -e ".[test]" >&2
+	@touch $(STAMP)
 
 ## Serve MCP over stdio on the default database (~/.local/share/frs-mcp/frs.db).
 run: $(STAMP)
-	$(BIN)/frs-mcp $(ARGS)
+	@$(BIN)/frs-mcp $(ARGS)
 
 ## Lint, type-check and run every test.
 test: lint
