@@ -5,8 +5,10 @@ Mutating tools also return structured content (revision, positions, aliases) for
 
 from __future__ import annotations
 
+import inspect
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,6 +19,8 @@ from frs import LANES, ROLES, NewMessage, PlanStep, SessionId, ToolCall, ViewOpt
 from frs.model import Numbering
 from server.deps import DepsContext
 from server.errors import tool_errors
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 SESSION_HELP = "Session id (from frs_session); omit to use the current session."
 REVISION_HELP = (
@@ -174,9 +178,10 @@ def _result(text: str, data: BaseModel) -> CallToolResult:
     )
 
 
-def register(mcp: MCPServer[Any]) -> None:
+def register(server: MCPServer[Any]) -> None:
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    mcp = _Registrar(server)
 
     @mcp.tool(annotations=writes, structured_output=False)
     async def frs_session(
@@ -349,6 +354,9 @@ def register(mcp: MCPServer[Any]) -> None:
         Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
         summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
         revision (pass it as expected_revision when you squash) and a token estimate.
+        budget_tokens=N fits the view into N tokens (older entries shrink, the oldest are
+        omitted, and a line under the header says which); a whole thread over the server's cap
+        is shown that way by default. merge_runs=true shows each agent turn as one entry.
         Example: frs_view_thread(last=20) or frs_view_thread(from=10, to=30)
         """
         service = ctx.request_context.lifespan_context.service
@@ -607,6 +615,21 @@ def register(mcp: MCPServer[Any]) -> None:
                 raise ToolError(f"action is {action!r}; use open or close.")
         session = await service.session(sid)
         return _result(text, Revision(session_id=session.id, revision=revision))
+
+
+class _Registrar:
+    """`mcp.tool(...)` with the docstring as description, its indentation removed: the tools
+    list reaches the model with every request, and leading spaces are tokens too."""
+
+    def __init__(self, server: MCPServer[Any]) -> None:
+        self.server = server
+
+    def tool(self, **options: Any) -> Callable[[_Fn], _Fn]:
+        def register(fn: _Fn) -> _Fn:
+            description = inspect.cleandoc(fn.__doc__ or "")
+            return self.server.tool(description=description, **options)(fn)
+
+        return register
 
 
 def _squash_result(done: Any) -> CallToolResult:
