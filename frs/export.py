@@ -162,7 +162,7 @@ def _input(arguments: str) -> dict[str, Any]:
     """tool_use input must be an object: parse the JSON arguments, else wrap them."""
     try:
         value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": value}
 

@@ -31,6 +31,7 @@ class Limits:
     max_summary_chars: int = 8_000
     max_batch: int = 5_000
     max_title_chars: int = 200
+    max_field_chars: int = 512  # a name, an id, a run id, a time: short labels
     max_plan_steps: int = 100
     max_focus_depth: int = 8
     preview_chars: int = 1_200

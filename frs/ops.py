@@ -8,6 +8,7 @@ partners); a stale `expected_revision` refuses any change.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from frs.errors import (
     InvalidContent,
@@ -73,7 +74,7 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
                     raise InvalidContent(
                         f"{at}.{field} is empty; every tool call needs an {field}."
                     )
-                check_text(value, f"{at}.{field}")
+                _check_field(value, f"{at}.{field}", limits)
             check_text(call.arguments, f"{at}.arguments")
             if call.id in seen:
                 raise InvalidContent(f"{at}.id {call.id!r} repeats an id of the same message.")
@@ -91,7 +92,25 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
             ("created_at", message.created_at),
         ):
             if optional is not None:
-                check_text(optional, f"{where}.{label}")
+                _check_field(optional, f"{where}.{label}", limits)
+        if message.created_at is not None:
+            try:
+                datetime.fromisoformat(message.created_at)
+            except ValueError:
+                raise InvalidContent(
+                    f"{where}.created_at is {message.created_at[:40]!r}, not an ISO-8601 time; "
+                    "send e.g. 2025-01-02T10:00:00Z, or leave it out for now."
+                ) from None
+
+
+def _check_field(value: str, what: str, limits: Limits) -> None:
+    """A one-line field (a name, an id, a time): valid text of bounded size."""
+    if len(value) > limits.max_field_chars:
+        raise InvalidContent(
+            f"{what} has {len(value):,} characters; the limit is {limits.max_field_chars}. "
+            "Names and ids are short labels; put long text in content."
+        )
+    check_text(value, what)
 
 
 def squash_tokens(window: Sequence[Message], summary: str) -> tuple[int, int]:

@@ -100,7 +100,7 @@ def annotate_call(call: ToolCall) -> str:
     key, value = "", ""
     try:
         args = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         args = call.arguments
     if isinstance(args, dict) and args:
         key = "query" if "query" in args else next(iter(args))
@@ -171,7 +171,7 @@ def render_entry(entry: Entry, preview_chars: int) -> list[str]:
 
 
 def _marker(entry: Entry, prefix: str, first: str) -> str:
-    stamp = f" [{entry.stamp}]" if entry.stamp else ""
+    stamp = f" [{escape_inline(entry.stamp)}]" if entry.stamp else ""
     head = f"[{entry.label}]{stamp} {prefix}:"
     return f"{head} {escape(first)}" if first else head
 

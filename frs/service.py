@@ -54,6 +54,7 @@ from frs.ops import (
 from frs.ports import FileReader, Store, ThreadReader, ThreadTx
 from frs.render import (
     Entry,
+    escape_inline,
     render_entry,
 )
 from frs.sources import SourceState, count_lines, source_alias
@@ -233,7 +234,8 @@ class ReasoningService:
         if fmt not in EXPORT_FORMATS:
             raise InvalidRequest(f"format is {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.")
         if fmt == "text":
-            return await self.view(ViewOptions(preview_chars=10**9), session_id)
+            # A window from position 1: the whole thread, never budgeted, every card whole.
+            return await self.view(ViewOptions(preview_chars=10**9, start=1), session_id)
         _, entries = await self.live_thread(session_id)
         return to_openai(entries) if fmt == "openai" else to_anthropic(entries)
 
@@ -549,8 +551,9 @@ class ReasoningService:
         goal: str,
         session_id: SessionId | None = None,
         expected_revision: int | None = None,
-    ) -> tuple[FocusLayer, int]:
-        """Open a nested focus layer; messages recorded from now on belong to it."""
+    ) -> tuple[FocusLayer, int, SessionId]:
+        """Open a nested focus layer; messages recorded from now on belong to it. Returns the
+        layer, the new revision and the session it was opened in."""
         goal = self._check_line(goal, "goal", required=True)
         async with self.store.transaction() as tx:
             session = await self._resolve(tx, session_id)
@@ -573,14 +576,14 @@ class ReasoningService:
             await tx.open_layer(session.id, layer)
             updated = replace(session, revision=session.revision + 1, updated_at=now)
             await tx.save_session(updated, f"opened focus layer {layer.n}: {goal}")
-            return layer, updated.revision
+            return layer, updated.revision, session.id
 
     async def close_focus(
         self,
         summary: str,
         session_id: SessionId | None = None,
         expected_revision: int | None = None,
-    ) -> tuple[FocusLayer, Squashed | None, int]:
+    ) -> tuple[FocusLayer, Squashed | None, int, SessionId]:
         """Close the innermost layer, squashing all of it into one summary in its parent."""
         text = check_summary(summary, self.limits)
         async with self.store.transaction() as tx:
@@ -599,7 +602,7 @@ class ReasoningService:
                 await tx.close_layer(session.id, inner.n, now, None)
                 updated = replace(session, revision=session.revision + 1, updated_at=now)
                 await tx.save_session(updated, f"closed empty focus layer {inner.n}")
-                return replace(inner, closed_at=now), None, updated.revision
+                return replace(inner, closed_at=now), None, updated.revision, session.id
             window = await tx.entries_at(session.id, first, count)
             # No pairing check here: the layer's start is a boundary the agent chose, and a
             # result recorded inside the layer for a call made before it goes with the layer
@@ -613,7 +616,8 @@ class ReasoningService:
                 f"focus layer {inner.n} (positions {first}–{session.live_count})",
             )
             await tx.close_layer(session.id, inner.n, now, done.squash.n)
-            return replace(inner, closed_at=now, squash_n=done.squash.n), done, done.revision
+            closed = replace(inner, closed_at=now, squash_n=done.squash.n)
+            return closed, done, done.revision, session.id
 
     async def _check_pairs(
         self,
@@ -865,7 +869,7 @@ class ReasoningService:
         found = await self._files().read(source.path or "")
         if not (sha_matches(ref, source.sha256) or sha_matches(ref, found.sha256)):
             raise _sha_mismatch(f"{ref.name}@{ref.sha8}", f"{ref.name}@{found.sha256[:8]}")
-        heading = f"{ref.name}@{found.sha256[:8]} · {source.where}"
+        heading = f"{ref.name}@{found.sha256[:8]} · {escape_inline(source.where)}"
         if found.sha256 != source.sha256:
             heading += (
                 f" · changed since registered (was @{source.sha8}, now @{found.sha256[:8]}); "

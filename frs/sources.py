@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from frs.aliases import check_prefix, derive_name, derive_prefix, parse_source_alias
 from frs.errors import InvalidAlias
 from frs.model import Source
+from frs.render import escape_inline
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +31,11 @@ class SourceState:
         s = self.source
         text = f"{s.alias}@{s.sha8} {s.where} · {s.lines:,} line{'' if s.lines == 1 else 's'}"
         if self.sha256 is None:
-            return f"{text} · unreadable: {self.problem}"
-        if self.changed:
-            return f"{text} · changed: now @{self.sha256[:8]}"
-        return text
+            text = f"{text} · unreadable: {self.problem}"
+        elif self.changed:
+            text = f"{text} · changed: now @{self.sha256[:8]}"
+        # A file's name may hold a newline: spelled out, it cannot start a line of its own.
+        return escape_inline(text)
 
 
 def source_alias(alias: str | None, file_name: str | None) -> str:

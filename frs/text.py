@@ -57,5 +57,5 @@ def minify_json(text: str) -> str:
         return text
     try:
         return json.dumps(json.loads(stripped), ensure_ascii=False, separators=(",", ":"))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return text

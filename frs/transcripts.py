@@ -27,6 +27,10 @@ def parse_transcript(lines: Iterable[str], limits: Limits | None = None) -> list
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidContent(f"line {number}: not JSON ({exc.msg}).") from None
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            raise InvalidContent(f"line {number}: not usable JSON ({exc}).") from None
+        except RecursionError:
+            raise InvalidContent(f"line {number}: JSON nested too deeply to read.") from None
         message = _message(row, number)
         try:
             check_new_messages([message], limits or Limits())

@@ -563,7 +563,12 @@ def _trim_to_budget(text: str, budget: int) -> str:
     lines = text.split("\n")
     if _tokens_of_bytes(_bytes(lines)) <= budget:
         return text
-    head = [line for line in lines[:3] if not line.startswith("[")]
+    # The header is the title and the goal and plan lines that follow it, nothing else.
+    head = [lines[0]]
+    for line in lines[1:3]:
+        if not line.startswith(("Goal: ", "Plan: ")):
+            break
+        head.append(line)
     footer = lines[-1]
     body = lines[len(head) : -1]
     cut = 0

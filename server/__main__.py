@@ -8,8 +8,10 @@ import os
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 import anyio
+from pydantic import ValidationError
 
 from server import exporter, importer
 from server.app import build_server, version
@@ -107,20 +109,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-root",
         action="append",
+        type=_folder,
         default=[],
         metavar="DIR",
         help="a folder whose files frs_source may read (repeatable; none by default)",
     )
     p.add_argument(
         "--max-line-bytes",
-        type=int,
+        type=_at_least(1024),
         default=None,
         metavar="N",
         help="stdio: a request line longer than this is refused (default 16 MiB)",
     )
     p.add_argument(
         "--max-view-tokens",
-        type=int,
+        type=_at_least(500),
         default=None,
         metavar="N",
         help="a whole-thread view larger than this is budgeted to it (default 20000)",
@@ -174,6 +177,24 @@ def _positive(text: str) -> int:
     return value
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum:,}")
+        return value
+
+    parse.__name__ = "number"  # argparse names the type in its message
+    return parse
+
+
+def _folder(text: str) -> str:
+    try:
+        return str(Path(text).expanduser().resolve())
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a usable folder path: {exc}") from None
+
+
 def _preview_chars(text: str) -> int:
     value = _whole(text)
     if value < PREVIEW_MIN:
@@ -212,7 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_view_tokens is not None:
         options["max_view_tokens"] = args.max_view_tokens
     options["allow_roots"] = tuple(args.allow_root)
-    settings = Settings.model_validate(options)
+    try:
+        settings = Settings.model_validate(options)
+    except ValidationError as exc:  # the flags' own checks should catch these first
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        print(f"frs-mcp: invalid settings: {problems}", file=sys.stderr)
+        return 2
     if args.transport == "stdio":
         return _run(serve, settings)
     http = HttpOptions(

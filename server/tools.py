@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validat
 
 from frs import LANES, ROLES, NewMessage, PlanStep, SessionId, ToolCall, ViewOptions
 from frs.model import Numbering
+from frs.render import escape_inline
 from server.deps import DepsContext
 from server.errors import tool_errors
 
@@ -255,7 +256,7 @@ def register(server: MCPServer[Any]) -> None:
                 s = await service.session(_sid(session_id))
                 parts = [
                     f'Session {s.id} "{s.title}"',
-                    f"goal: {s.goal}" if s.goal else "",
+                    f"goal: {escape_inline(s.goal)}" if s.goal else "",
                     f"numbering: {s.numbering}",
                     f"{s.live_count} entries for {s.recorded} messages",
                     f"revision {s.revision}",
@@ -546,7 +547,7 @@ def register(server: MCPServer[Any]) -> None:
                     alias, text, path, sid, expected_revision
                 )
                 return (
-                    f"Registered {source.alias}@{source.sha8} {source.where} · "
+                    f"Registered {source.alias}@{source.sha8} {escape_inline(source.where)} · "
                     f"{source.lines:,} line(s) · {source.chars:,} chars. Read it with "
                     f'get_alias(alias="{source.alias}") · revision {revision}'
                 )
@@ -554,7 +555,8 @@ def register(server: MCPServer[Any]) -> None:
                 if alias is None:
                     raise ToolError("action='remove' needs alias, e.g. alias='H.main'.")
                 source, revision = await service.remove_source(alias, sid, expected_revision)
-                return f"Removed source {source.alias} ({source.where}) · revision {revision}"
+                where = escape_inline(source.where)
+                return f"Removed source {source.alias} ({where}) · revision {revision}"
             if action in ("list", "verify"):
                 session, states = await service.source_states(sid, check=action == "verify")
                 if not states:
@@ -599,13 +601,13 @@ def register(server: MCPServer[Any]) -> None:
         sid = _sid(session_id)
         with tool_errors():
             if action == "open":
-                layer, revision = await service.open_focus(goal or "", sid, expected_revision)
+                layer, revision, used = await service.open_focus(goal or "", sid, expected_revision)
                 text = (
                     f"Opened focus layer {layer.depth} ({layer.goal!r}); messages recorded now "
                     f"belong to it · revision {revision}"
                 )
             elif action == "close":
-                layer, squashed, revision = await service.close_focus(
+                layer, squashed, revision, used = await service.close_focus(
                     summary or "", sid, expected_revision
                 )
                 text = f"Closed focus layer {layer.depth} ({layer.goal!r}). " + (
@@ -613,8 +615,7 @@ def register(server: MCPServer[Any]) -> None:
                 )
             else:
                 raise ToolError(f"action is {action!r}; use open or close.")
-        session = await service.session(sid)
-        return _result(text, Revision(session_id=session.id, revision=revision))
+        return _result(text, Revision(session_id=used, revision=revision))
 
 
 class _Registrar:

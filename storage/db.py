@@ -42,23 +42,25 @@ class Database:
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any error or cancellation."""
         async with self._write_lock:
-            await self._writer.execute("begin immediate")
+            # BEGIN is inside the try: cancelled while it waits (say, for another process's
+            # lock), it still runs later on aiosqlite's thread, and the rollback queued behind
+            # it closes it; outside, the connection would stay in a transaction for good.
             try:
+                await self._writer.execute("begin immediate")
                 yield self._writer
+                with anyio.CancelScope(shield=True):
+                    await self._writer.commit()
             except BaseException:
                 with anyio.CancelScope(shield=True):
                     await self._writer.rollback()
                 raise
-            else:
-                with anyio.CancelScope(shield=True):
-                    await self._writer.commit()
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
         """A read transaction: every query inside sees the same committed state."""
         async with self._read_lock:
-            await self._reader.execute("begin")
-            try:
+            try:  # BEGIN inside, for the reason given in `transaction`
+                await self._reader.execute("begin")
                 yield self._reader
             finally:
                 with anyio.CancelScope(shield=True):

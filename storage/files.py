@@ -2,8 +2,9 @@
 
 Paths are resolved (symlinks included) before the containment check, which compares whole path
 components; the file is opened without following a final symlink and without blocking, and
-checked again on the open descriptor, so a swap between check and read cannot smuggle in a
-FIFO, a device or another file.
+checked again on the open descriptor: its type, and (on Linux, through /proc/self/fd) the path
+the kernel really opened, so a folder swapped for a symlink between check and open, a FIFO or
+a device cannot be read.
 """
 
 from __future__ import annotations
@@ -49,17 +50,19 @@ class LocalFiles:
     def _read(self, path: str) -> FileText:
         if not self.roots:
             raise SourceRefused(_NO_ROOTS)
-        given = Path(path).expanduser()
-        if not given.is_absolute():
-            given = self.roots[0] / given
         allowed = ", ".join(str(root) for root in self.roots)
+        if "\x00" in path:
+            raise SourceRefused("A path cannot contain a NUL character.")
         try:
+            given = Path(path).expanduser()
+            if not given.is_absolute():
+                given = self.roots[0] / given
             real = given.resolve(strict=True)
         except FileNotFoundError:
             raise SourceRefused(
                 f"No file at {path}. Check the path (allowed roots: {allowed})."
             ) from None
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, ValueError) as exc:  # e.g. ~nosuchuser
             raise SourceRefused(f"Cannot resolve {path}: {exc}.") from None
         root = next((r for r in self.roots if real.is_relative_to(r)), None)
         if root is None:
@@ -81,6 +84,12 @@ class LocalFiles:
             raise SourceRefused(f"Cannot open {path}: {exc.strerror}.") from None
         try:
             # Checked on the open descriptor: what we read is what we checked.
+            opened = _opened_path(fd)
+            if opened is not None and not opened.is_relative_to(root):
+                raise SourceRefused(
+                    f"{path} changed while it was opened and now leads outside the allowed "
+                    "roots; it was not read."
+                )
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise SourceRefused(_DIRECTORY.format(path=path))
@@ -111,3 +120,11 @@ class LocalFiles:
                 f"{path} is not UTF-8 text; only text files can be sources."
             ) from None
         return FileText(str(real), real.relative_to(root).as_posix(), text, sha256_hex(text))
+
+
+def _opened_path(fd: int) -> Path | None:
+    """The path the kernel opened for `fd`, where the system says (Linux); else None."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None

@@ -376,7 +376,7 @@ class ThreadMachine(RuleBasedStateMachine):
         if len(self.thread.layers) >= Limits().max_focus_depth:
             self.refused(lambda: self.service.open_focus(goal, self.session), "too deep")
             return
-        _, revision = self.run(lambda: self.service.open_focus(goal, self.session))
+        _, revision, _ = self.run(lambda: self.service.open_focus(goal, self.session))
         event("focus opened")
         self.thread.layers.append((goal, self.thread.next_number))
         self.thread.revision += 1
@@ -394,7 +394,7 @@ class ThreadMachine(RuleBasedStateMachine):
         if why is not None:
             self.refused(lambda: self.service.close_focus(text, self.session), why)
             return
-        _, done, revision = self.run(lambda: self.service.close_focus(text, self.session))
+        _, done, revision, _ = self.run(lambda: self.service.close_focus(text, self.session))
         self.thread.layers.pop()
         if window:
             event("focus closed into a squash")
