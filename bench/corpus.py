@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from frs import NewMessage, ToolCall
 
@@ -24,6 +25,48 @@ class Call:
     id: str
     name: str
     arguments: str
+
+
+class _Call(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str: ...
+
+
+class _Recordable(Protocol):
+    """A corpus `Line` or a `NewMessage`: what `tool_arg` reads."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def tool_calls(self) -> Sequence[_Call]: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def run_id(self) -> str | None: ...
+
+
+def tool_arg(message: _Recordable) -> dict[str, Any]:
+    """A message as one item of `frs_record(messages=[...])`."""
+    item: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        item["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        item["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        item["name"] = message.name
+    if message.run_id is not None:
+        item["run_id"] = message.run_id
+    return item
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +91,6 @@ class Line:
             run_id=self.run_id,
             created_at=self.created_at,
         )
-
-    def to_tool_arg(self) -> dict[str, Any]:
-        """The message as one item of `frs_record(messages=[...])`."""
-        item: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            item["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
-            ]
-        if self.tool_call_id is not None:
-            item["tool_call_id"] = self.tool_call_id
-        if self.name is not None:
-            item["name"] = self.name
-        if self.run_id is not None:
-            item["run_id"] = self.run_id
-        return item
 
     def to_chat(self) -> dict[str, Any]:
         """The message as the OpenAI Chat Completions API takes it."""

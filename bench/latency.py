@@ -20,6 +20,7 @@ from typing import Any
 from mcp import Client
 from mcp.types import CallToolResult
 
+from bench.corpus import tool_arg
 from bench.servers import (
     NOT_AVAILABLE,
     child_pid,
@@ -31,7 +32,7 @@ from bench.servers import (
     tool_properties,
 )
 from bench.stats import Samples, ratio
-from bench.threads import STEP, TextPool, build_database, tool_arg
+from bench.threads import STEP, TextPool, build_database
 
 SIZES = (100, 10_000, 100_000)
 SPARES = {100: 9, 10_000: 2, 100_000: 1}  # extra sessions of the same size, for recording

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from bench.corpus import Transcript
+from bench.corpus import Transcript, tool_arg
 from bench.latency import SUMMARY, call
 from bench.servers import child_pid, frs_mcp, memory_kib, stdio_client
 
@@ -65,7 +65,7 @@ async def serving(db: Path, session: str, size: int) -> dict[str, Any]:
 async def recording(folder: Path, transcript: Transcript) -> dict[str, Any]:
     """Server peak RSS after recording a whole transcript in one frs_record call and viewing it."""
     db = folder / "memory-record.db"
-    args = {"messages": [line.to_tool_arg() for line in transcript.lines]}
+    args = {"messages": [tool_arg(line) for line in transcript.lines]}
     async with stdio_client(db) as client:
         pid = child_pid(str(db))
         if pid is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench.corpus import Transcript
 from frs import NewMessage, ReasoningService, SessionId, ToolCall
@@ -84,22 +83,6 @@ class TextPool:
     def batches(self, count: int, size: int, tag: str = "s") -> Iterator[list[NewMessage]]:
         for start in range(0, count, size):
             yield self.messages(min(size, count - start), start // STEP, tag)
-
-
-def tool_arg(message: NewMessage) -> dict[str, Any]:
-    """A `NewMessage` as one item of `frs_record(messages=[...])`."""
-    item: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        item["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        item["tool_call_id"] = message.tool_call_id
-    if message.name is not None:
-        item["name"] = message.name
-    if message.run_id is not None:
-        item["run_id"] = message.run_id
-    return item
 
 
 async def build_database(

@@ -18,10 +18,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bench.corpus import tool_arg
 from bench.latency import call
 from bench.servers import stdio_client
 from bench.stats import Samples
-from bench.threads import TextPool, tool_arg
+from bench.threads import TextPool
 from frs import ReasoningService
 from storage import SqliteStore, open_database
 

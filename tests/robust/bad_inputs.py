@@ -88,25 +88,23 @@ class Row:
     xfail: str | None = None  # a known bug: the text is what it should be once fixed
 
 
+# A short thread with a tool call, a squash and a restore; the fuzz suite starts from it too.
+SEED_MESSAGES: tuple[dict[str, Any], ...] = (
+    {"role": "user", "content": "The test fails one run in five."},
+    {
+        "role": "assistant",
+        "content": "Running it twenty times.",
+        "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"cmd": "pytest"}}],
+    },
+    {"role": "tool", "name": "bash", "tool_call_id": "c1", "content": "4 failed"},
+    {"role": "assistant", "content": "The lock in Syncer.flush is missing."},
+    {"role": "assistant", "content": "Adding it and running the suite again."},
+    {"role": "user", "content": "Good, go on."},
+)
+
 SEED: tuple[tuple[str, dict[str, Any]], ...] = (
     ("frs_session", {"action": "start", "title": "bad inputs", "goal": "refuse clearly"}),
-    (
-        "frs_record",
-        {
-            "messages": [
-                {"role": "user", "content": "The test fails one run in five."},
-                {
-                    "role": "assistant",
-                    "content": "Running it twenty times.",
-                    "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"cmd": "pytest"}}],
-                },
-                {"role": "tool", "name": "bash", "tool_call_id": "c1", "content": "4 failed"},
-                {"role": "assistant", "content": "The lock in Syncer.flush is missing."},
-                {"role": "assistant", "content": "Adding it and running the suite again."},
-                {"role": "user", "content": "Good, go on."},
-            ]
-        },
-    ),
+    ("frs_record", {"messages": list(SEED_MESSAGES)}),
     ("frs_compress_range", {"from": 4, "to": 5, "summary": "Lock missing; adding it."}),
     ("frs_compress_range", {"from": 1, "to": 1, "summary": "Fails 1 in 5."}),
     ("frs_restore", {"alias": "SQ.2"}),

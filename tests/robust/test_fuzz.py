@@ -22,6 +22,7 @@ from mcp import Client
 
 from server import Settings, build_server
 from tests.robust.audit import open_file, snapshot
+from tests.robust.bad_inputs import SEED_MESSAGES
 from tests.robust.schemas import any_json, hostile, valid
 from tests.robust.workload import FORBIDDEN
 
@@ -29,23 +30,7 @@ Published = dict[str, tuple[dict[str, Any], bool]]  # tool: (inputSchema, read-o
 
 SEED: tuple[tuple[str, dict[str, Any]], ...] = (
     ("frs_session", {"action": "start", "title": "fuzz", "goal": "break nothing"}),
-    (
-        "frs_record",
-        {
-            "messages": [
-                {"role": "user", "content": "The test fails one run in five."},
-                {
-                    "role": "assistant",
-                    "content": "Running it twenty times.",
-                    "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"cmd": "pytest"}}],
-                },
-                {"role": "tool", "name": "bash", "tool_call_id": "c1", "content": "4 failed"},
-                {"role": "assistant", "content": "The lock in Syncer.flush is missing."},
-                {"role": "assistant", "content": "Adding it and running the suite again."},
-                {"role": "user", "content": "Good, go on."},
-            ]
-        },
-    ),
+    ("frs_record", {"messages": list(SEED_MESSAGES)}),
     ("frs_compress_range", {"from": 4, "to": 5, "summary": "Lock missing; adding it."}),
     ("frs_plan", {"steps": [{"text": "reproduce", "status": "done"}, {"text": "fix"}]}),
 )
