@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -98,13 +99,48 @@ async def _connect(path: str) -> aiosqlite.Connection:
             # Before WAL: switching the journal mode rewrites the file header, and a file from a
             # newer frs-mcp must be left exactly as it is.
             await _refuse_newer(conn)
-            await conn.execute("pragma journal_mode = wal")
+            await _enter_wal(conn, path)
         # FULL: a recorded message survives a power cut, not only a crash of this process.
         await conn.execute("pragma synchronous = full")
     except BaseException:
-        await conn.close()
+        # Shielded: a cancelled open must still stop the worker thread (see above).
+        with anyio.CancelScope(shield=True):
+            await conn.close()
         raise
     return conn
+
+
+async def _enter_wal(conn: aiosqlite.Connection, path: str) -> None:
+    """Switch to WAL, retrying while another connection holds the lock, up to the busy timeout.
+
+    SQLite answers "database is locked" to this switch at once, without its busy handler, when
+    another connection is switching or migrating the same new file (several servers started
+    together on a fresh database), so `busy_timeout` alone does not cover it.
+    """
+    deadline = anyio.current_time() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            async with conn.execute("pragma journal_mode = wal") as cursor:
+                row = await cursor.fetchone()
+            break
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error) or anyio.current_time() + pause > deadline:
+                raise
+        await anyio.sleep(pause)
+        pause = min(pause * 2, 0.1)
+    mode = str(row[0]) if row else "unknown"
+    if mode.lower() != "wal":
+        # A file system without shared memory (some network mounts) keeps the old journal: the
+        # server still works, but readers then wait for writers.
+        log.warning("%s: SQLite kept journal mode %r instead of WAL", path, mode)
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
 
 
 async def _refuse_newer(conn: aiosqlite.Connection) -> None:
