@@ -178,21 +178,7 @@ class ReasoningService:
                 if found is not None:
                     await tx.set_current(found.id)
                     return found, False
-            now = self.clock()
-            session = Session(
-                id=SessionId(uuid.uuid4().hex[:12]),
-                title=title,
-                goal=goal,
-                numbering=numbering,
-                revision=0,
-                created_at=now,
-                updated_at=now,
-                live_count=0,
-                live_tokens=0,
-                lanes=dict.fromkeys(LANES, 0),
-                interface=interface,
-                conversation=conversation,
-            )
+            session = self._new_session(title, goal, numbering, interface, conversation)
             await tx.create_session(session)
             await tx.set_current(session.id)
             return session, True
@@ -957,22 +943,34 @@ class ReasoningService:
         found = await self._find(tx, session_id)
         if found is not None:
             return found
+        session = self._new_session()
+        await tx.create_session(session)
+        await tx.set_current(session.id)
+        return session
+
+    def _new_session(
+        self,
+        title: str = "Untitled",
+        goal: str = "",
+        numbering: Numbering = "position",
+        interface: str | None = None,
+        conversation: str | None = None,
+    ) -> Session:
         now = self.clock()
-        session = Session(
+        return Session(
             id=SessionId(uuid.uuid4().hex[:12]),
-            title="Untitled",
-            goal="",
-            numbering="position",
+            title=title,
+            goal=goal,
+            numbering=numbering,
             revision=0,
             created_at=now,
             updated_at=now,
             live_count=0,
             live_tokens=0,
             lanes=dict.fromkeys(LANES, 0),
+            interface=interface,
+            conversation=conversation,
         )
-        await tx.create_session(session)
-        await tx.set_current(session.id)
-        return session
 
     async def _get_squash(self, reader: ThreadReader, session: Session, n: int) -> Squash:
         squash = await reader.squash(session.id, n)
