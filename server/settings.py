@@ -27,7 +27,9 @@ def resolve_database(flag: str | None) -> str:
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # extra="forbid": a misspelt option (say `db=` for `database=`) must fail, not silently
+    # fall back to the user's default database.
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     database: str = Field(default_factory=lambda: resolve_database(None))
     max_message_chars: int = Field(default=_DEFAULTS.max_message_chars, ge=1)

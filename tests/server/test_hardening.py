@@ -10,7 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp.types import TextResourceContents
+from pydantic import ValidationError
 
+from server import Settings
 from tests.calls import call_text, refused, view
 from tests.conftest import Connect
 
@@ -186,3 +188,14 @@ class TestCommandLine:
         assert done.returncode == 2
         assert "line 2:" in error
         assert "Traceback" not in error
+
+
+class TestSettings:
+    def test_a_misspelt_option_is_refused_instead_of_falling_back_to_the_default_database(
+        self, tmp_path: Path
+    ) -> None:
+        with pytest.raises(ValidationError) as caught:
+            Settings.model_validate({"db": str(tmp_path / "mine.db")})
+        assert "db" in str(caught.value)
+        assert "Extra inputs are not permitted" in str(caught.value)
+        assert Settings(database=str(tmp_path / "mine.db")).database == str(tmp_path / "mine.db")
