@@ -5,8 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 
 from server import prompts, resources, tools
 from server.deps import Deps, DepsSlot, open_deps
@@ -45,6 +49,22 @@ class FrsServer(MCPServer[Deps]):
             await self._lowlevel_server.run(
                 read_stream, write_stream, self._lowlevel_server.create_initialization_options()
             )
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Deps, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        # mcp 2.3 answers an unknown name with an internal error (and a logged traceback);
+        # the client asked for something that does not exist, which is invalid params.
+        known = [prompt.name for prompt in await self.list_prompts()]
+        if name not in known:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown prompt {name!r}; this server has {', '.join(known)}.",
+            )
+        return await super().get_prompt(name, arguments, context)
 
 
 def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[Deps]:

@@ -767,7 +767,9 @@ SEES: dict[str, str] = {
         "binary data, e.g. as base64)."
     ),
     "stdio-invalid-utf8": "Recorded 1 message at position 1 in session {session} · revision 1",
-    "stdio-unknown-prompt": '{"code":0,"message":"Unknown prompt: nope"}',
+    "stdio-unknown-prompt": (
+        '{"code":-32602,"message":"Unknown prompt \'nope\'; this server has frs_distill."}'
+    ),
     "stdio-unknown-resource": (
         '{"code":-32602,"message":"No session \'nope\'. Call frs_session(action=\'list\') to see '
         "the sessions, or omit session_id to use the current "

@@ -233,3 +233,14 @@ class TestDistillPrompt:
         assert isinstance(content, TextContent)
         assert content.text.startswith("Distill your FRS thread (session abc123).\n")
         assert "Focus on what matters for: the flaky test" in content.text
+
+    async def test_an_unknown_prompt_is_invalid_params_naming_the_one_there_is(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            with pytest.raises(MCPError) as caught:
+                await client.get_prompt("frs_summarize")
+        assert caught.value.code == INVALID_PARAMS
+        assert caught.value.message == (
+            "Unknown prompt 'frs_summarize'; this server has frs_distill."
+        )
