@@ -258,11 +258,12 @@ def one_line(entry: Entry, width: int = 100) -> str:
     calls = "".join(f" [tool_use:{escape_inline(c.name)}]" for c in message.tool_calls)
     if message.kind == "summary":
         alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
-        return f"[{entry.label}] Summary of {message.covered} messages ({alias}): {escape(first)}"
+        what = f"Summary of {message.covered} messages ({alias})"
+        return f"{_marker(entry, what, '')} {escape(first)}"
     role = _ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
         role += " " + escape_inline(message.name)
-    return f"[{entry.label}] {role}: {escape(first)}{calls} · M.{message.number}@{message.sha8}"
+    return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}@{message.sha8}"
 
 
 def checkpoint_line(mark: Checkpoint) -> str:

@@ -25,6 +25,7 @@ from frs.ops import check_numbers, check_positions
 from frs.ports import ThreadReader
 from frs.render import (
     INDENT,
+    REPLY_INDENT,
     Entry,
     checkpoint_line,
     escape,
@@ -49,6 +50,9 @@ _TIERED = {"whole": 0.5, "card": 0.8, "line": 1.0}
 _MIN_ENTRY_TOKENS = 40  # room for at least one one-line card
 # A thread this short is rendered whole first; only if that exceeds the budget is it shrunk.
 _WHOLE_IF_UNDER = 200
+_FIT_TRIES = 4  # assemble, measure, adjust the room by the difference: one to three tries
+_SLACK_SHARE = 10  # a budgeted view using all but a tenth of its budget is not tried again
+_STAMP_BYTES = len(" [2025-01-02 10:00]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +119,23 @@ async def render_thread(
     unbounded = not (
         options.start or options.end or options.roles or options.run_id or options.last
     )
-    if options.budget_tokens is None and unbounded and session.live_tokens > limits.view_tokens:
+    capped = options.budget_tokens is None and unbounded
+    if capped and session.live_tokens > limits.view_tokens:
         # A whole-thread view never exceeds the server's cap (a host's cap on tool output is
-        # about 25,000 tokens); the view says so and how to see more.
+        # about 25,000 tokens). The raw thread is over it, but its view may still fit (cards
+        # shrink long messages): the walk finds out without rendering all of it.
         options = replace(options, budget_tokens=limits.view_tokens)
+        if session.live_count > _WHOLE_IF_UNDER:
+            fitted = await _budgeted(
+                reader, session, options, mode, preview, plan, leading, frame, capped=True
+            )
+            if fitted is not None:
+                return fitted
     budgeted = options.budget_tokens is not None and not (
         options.start or options.end or options.roles or options.run_id
     )
-    if budgeted and session.live_count > _WHOLE_IF_UNDER:
-        return await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
+    if budgeted and session.live_count > _WHOLE_IF_UNDER and not capped:
+        return await _fit(reader, session, options, mode, preview, plan, leading, frame)
     entries, positions, scope = await _select(reader, session, options, mode)
     thinking: list[Message] = []
     if options.show_thinking and entries:
@@ -140,7 +152,7 @@ async def render_thread(
     built, trailing = _focus_headings(built, layers, shows_end=_shows_end(session, positions))
     shown = len(built)
     if options.merge_runs:
-        built = _merge_runs(built, positions, mode)
+        built, _ = _merge_runs(built, positions, mode)
     if options.show_times:
         built = _stamp(built)
     footer = _footer(session, shown, positions, scope, options.roles, merged=len(built))
@@ -148,7 +160,7 @@ async def render_thread(
         footer = "\n".join([*trailing, footer])
     text = render_view(session.title, session.goal, plan, leading, built, footer, preview)
     if budgeted and _tokens_of_bytes(_bytes(text.split("\n"))) > (options.budget_tokens or 0):
-        return await _budgeted(
+        return await _fit(
             reader, session, options, mode, preview, plan, _sources_block(sources), frame
         )
     if options.budget_tokens is not None:
@@ -319,7 +331,7 @@ def _focus_headings(
     headings: dict[int, list[str]] = {}
     trailing: list[str] = []
     for layer in layers:
-        line = f"▸ focus {layer.depth}: {escape_inline(layer.goal)}"
+        line = _heading(layer)
         index = next((i for i, e in enumerate(entries) if e.message.ord >= layer.start_ord), None)
         if index is not None:
             headings.setdefault(index, []).append(line)
@@ -333,12 +345,25 @@ def _focus_headings(
     ], trailing
 
 
-def _merge_runs(entries: list[Entry], positions: Sequence[int], mode: Numbering) -> list[Entry]:
-    """Consecutive assistant and tool messages of one run become one entry spanning them."""
+def _merge_runs(
+    entries: list[Entry],
+    positions: Sequence[int],
+    mode: Numbering,
+    tiers: Sequence[str] | None = None,
+) -> tuple[list[Entry], list[str]]:
+    """Consecutive assistant and tool messages of one run become one entry spanning them.
+
+    With `tiers` (a budgeted view), only entries shown in the same tier merge, and one-line
+    cards never do; the tier of each resulting entry is returned beside it.
+    """
     merged: list[Entry] = []
+    merged_tiers: list[str] = []
     group: list[tuple[Entry, int]] = []
+    group_tier = "whole"
 
     def flush() -> None:
+        if group:
+            merged_tiers.append(group_tier)
         if len(group) == 1:
             merged.append(group[0][0])
         elif group:
@@ -359,12 +384,14 @@ def _merge_runs(entries: list[Entry], positions: Sequence[int], mode: Numbering)
             )
         group.clear()
 
-    for entry, position in zip(entries, positions, strict=True):
+    for index, (entry, position) in enumerate(zip(entries, positions, strict=True)):
         message = entry.message
+        tier = tiers[index] if tiers is not None else "whole"
         mergeable = (
             message.kind == "message"
             and message.role in ("assistant", "tool")
             and message.run_id is not None
+            and tier != "line"
         )
         # A group holds adjacent positions only (a filtered view may hide messages between
         # two of a run's), and a focus heading starts a new group: a span never covers what
@@ -375,15 +402,18 @@ def _merge_runs(entries: list[Entry], positions: Sequence[int], mode: Numbering)
             and message.run_id == group[-1][0].message.run_id
             and position == group[-1][1] + 1
             and not entry.headings
+            and tier == group_tier
         )
         if group and not joins:
             flush()
         if mergeable:
             group.append((entry, position))
+            group_tier = tier
         else:
             merged.append(entry)
+            merged_tiers.append(tier)
     flush()
-    return merged
+    return merged, merged_tiers
 
 
 def _stamp(entries: list[Entry]) -> list[Entry]:
@@ -418,7 +448,7 @@ def _tokens_of_bytes(size: int) -> int:
     return (size + 3) // 4
 
 
-async def _budgeted(
+async def _fit(
     reader: ThreadReader,
     session: Session,
     options: ViewOptions,
@@ -428,17 +458,40 @@ async def _budgeted(
     leading: list[str],
     frame: Frame,
 ) -> str:
-    """The newest entries whole, older ones as cards, then one-line cards, the rest omitted."""
+    fitted = await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
+    assert fitted is not None  # only a capped view may decline
+    return fitted
+
+
+async def _budgeted(
+    reader: ThreadReader,
+    session: Session,
+    options: ViewOptions,
+    mode: Numbering,
+    preview: int,
+    plan: Sequence[PlanStep],
+    leading: list[str],
+    frame: Frame,
+    capped: bool = False,
+) -> str | None:
+    """The newest entries whole, older ones as cards, then one-line cards, the rest omitted.
+
+    `capped`: the server's cap, not the caller's budget; if every entry fits whole, None
+    (render the thread as it is, without a budget note).
+    """
     budget = options.budget_tokens or 0
     live = session.live_count
-    newest = live
     most = options.last if options.last is not None else live
-    # Reserve the widest the note and footer can get, so the chosen entries always fit; the
-    # note is sized for any budget, so the minimum it names is itself accepted.
-    widest_note = _budget_note(10**12, live, live, live, live, live)
-    widest_footer = _footer(session, live, [live, live], "budget")
+    # Reserve the widest the note and footer can get, and every open layer's heading, so the
+    # chosen entries fit at the first try; the note is sized for any budget, so the minimum
+    # it names is itself accepted.
+    widest_note = _budget_note(10**12, live, live, live, (1, live))
+    widest_footer = _footer(
+        session, live, [live, live], "budget", merged=live - 1 if options.merge_runs else None
+    )
     skeleton = render_view(session.title, session.goal, plan, leading, [], widest_footer, preview)
-    fixed = _bytes([*skeleton.split("\n"), widest_note])
+    headings = [_heading(layer) for layer in frame.layers]
+    fixed = _bytes([*skeleton.split("\n"), widest_note, *headings])
     room = budget * 4 - fixed
     if room < _MIN_ENTRY_TOKENS * 4:
         minimum = _tokens_of_bytes(fixed) + _MIN_ENTRY_TOKENS
@@ -446,55 +499,135 @@ async def _budgeted(
             f"budget_tokens={budget} is below what the view's header and footer need "
             f"(~{_tokens_of_bytes(fixed)} tokens); use at least {minimum}."
         )
-    marks = frame.checkpoints
-    # First try the newest entries whole back to the start: a thread that fits is shown as
-    # it is. Only if it does not are older entries shrunk, tier by tier.
-    sizer = _Sizer(reader, session, mode, preview, marks)
-    chosen, complete = await _walk(sizer, most, room, _ALL_WHOLE)
-    if not complete:
-        chosen, _ = await _walk(sizer, most, room, _TIERED)
-    first = chosen[0][0] if chosen else newest + 1
-    tiers = [t for _, _, t in chosen]
-    note = _budget_note(
-        budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), first - 1, live
-    )
-    lines = [*skeleton.split("\n")[:-1], note]
-    for at, message, t in chosen:
-        lines.extend(sizer.lines(at, message, t))
+    sizer = _Sizer(reader, session, options, mode, preview, frame.checkpoints)
+    limit = budget * 4
+    text, best, best_size = "", None, 0
+    for _ in range(_FIT_TRIES):
+        # First the newest entries whole back to the start: a thread that fits is shown as it
+        # is. Only if it does not are older entries shrunk, tier by tier.
+        chosen, complete = await _walk(sizer, most, room, _ALL_WHOLE)
+        if complete and capped and chosen and chosen[0][0] == 1:
+            return None
+        if not complete:
+            chosen, _ = await _walk(sizer, most, room, _TIERED)
+        text = await _assemble(sizer, options, plan, leading, frame, chosen, budget, most)
+        # Entries are sized one by one; merged runs, stamps and thinking make the assembled
+        # view smaller or larger than that sum. Over: shrink the room by the excess. Well
+        # under (runs merged): grow it by the slack, unless nothing more could be shown.
+        size = _bytes(text.split("\n"))
+        if size > limit:
+            room -= size - limit
+            if room < _MIN_ENTRY_TOKENS * 4:
+                break
+            continue
+        if size > best_size:
+            best, best_size = text, size
+        if complete or limit - size <= limit // _SLACK_SHARE:
+            break
+        room += limit - size
+    return best if best is not None else _trim_to_budget(text, budget)
+
+
+async def _assemble(
+    sizer: _Sizer,
+    options: ViewOptions,
+    plan: Sequence[PlanStep],
+    leading: list[str],
+    frame: Frame,
+    chosen: list[tuple[int, Message, str]],
+    budget: int,
+    most: int,
+) -> str:
+    """The budgeted view of the chosen entries, with every option the caller asked for."""
+    session, mode, preview = sizer.session, sizer.mode, sizer.preview
     positions = [at for at, _, _ in chosen]
-    lines.append(_footer(session, len(chosen), positions, "budget"))
+    entries = [message for _, message, _ in chosen]
+    tiers = [tier for _, _, tier in chosen]
+    starts = bool(positions) and positions[0] == 1
+    thinking: list[Message] = []
+    if options.show_thinking:
+        if starts:
+            thinking.extend(await sizer.reader.thinking(session.id, 0, 0))
+        for message, tier in zip(entries, tiers, strict=True):
+            if tier == "whole":  # cards and one-line cards leave thinking out
+                thinking.extend(sizer.thoughts.get(message.ord, ()))
+    labels = [label(m, p, mode) for m, p in zip(entries, positions, strict=True)]
+    built, before = _attach(entries, labels, thinking, list(frame.checkpoints), whole=starts)
+    built, trailing = _focus_headings(built, frame.layers, shows_end=True)
+    shown = len(built)
+    if options.merge_runs:
+        built, tiers = _merge_runs(built, positions, mode, tiers)
+    if options.show_times:
+        built = _stamp(built)
+    first = positions[0] if positions else session.live_count + 1
+    # Positions before the first shown that the view would show but for the budget: with
+    # `last`, only those among the last N.
+    floor = max(1, session.live_count - most + 1)
+    omitted = (floor, first - 1) if first > floor else None
+    note = _budget_note(
+        budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), omitted
+    )
+    footer = _footer(session, shown, positions, "budget", merged=len(built))
+    lines = render_view(session.title, session.goal, plan, leading, [], "", preview).split("\n")
+    lines = [*lines[:-1], note, *before]
+    for entry, tier in zip(built, tiers, strict=True):
+        lines.extend(_tier_lines(entry, tier, preview))
+    lines.extend([*trailing, footer])
     return "\n".join(lines)
 
 
+def _heading(layer: FocusLayer) -> str:
+    return f"▸ focus {layer.depth}: {escape_inline(layer.goal)}"
+
+
 class _Sizer:
-    """A budgeted view's entries and their lines per tier, each read and rendered once,
+    """A budgeted view's entries and their size per tier, each read and rendered once,
     however many walks the view takes."""
 
     def __init__(
         self,
         reader: ThreadReader,
         session: Session,
+        options: ViewOptions,
         mode: Numbering,
         preview: int,
         marks: Sequence[Checkpoint],
     ) -> None:
-        self.reader, self.session = reader, session
+        self.reader, self.session, self.options = reader, session, options
         self.mode, self.preview, self.marks = mode, preview, marks
+        self.thoughts: dict[int, list[Message]] = {}  # thinking blocks by their entry's ord
         self._chunks: dict[int, list[Message]] = {}
-        self._lines: dict[tuple[int, str], list[str]] = {}
+        self._sizes: dict[tuple[int, str], int] = {}
 
     async def chunk(self, start: int, end: int) -> list[Message]:
         if start not in self._chunks:
-            self._chunks[start] = await self.reader.entries_at(
-                self.session.id, start, end - start + 1
-            )
+            chunk = await self.reader.entries_at(self.session.id, start, end - start + 1)
+            self._chunks[start] = chunk
+            if self.options.show_thinking and chunk:
+                found = await self.reader.thinking(
+                    self.session.id, chunk[0].ord, chunk[-1].ord_last
+                )
+                # Each block goes with the newest entry at or before it, as `_attach` places it.
+                index = 0
+                for thought in found:
+                    while index + 1 < len(chunk) and chunk[index + 1].ord <= thought.ord:
+                        index += 1
+                    self.thoughts.setdefault(chunk[index].ord, []).append(thought)
         return self._chunks[start]
 
-    def lines(self, at: int, message: Message, tier: str) -> list[str]:
+    def size(self, at: int, message: Message, tier: str) -> int:
+        """The entry's bytes in `tier`, with room for a time stamp or a reply's indent."""
         key = (at, tier)
-        if key not in self._lines:
-            self._lines[key] = _entry_lines(message, at, self.mode, tier, self.preview, self.marks)
-        return self._lines[key]
+        if key not in self._sizes:
+            mine = tuple(m for m in self.marks if message.ord <= m.after_ord <= message.ord_last)
+            thoughts = tuple(self.thoughts.get(message.ord, ())) if tier == "whole" else ()
+            entry = Entry(label(message, at, self.mode), message, thoughts, mine)
+            lines = _tier_lines(entry, tier, self.preview)
+            size = _bytes(lines)
+            if self.options.show_times:
+                size += max(_STAMP_BYTES, len(REPLY_INDENT) * len(lines))
+            self._sizes[key] = size
+        return self._sizes[key]
 
 
 async def _walk(
@@ -513,7 +646,7 @@ async def _walk(
         for at, message in zip(range(position, start - 1, -1), reversed(chunk), strict=True):
             while True:
                 name = tiers[tier]
-                cost = _bytes(sizer.lines(at, message, name))
+                cost = sizer.size(at, message, name)
                 if used + cost <= room * shares[name]:
                     chosen.append((at, message, name))
                     used += cost
@@ -527,33 +660,30 @@ async def _walk(
     return chosen[::-1], position < 1 or len(chosen) >= most
 
 
-def _entry_lines(
-    message: Message,
-    position: int,
-    mode: Numbering,
-    tier: str,
-    preview: int,
-    marks: Sequence[Checkpoint],
-) -> list[str]:
-    mine = tuple(m for m in marks if message.ord <= m.after_ord <= message.ord_last)
-    entry = Entry(label(message, position, mode), message, (), mine)
+def _tier_lines(entry: Entry, tier: str, preview: int) -> list[str]:
     if tier == "line":
-        return [one_line(entry), *(checkpoint_line(m) for m in mine)]
-    cap = preview if tier == "whole" else min(preview, _BUDGET_CARD_CHARS)
-    return render_entry(entry, cap)
+        line = one_line(entry)
+        if entry.reply:
+            line = REPLY_INDENT + line
+        return [*entry.headings, line, *(checkpoint_line(m) for m in entry.checkpoints)]
+    return render_entry(entry, preview if tier == "whole" else min(preview, _BUDGET_CARD_CHARS))
 
 
-def _budget_note(budget: int, whole: int, cards: int, lines: int, omitted: int, live: int) -> str:
-    parts = [f"Budget ~{budget:,} tokens: {whole} entries whole"]
+def _budget_note(
+    budget: int, whole: int, cards: int, lines: int, omitted: tuple[int, int] | None
+) -> str:
+    parts = [f"Budget ~{budget:,} tokens: {plural(whole, 'entry')} whole"]
     if cards:
         parts.append(f"{cards} shrunk to cards")
     if lines:
         parts.append(f"{lines} to one-line cards")
     text = ", ".join(parts)
-    if omitted:
+    if omitted is not None:
+        lo, hi = omitted
         text += (
-            f"; positions 1–{omitted} ({omitted:,} entries) omitted: "
-            f"frs_view_thread(from=1, to={omitted}) shows them"
+            f"; positions {lo}–{hi} ({hi - lo + 1:,} {'entry' if lo == hi else 'entries'}) "
+            "omitted: "
+            f"frs_view_thread(from={lo}, to={hi}) shows them"
         )
     return text
 

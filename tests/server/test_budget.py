@@ -389,3 +389,162 @@ class TestDefaultCap:
             view = await call_text(client, "frs_view_thread")
         assert "Budget" not in view
         assert len([line for line in view.split("\n") if line.startswith("[")]) == 5
+
+
+RUNS = 70  # four entries each (user, assistant with a call, tool, assistant): 280 entries
+
+
+def run_messages(run: int) -> list[dict[str, Any]]:
+    """One agent turn: a stamped user message, a thinking block, a call, its result, an answer."""
+    rid, call_id = f"run-{run}", f"call-{run}"
+    return [
+        {
+            "role": "user",
+            "content": f"question {run}",
+            "created_at": f"2026-01-02T{run // 60 + 10:02d}:{run % 60:02d}:00Z",
+        },
+        {"role": "assistant", "kind": "thinking", "content": f"thinking about {run}"},
+        {
+            "role": "assistant",
+            "content": f"looking into {run}",
+            "run_id": rid,
+            "tool_calls": [{"id": call_id, "name": "bash", "arguments": {"cmd": f"grep {run}"}}],
+        },
+        {
+            "role": "tool",
+            "name": "bash",
+            "tool_call_id": call_id,
+            "content": f"result {run}\n" + "line\n" * 8,
+            "run_id": rid,
+        },
+        {"role": "assistant", "content": f"answer {run}", "run_id": rid},
+    ]
+
+
+@asynccontextmanager
+async def runs_thread(connect: Connect, **settings: Any) -> AsyncIterator[Client]:
+    """280 entries in 70 runs, then an open focus layer holding the two newest entries."""
+    async with connect(**settings) as client:
+        for start in range(0, RUNS, 10):
+            batch = [m for run in range(start, start + 10) for m in run_messages(run)]
+            await call_text(client, "frs_record", messages=batch)
+        await call_text(client, "frs_focus", action="open", goal="check the fix")
+        await call_text(
+            client,
+            "frs_record",
+            messages=[
+                {"role": "user", "content": "does it hold?", "created_at": "2026-01-02T12:00:00Z"},
+                {"role": "assistant", "content": "it holds"},
+            ],
+        )
+        yield client
+
+
+def entry_lines(view: str) -> list[str]:
+    return [line for line in view.split("\n") if re.match(r"^ *\[\d+(?:–\d+)?\] ", line)]
+
+
+def first_shown(view: str) -> int:
+    found = re.match(r"^ *\[(\d+)", entry_lines(view)[0])
+    assert found is not None
+    return int(found[1])
+
+
+class TestOptionsInBudgetedViews:
+    """A budgeted view over 200 entries keeps every option it was given, within the budget."""
+
+    async def test_merge_runs_merges_the_runs_it_shows(self, connect: Connect) -> None:
+        async with runs_thread(connect) as client:
+            plain = await call_text(client, "frs_view_thread", budget_tokens=3_000)
+            merged = await call_text(
+                client, "frs_view_thread", budget_tokens=3_000, merge_runs=True
+            )
+        assert estimate_tokens(merged) <= 3_000
+        spans = [line for line in entry_lines(merged) if re.match(r"^\[\d+–\d+\] Assistant:", line)]
+        assert spans
+        assert "\n[278–280] Assistant: looking into 69\n" in merged
+        assert "\n    [tool_use:bash, cmd:grep 69 → M.279@" in merged
+        assert re.search(r" · runs merged: \d+ entries shown as \d+ · ", merged.split("\n")[-1])
+        assert not re.search(r"^\[\d+–\d+\]", plain, re.MULTILINE)
+        # Merged, the same budget reaches further back.
+        assert first_shown(merged) < first_shown(plain)
+
+    async def test_show_times_stamps_user_messages_and_indents_the_replies(
+        self, connect: Connect
+    ) -> None:
+        async with runs_thread(connect) as client:
+            view = await call_text(client, "frs_view_thread", budget_tokens=3_000, show_times=True)
+        assert estimate_tokens(view) <= 3_000
+        assert "\n[277] [2026-01-02 11:09] User: question 69\n" in view
+        assert "\n  [278] Assistant: looking into 69\n" in view
+        assert "\n[281] [2026-01-02 12:00] User: does it hold?\n" in view
+
+    async def test_show_thinking_shows_the_thinking_of_whole_entries(
+        self, connect: Connect
+    ) -> None:
+        async with runs_thread(connect) as client:
+            view = await call_text(
+                client, "frs_view_thread", budget_tokens=3_000, show_thinking=True
+            )
+            hidden = await call_text(client, "frs_view_thread", budget_tokens=3_000)
+        assert estimate_tokens(view) <= 3_000
+        assert "\n[277] User: question 69\n    (thinking) thinking about 69\n" in view
+        assert "(thinking)" not in hidden
+
+    async def test_the_open_focus_layer_is_named_above_its_first_entry(
+        self, connect: Connect
+    ) -> None:
+        async with runs_thread(connect) as client:
+            view = await call_text(client, "frs_view_thread", budget_tokens=3_000)
+        assert "\n▸ focus 1: check the fix\n[281] User: does it hold?\n" in view
+
+    @pytest.mark.parametrize("budget", [400, 900, 2_000, 5_000])
+    async def test_every_option_at_once_stays_within_the_budget_and_ends_at_the_newest(
+        self, connect: Connect, budget: int
+    ) -> None:
+        options = {"merge_runs": True, "show_times": True, "show_thinking": True}
+        async with runs_thread(connect) as client:
+            view = await call_text(client, "frs_view_thread", budget_tokens=budget, **options)
+        assert estimate_tokens(view) <= budget
+        spans = [re.match(r"^ *\[(\d+)(?:–(\d+))?\]", line) for line in entry_lines(view)]
+        covered = [n for m in spans if m for n in range(int(m[1]), int(m[2] or m[1]) + 1)]
+        assert covered == list(range(covered[0], 283))  # contiguous, none twice, to the end
+        note = view.split("\n")[1]
+        if covered[0] > 1:
+            assert note.endswith(
+                f"; positions 1–{covered[0] - 1} ({covered[0] - 1} entries) omitted: "
+                f"frs_view_thread(from=1, to={covered[0] - 1}) shows them"
+            )
+
+    async def test_with_last_the_note_omits_only_what_the_budget_left_out(
+        self, connect: Connect
+    ) -> None:
+        async with runs_thread(connect) as client:
+            roomy = await call_text(client, "frs_view_thread", last=4, budget_tokens=5_000)
+            tight = await call_text(client, "frs_view_thread", last=60, budget_tokens=400)
+        assert [e.position for e in shown_entries(roomy)] == [279, 280, 281, 282]
+        assert "omitted" not in roomy.split("\n")[1]
+        first = shown_entries(tight)[0].position
+        assert first > 223
+        assert tight.split("\n")[1].endswith(
+            f"; positions 223–{first - 1} ({first - 223} entries) omitted: "
+            f"frs_view_thread(from=223, to={first - 1}) shows them"
+        )
+
+
+class TestCapOnLongThreads:
+    async def test_a_view_that_fits_the_cap_is_shown_whole_though_the_raw_thread_does_not(
+        self, connect: Connect
+    ) -> None:
+        long = [
+            {"role": "tool", "name": "bash", "content": f"output {i}\n" + "0123456789\n" * 200}
+            for i in range(210)
+        ]
+        async with connect(max_view_tokens=40_000) as client:
+            await call_text(client, "frs_record", messages=long)
+            view = await call_text(client, "frs_view_thread")
+            window = await call_text(client, "frs_view_thread", **{"from": 1})
+        assert "Budget" not in view
+        assert view == window
+        assert estimate_tokens(view) <= 40_000
+        assert estimate_tokens("\n".join(m["content"] for m in long)) > 40_000
