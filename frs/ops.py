@@ -74,7 +74,7 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
                     raise InvalidContent(
                         f"{at}.{field} is empty; every tool call needs an {field}."
                     )
-                _check_field(value, f"{at}.{field}", limits)
+                check_field(value, f"{at}.{field}", limits)
             check_text(call.arguments, f"{at}.arguments")
             if call.id in seen:
                 raise InvalidContent(f"{at}.id {call.id!r} repeats an id of the same message.")
@@ -92,7 +92,7 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
             ("created_at", message.created_at),
         ):
             if optional is not None:
-                _check_field(optional, f"{where}.{label}", limits)
+                check_field(optional, f"{where}.{label}", limits)
         if message.created_at is not None:
             try:
                 datetime.fromisoformat(message.created_at)
@@ -103,12 +103,16 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
                 ) from None
 
 
-def _check_field(value: str, what: str, limits: Limits) -> None:
-    """A one-line field (a name, an id, a time): valid text of bounded size."""
+def check_field(
+    value: str,
+    what: str,
+    limits: Limits,
+    hint: str = "Names and ids are short labels; put long text in content.",
+) -> None:
+    """A short field (a name, an id, a time, a goal): valid text of bounded size."""
     if len(value) > limits.max_field_chars:
         raise InvalidContent(
-            f"{what} has {len(value):,} characters; the limit is {limits.max_field_chars}. "
-            "Names and ids are short labels; put long text in content."
+            f"{what} has {len(value):,} characters; the limit is {limits.max_field_chars}. {hint}"
         )
     check_text(value, what)
 

@@ -45,6 +45,7 @@ from frs.model import (
     Squash,
 )
 from frs.ops import (
+    check_field,
     check_new_messages,
     check_numbers,
     check_positions,
@@ -163,10 +164,12 @@ class ReasoningService:
         """
         title = self._check_line(title, "title") or "Untitled"
         goal = goal.strip()
-        check_text(goal, "The goal")
+        check_field(
+            goal, "goal", self.limits, "State the goal in a sentence or two; record the details."
+        )
         for name, value in (("interface", interface), ("conversation", conversation)):
             if value is not None:
-                check_text(value, name)
+                check_field(value, name, self.limits)
         if (interface is None) != (conversation is None):
             raise InvalidRequest(
                 "Give interface and conversation together (e.g. interface='telegram', "

@@ -199,3 +199,25 @@ class TestSettings:
         assert "db" in str(caught.value)
         assert "Extra inputs are not permitted" in str(caught.value)
         assert Settings(database=str(tmp_path / "mine.db")).database == str(tmp_path / "mine.db")
+
+
+class TestSessionFields:
+    @pytest.mark.parametrize(
+        ("field", "extra"),
+        [("goal", {}), ("interface", {"conversation": "1"}), ("conversation", {"interface": "t"})],
+    )
+    async def test_an_oversized_goal_or_conversation_key_is_refused_and_creates_nothing(
+        self, connect: Connect, field: str, extra: dict[str, str]
+    ) -> None:
+        async with connect() as client:
+            error = await refused(
+                client, "frs_session", action="start", title="t", **{field: "g" * 513}, **extra
+            )
+            sessions = await call_text(client, "frs_session", action="list")
+            accepted = await call_text(
+                client, "frs_session", action="start", title="t", **{field: "g" * 512}, **extra
+            )
+        assert error.startswith(f"Error executing tool frs_session: {field} has 513 characters;")
+        assert "the limit is 512." in error
+        assert sessions.startswith("No sessions yet.")
+        assert accepted.startswith("Started session ")
