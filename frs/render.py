@@ -3,6 +3,8 @@
 Every entry starts at column 0 as `[label] Role: ...`; every other line the content produces is
 indented, and a content line that starts like one of our own markers (`[`, `(`, `\\`) gets a
 backslash, so stored text can never forge an entry, a tool annotation or a thinking line.
+Inside our lines, a tool's name or an argument key gets a backslash before `[ ] , : → ·`, and
+a value before `[tool_` and `→`, so a name cannot pass for another call or argument either.
 Invisible and bidirectional control characters are shown as `\\uXXXX`, and so is a newline
 inside a one-line field (a tool's name, an argument key, the goal). Volatile facts (counts,
 revision, tokens) sit on the last line only, so a view stays byte-identical up to its first
@@ -37,6 +39,8 @@ _INVISIBLE = re.compile(
     "\U000e0000-\U000e007f]"
 )
 _MARKER_START = ("[", "(", "\\")
+_NAME_SHAPE = re.compile(r"[\\\[\],:→·]")
+_VALUE_SHAPE = re.compile(r"\[(?=tool_)|→")
 _ANNOTATION_VALUE_CHARS = 60
 _CARD_LINE_CHARS = 240
 _CARD_LINES = 3  # at most this many lines of head, and of tail
@@ -67,6 +71,19 @@ def escape_inline(text: str) -> str:
     """Text inside one of our own lines (a name in `Tool NAME:` or `[tool_use:NAME]`): invisible
     characters and newlines spelled out; it cannot start a line, so markers need no defusing."""
     return _INVISIBLE.sub(_spell, text)
+
+
+def escape_name(text: str) -> str:
+    """A tool's name or an argument key inside our own lines: also every character that gives
+    `[tool_use:NAME, KEY:VALUE]`, `Tool NAME:` or `→ M.n` their shape gets a backslash, so a
+    name like `bash, cmd:ls` cannot pass for a call with that argument."""
+    return escape_inline(_NAME_SHAPE.sub(r"\\\g<0>", text))
+
+
+def _escape_value(text: str) -> str:
+    """An argument's value, last in its annotation: what could start another annotation or a
+    result's reference gets a backslash; brackets of code and JSON stay as they are."""
+    return escape_inline(_VALUE_SHAPE.sub(r"\\\g<0>", text))
 
 
 def _spell(found: re.Match[str]) -> str:
@@ -111,8 +128,10 @@ def annotate_call(call: ToolCall) -> str:
     elif args not in ({}, "", None):
         value = json.dumps(args, ensure_ascii=False)
     value = _shorten(" ".join(value.split()), _ANNOTATION_VALUE_CHARS)
-    inside = call.name if not value else f"{call.name}, {key + ':' if key else ''}{value}"
-    return "[tool_use:" + escape_inline(inside) + "]"
+    inside = escape_name(call.name)
+    if value:
+        inside += f", {escape_name(key) + ':' if key else ''}{_escape_value(value)}"
+    return "[tool_use:" + inside + "]"
 
 
 def card(text: str, cap: int) -> list[str]:
@@ -186,7 +205,7 @@ def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
     else:
         prefix = _ROLE_LABEL[message.role]
         if message.role == "tool" and message.name:
-            prefix += " " + escape_inline(message.name)
+            prefix += " " + escape_name(message.name)
         first, rest = _body_lines(message, preview_chars)
     lines = [_marker(entry, prefix, first)]
     lines.extend(INDENT + escape(line) for line in rest)
@@ -246,7 +265,7 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
         elif member.number not in shown:
             if not lines:
                 lines.append(_marker(entry, "Assistant", ""))
-            name = escape_inline(member.name or "tool")
+            name = escape_name(member.name or "tool")
             lines.append(INDENT + f"[tool_result:{name} → {_reference(member)}]")
     return lines
 
@@ -255,14 +274,14 @@ def one_line(entry: Entry, width: int = 100) -> str:
     """The entry shrunk to one line: its first words, its calls by name, its alias."""
     message = entry.message
     first = _shorten(" ".join(message.content.split()), width)
-    calls = "".join(f" [tool_use:{escape_inline(c.name)}]" for c in message.tool_calls)
+    calls = "".join(f" [tool_use:{escape_name(c.name)}]" for c in message.tool_calls)
     if message.kind == "summary":
         alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
         what = f"Summary of {message.covered} messages ({alias})"
         return f"{_marker(entry, what, '')} {escape(first)}"
     role = _ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
-        role += " " + escape_inline(message.name)
+        role += " " + escape_name(message.name)
     return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}@{message.sha8}"
 
 
