@@ -197,11 +197,15 @@ async def _select(
             entries, positions = entries[-options.last :], positions[-options.last :]
         return entries, positions, f"run {options.run_id}"
     if options.start is not None or options.end is not None:
-        if live == 0 and options.end is None:
+        lo = options.start if options.start is not None else 1
+        if live == 0 and lo == 1:
             return [], [], None  # `from=1` on an empty thread: nothing to show, not an error
+        # A view is a read: a window running past the end shows up to the end (a range to
+        # squash is exact instead). One starting past the end is a mistake worth saying.
         if mode == "absolute":
-            lo = options.start if options.start is not None else 1
-            hi = options.end if options.end is not None else max(session.next_number - 1, 1)
+            top = max(session.next_number - 1, 1)
+            _check_start(lo, options.end, top, "number")
+            hi = min(options.end, top) if options.end is not None else top
             check_numbers(session, lo, hi)
             if lanes:
                 entries = await reader.lane_entries(sid, lanes, lo, hi)
@@ -213,8 +217,8 @@ async def _select(
             positions = await reader.positions_of(sid, [m.ord for m in entries])
             scope: str | None = f"numbers {lo}–{hi}"
         else:
-            lo = options.start if options.start is not None else 1
-            hi = options.end if options.end is not None else live
+            _check_start(lo, options.end, live, "position")
+            hi = min(options.end, live) if options.end is not None else live
             check_positions(session, lo, hi)
             entries = await reader.entries_at(sid, lo, hi - lo + 1)
             positions = list(range(lo, lo + len(entries)))
@@ -242,6 +246,14 @@ async def _select(
         entries, positions = _keep_lanes(entries, positions, lanes)
         return entries, positions, "role filter"
     return entries, positions, None
+
+
+def _check_start(start: int, end: int | None, top: int, unit: str) -> None:
+    if start > top and (end is None or end >= start):
+        raise InvalidRequest(
+            f"from={start} is past the end: the last {unit} is {top}. View from 1 to {top}, "
+            "or give last=N for the newest entries."
+        )
 
 
 def _keep_lanes(

@@ -240,7 +240,12 @@ def _rows() -> tuple[Row, ...]:
     # -- frs_view_thread
     tool("view-last-zero", "`last=0`", "frs_view_thread", {"last": 0})
     tool("view-from-after-to", "`from` after `to`", "frs_view_thread", {"from": 3, "to": 2})
-    tool("view-outside", "a window outside the thread", "frs_view_thread", {"from": 2, "to": 9})
+    tool(
+        "view-outside",
+        "a window starting past the end of the thread",
+        "frs_view_thread",
+        {"from": 7, "to": 9},
+    )
     tool("view-role", "an unknown role filter", "frs_view_thread", {"roles": ["robot"]})
     tool("view-numbering", "an unknown numbering", "frs_view_thread", {"numbering": "relative"})
     tool("view-preview", "`preview_chars` below 200", "frs_view_thread", {"preview_chars": 10})
@@ -627,8 +632,8 @@ SEES: dict[str, str] = {
         "positions, 1..4)."
     ),
     "view-outside": (
-        "Error executing tool frs_view_thread: Range 2..9 is outside the thread: the thread has "
-        "positions 1..4. View the thread and try again."
+        "Error executing tool frs_view_thread: from=7 is past the end: the last position is 4. "
+        "View from 1 to 4, or give last=N for the newest entries."
     ),
     "view-role": (
         "Error executing tool frs_view_thread: Unknown role 'robot' in roles; use any of system, "

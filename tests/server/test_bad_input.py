@@ -160,7 +160,12 @@ RANGES = [
     ),
     case("view position 0", "frs_view_thread", ["Range 0..1", "positions 1..5"], **window(0, 1)),
     case("view negative from", "frs_view_thread", ["Range -3..5", "positions 1..5"], **window(-3)),
-    case("view past the end", "frs_view_thread", ["Range 2..9", "positions 1..5"], **window(2, 9)),
+    case(
+        "view starting past the end",
+        "frs_view_thread",
+        ["from=7 is past the end: the last position is 5.", "last=N"],
+        **window(7, 9),
+    ),
     case(
         "numbers past the end",
         "frs_compress_range",

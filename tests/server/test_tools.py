@@ -484,6 +484,17 @@ class TestViewWindows:
             shown = await view(client, **{"from": 4})
         assert entries(shown) == ["[4] User: E", "[5] Assistant: F"]
 
+    async def test_a_window_running_past_the_end_shows_up_to_the_end(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            await self._thread(client)
+            shown = await view(client, **{"from": 4, "to": 30})
+            numbers = await view(client, numbering="absolute", **{"from": 5, "to": 30})
+        assert entries(shown) == ["[4] User: E", "[5] Assistant: F"]
+        assert footer(shown).startswith("· showing 2 entries at positions 4–5 of 5 entries")
+        assert entries(numbers) == ["[5] User: E", "[6] Assistant: F"]
+
     async def test_from_and_to_in_numbers(self, connect: Connect) -> None:
         async with connect() as client:
             await self._thread(client)
