@@ -56,6 +56,7 @@ from frs.ports import FileReader, Store, ThreadReader, ThreadTx
 from frs.render import (
     Entry,
     escape_inline,
+    plural,
     render_entry,
 )
 from frs.sources import SourceState, count_lines, source_alias
@@ -89,7 +90,11 @@ class Recorded:
                 f"{len(self.positions)} messages at positions "
                 f"{self.positions[0]}–{self.positions[-1]}"
             )
-        extra = f" and {self.thinking} thinking block(s), not numbered" if self.thinking else ""
+        extra = (
+            f" and {plural(self.thinking, 'thinking block')} (not numbered)"
+            if self.thinking
+            else ""
+        )
         return f"Recorded {where}{extra} in session {self.session_id} · revision {self.revision}"
 
 
@@ -105,12 +110,13 @@ class Squashed:
     def text(self) -> str:
         saved = self.squash.tokens_before - self.squash.tokens_after
         return (
-            f"Squashed {self.replaced} ({self.squash.count} entries, {self.squash.covered} "
-            f"messages) into a summary at position {self.position}. Originals: "
+            f"Squashed {self.replaced} ({plural(self.squash.count, 'entry')}, "
+            f"{plural(self.squash.covered, 'message')}) into a summary at position "
+            f"{self.position}. Originals: "
             f'get_alias(alias="{self.squash.alias}"); '
             f'undo: frs_restore(alias="SQ.{self.squash.n}"). '
             f"Tokens ~{self.squash.tokens_before:,} → ~{self.squash.tokens_after:,} "
-            f"(saved ~{saved:,}). The thread now has {self.live_count} entries "
+            f"(saved ~{saved:,}). The thread now has {plural(self.live_count, 'entry')} "
             f"· revision {self.revision}"
         )
 
@@ -125,8 +131,8 @@ class Restored:
 
     def text(self) -> str:
         return (
-            f"Restored SQ.{self.squash.n}: positions {self.first}–{self.last} hold its "
-            f"{self.squash.count} entries again · revision {self.revision}"
+            f"Restored SQ.{self.squash.n}: {_span('position', self.first, self.last)} hold "
+            f"its {plural(self.squash.count, 'entry')} again · revision {self.revision}"
         )
 
 
@@ -290,7 +296,7 @@ class ReasoningService:
                 recorded=session.recorded + count,
             )
             thinking = len(stored) - count
-            await tx.save_session(updated, f"recorded {count} message(s)")
+            await tx.save_session(updated, f"recorded {plural(count, 'message')}")
             return Recorded(
                 session.id,
                 tuple(positions),
@@ -387,12 +393,12 @@ class ReasoningService:
                 window = await tx.entries_between(session.id, start, end)
                 await self._check_absolute_edges(tx, session, window, start, end)
                 first = (await tx.positions_of(session.id, [window[0].ord]))[0]
-                replaced = f"numbers {start}–{end}"
+                replaced = _span("number", start, end)
             else:
                 check_positions(session, start, end)
                 window = await tx.entries_at(session.id, start, end - start + 1)
                 first = start
-                replaced = f"positions {start}–{end}"
+                replaced = _span("position", start, end)
             await self._check_layers(tx, session, window)
             await self._check_pairs(tx, session, window, first, mode, count_hint=None)
             return await self._squash(tx, session, window, first, text, replaced)
@@ -410,6 +416,8 @@ class ReasoningService:
             session = await self._resolve(tx, session_id)
             await self._check_revision(tx, session, expected_revision)
             live = session.live_count
+            if live == 0:
+                raise InvalidRequest("The thread has no entries yet: record messages first.")
             if not 1 <= count <= live:
                 raise InvalidRequest(
                     f"count={count} is outside 1..{live}: the thread has {live} entries. "
@@ -433,7 +441,8 @@ class ReasoningService:
             first = live - count + 1
             window = await tx.entries_at(session.id, first, count)
             await self._check_pairs(tx, session, window, first, "position", count_hint=True)
-            return await self._squash(tx, session, window, first, text, f"positions {first}–{live}")
+            replaced = _span("position", first, live)
+            return await self._squash(tx, session, window, first, text, replaced)
 
     async def _squash(
         self,
@@ -602,7 +611,7 @@ class ReasoningService:
                 window,
                 first,
                 text,
-                f"focus layer {inner.n} (positions {first}–{session.live_count})",
+                f"focus layer {inner.n} ({_span('position', first, session.live_count)})",
             )
             await tx.close_layer(session.id, inner.n, now, done.squash.n)
             closed = replace(inner, closed_at=now, squash_n=done.squash.n)
@@ -719,14 +728,17 @@ class ReasoningService:
             if ref.family == "M":
                 message = await reader.message(session.id, ref.n)
                 if message is None:
+                    top = session.next_number - 1
                     raise AliasNotFound(
                         ref.name,
-                        f"session {session.id} has messages M.1..M.{session.next_number - 1}.",
+                        f"session {session.id} has messages M.1..M.{top}."
+                        if top
+                        else f"session {session.id} has no messages yet.",
                     )
                 if not sha_matches(ref, message.sha256):
                     raise _sha_mismatch(alias, f"{ref.name}@{message.sha8}")
                 text = message_body(message.content, message.tool_calls)
-                state = "" if message.live else " · not in the thread (squashed)"
+                state = "" if message.live else await _absence(reader, session, message)
                 role = "Summary" if message.kind == "summary" else message.role.capitalize()
                 heading = f"{ref.name}@{message.sha8} · {role}{state}"
             else:
@@ -914,7 +926,7 @@ class ReasoningService:
             changes = []
             if steps is not None:
                 await tx.replace_plan(session.id, [replace(s, text=s.text.strip()) for s in steps])
-                changes.append(f"plan set to {len(steps)} step(s)")
+                changes.append(f"plan set to {plural(len(steps), 'step')}")
             updated = replace(session, revision=session.revision + 1, updated_at=now)
             if name is not None:
                 last = (
@@ -1019,6 +1031,22 @@ def _render_originals(entries: Sequence[Message]) -> str:
         )
         lines.extend(render_entry(Entry(label, message), preview_chars=math.inf))  # type: ignore[arg-type]
     return "\n".join(lines)
+
+
+def _span(unit: str, first: int, last: int) -> str:
+    """`position 4`, or `positions 4–6` for a span."""  # noqa: RUF002 - the dash we print
+    return f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
+
+
+async def _absence(reader: ThreadReader, session: Session, message: Message) -> str:
+    """Why a message is not in the thread: squashed (into which squash), or a summary whose
+    squash was restored."""
+    holder = await reader.squash_holding(session.id, message.number or 0)
+    if holder is not None:
+        return f" · not in the thread (squashed into SQ.{holder.n})"
+    if message.kind == "summary":
+        return f" · not in the thread (SQ.{message.squash_n} was restored)"
+    return " · not in the thread"
 
 
 def _sha_mismatch(given: str, actual: str) -> AliasNotFound:

@@ -64,7 +64,8 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
             revision = recorded.revision
             progress.update(done)
     return (
-        f"Imported {numbered:,} messages ({done - numbered} thinking) from {path.name} into "
+        f"Imported {numbered:,} {'message' if numbered == 1 else 'messages'} "
+        f"({done - numbered} thinking) from {path.name} into "
         f'session {session.id} "{session.title}" · revision {revision}'
     )
 

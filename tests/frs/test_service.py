@@ -266,7 +266,7 @@ class TestToolCallPairs:
         thread = [user("hello there"), tool("nobody", "orphan output " + "o" * 40), user("bye")]
         async with service_with(tmp_path, thread) as service:
             squashed = await service.compress_range(2, 2, "orphan")
-        assert squashed.replaced == "positions 2–2"
+        assert squashed.replaced == "position 2"
 
     async def test_a_result_recorded_after_its_call_was_squashed_pairs_with_the_summary(
         self, tmp_path: Path
@@ -425,7 +425,7 @@ class TestNestedSquash:
             await service.compress_range(2, 3, "b-c")
             page = await service.get_alias("M.2")
         assert page.text == WORDS[1]
-        assert page.heading.endswith("· User · not in the thread (squashed)")
+        assert page.heading.endswith("· User · not in the thread (squashed into SQ.1)")
 
 
 class TestThinking:
@@ -466,7 +466,7 @@ class TestThinking:
             recorded = await service.record([user("q"), thinking("hmm"), assistant("a")])
         assert (recorded.positions, recorded.numbers, recorded.thinking) == ((1, 2), (1, 2), 1)
         assert recorded.text().startswith(
-            "Recorded 2 messages at positions 1–2 and 1 thinking block(s), not numbered"
+            "Recorded 2 messages at positions 1–2 and 1 thinking block (not numbered)"
         )
 
     async def test_thinking_recorded_after_a_squash_at_the_end_is_shown(
@@ -607,12 +607,12 @@ class TestRevision:
             assert error.changes == (
                 "revision 2: squashed positions 2–3 into SQ.1",
                 "revision 3: restored SQ.1",
-                "revision 4: plan set to 1 step(s) and checkpoint 'cp'",
+                "revision 4: plan set to 1 step and checkpoint 'cp'",
             )
             assert str(error) == (
                 "Stale revision: you expected revision 1, the session is at revision 4 (since "
                 "then: revision 2: squashed positions 2–3 into SQ.1; revision 3: restored SQ.1; "
-                "revision 4: plan set to 1 step(s) and checkpoint 'cp'). Nothing was changed. "
+                "revision 4: plan set to 1 step and checkpoint 'cp'). Nothing was changed. "
                 "View the thread again and retry with expected_revision=4."
             )
         assert "(since then: changes not listed)" in str(ahead)

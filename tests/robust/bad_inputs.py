@@ -602,15 +602,15 @@ SEES: dict[str, str] = {
     "record-stale": (
         "Error executing tool frs_record: Stale revision: you expected revision 3, the session is "
         "at revision 6 (since then: revision 4: restored SQ.2; revision 5: squashed positions 4–5 "
-        "into SQ.3; revision 6: plan set to 2 step(s)). Nothing was changed. View the thread again "
+        "into SQ.3; revision 6: plan set to 2 steps). Nothing was changed. View the thread again "
         "and retry with expected_revision=6."
     ),
     "record-huge-revision": (
         "Error executing tool frs_record: Stale revision: you expected revision "
         "-9223372036854775809, the session is at revision 6 (since then: revision 1: recorded 6 "
-        "message(s); revision 2: squashed positions 4–5 into SQ.1; revision 3: squashed positions "
-        "1–1 into SQ.2; revision 4: restored SQ.2; revision 5: squashed positions 4–5 into SQ.3; "
-        "revision 6: plan set to 2 step(s)). Nothing was changed. View the thread again and retry "
+        "messages; revision 2: squashed positions 4–5 into SQ.1; revision 3: squashed position "
+        "1 into SQ.2; revision 4: restored SQ.2; revision 5: squashed positions 4–5 into SQ.3; "
+        "revision 6: plan set to 2 steps). Nothing was changed. View the thread again and retry "
         "with expected_revision=6."
     ),
     "record-no-session": (

@@ -605,8 +605,7 @@ class TestRefusedAndUnchanged:
             result = await client.call_tool("frs_compress_last", {"count": 1, "summary": "s"})
             listed = await call_text(client, "frs_session", action="list")
         assert result.is_error
-        assert "count=1 is outside 1..0" in text_of(result)
-        assert "Record messages first" in text_of(result)
+        assert "The thread has no entries yet: record messages first." in text_of(result)
         assert listed.startswith("No sessions yet")
 
 

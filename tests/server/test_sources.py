@@ -72,7 +72,7 @@ class TestInlineText:
             after = await revision(client)
             page = await call_text(client, "get_alias", alias="A.storage")
             pinned = await call_text(client, "get_alias", alias=f"A.storage@{sha8(text)}")
-        assert answer.startswith(f"Registered A.storage@{sha8(text)} inline text · 3 line(s)")
+        assert answer.startswith(f"Registered A.storage@{sha8(text)} inline text · 3 lines")
         assert f"revision {after}" in answer
         assert after == before + 1
         assert page.split("\n", 1)[0].startswith(f"A.storage@{sha8(text)} · inline text")
@@ -95,7 +95,7 @@ class TestFiles:
             answer = await add(client, path="handlers/main.py")
             page = await call_text(client, "get_alias", alias="H.main")
         assert answer.startswith(
-            f"Registered H.main@{sha8(MAIN_PY)} handlers/main.py · 120 line(s)"
+            f"Registered H.main@{sha8(MAIN_PY)} handlers/main.py · 120 lines"
         )
         assert page_text(page) == MAIN_PY
 

@@ -292,7 +292,7 @@ class TestRecord:
             shown = await view(client, show_thinking=True)
             second = await call(client, "get_alias", alias="M.2")
         assert text_of(result) == (
-            f"Recorded 2 messages at positions 1–2 and 1 thinking block(s), not numbered "
+            f"Recorded 2 messages at positions 1–2 and 1 thinking block (not numbered) "
             f"in session {sid} · revision 1"
         )
         assert result.structured_content is not None
@@ -319,7 +319,7 @@ class TestRecord:
             shown = await view(client, show_thinking=True)
         assert result.structured_content is not None
         assert result.structured_content["positions"] == []
-        assert "no numbered messages and 1 thinking block(s)" in text_of(result)
+        assert "no numbered messages and 1 thinking block (not numbered)" in text_of(result)
         assert "(thinking) hmm" in shown
         assert entries(shown) == []
 
@@ -723,7 +723,7 @@ class TestGetAlias:
             await letters(client, "ABC", size=4)
             await squash(client, 1, 2, "AB")
             page = text_of(await call(client, "get_alias", alias="M.2"))
-        assert "not in the thread (squashed)" in page.split("\n")[0]
+        assert "not in the thread (squashed into SQ.1)" in page.split("\n")[0]
         assert page_text(page) == "B B B B"
 
     async def test_a_squash_alias_gives_the_originals_as_they_were(self, connect: Connect) -> None:
@@ -930,7 +930,7 @@ class TestExpectedRevision:
         assert "you expected revision 1" in text
         assert "the session is at revision 3" in text
         assert "squashed positions 1–2 into SQ.1" in text
-        assert "recorded 1 message(s)" in text
+        assert "recorded 1 message" in text
         assert "expected_revision=3" in text
 
     @pytest.mark.parametrize(
