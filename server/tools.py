@@ -546,10 +546,10 @@ def register(server: MCPServer[Any]) -> None:
                 source, revision = await service.add_source(
                     alias, text, path, sid, expected_revision
                 )
-                lines = f"{source.lines:,} {'line' if source.lines == 1 else 'lines'}"
+                size = f"{source.lines:,} {'line' if source.lines == 1 else 'lines'}"
                 return (
                     f"Registered {source.alias}@{source.sha8} {escape_inline(source.where)} · "
-                    f"{lines} · {source.chars:,} chars. Read it with "
+                    f"{size} · {source.chars:,} chars. Read it with "
                     f'get_alias(alias="{source.alias}") · revision {revision}'
                 )
             if action == "remove":

@@ -94,9 +94,7 @@ class TestFiles:
         async with connect(allow_roots=(str(root),)) as client:
             answer = await add(client, path="handlers/main.py")
             page = await call_text(client, "get_alias", alias="H.main")
-        assert answer.startswith(
-            f"Registered H.main@{sha8(MAIN_PY)} handlers/main.py · 120 lines"
-        )
+        assert answer.startswith(f"Registered H.main@{sha8(MAIN_PY)} handlers/main.py · 120 lines")
         assert page_text(page) == MAIN_PY
 
     @pytest.mark.parametrize(
