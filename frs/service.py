@@ -399,7 +399,7 @@ class ReasoningService:
                 window = await tx.entries_at(session.id, start, end - start + 1)
                 first = start
                 replaced = _span("position", start, end)
-            await self._check_layers(tx, session, window)
+            await self._check_layers(tx, session, window, mode)
             await self._check_pairs(tx, session, window, first, mode, count_hint=None)
             return await self._squash(tx, session, window, first, text, replaced)
 
@@ -530,15 +530,20 @@ class ReasoningService:
                 f"hold whole entries. End at {tail.ord_last} instead."
             )
 
-    async def _check_layers(self, tx: ThreadTx, session: Session, window: list[Message]) -> None:
+    async def _check_layers(
+        self, tx: ThreadTx, session: Session, window: list[Message], mode: Numbering
+    ) -> None:
         """A range may not cross the start of an open focus layer."""
         lo, hi = window[0].ord, window[-1].ord_last
         for layer in await tx.open_layers(session.id):
             if lo < layer.start_ord <= hi:
-                at = (await tx.positions_of(session.id, [layer.start_ord]))[0]
+                if mode == "absolute":
+                    unit, at = "number", layer.start_ord
+                else:
+                    unit, at = "position", (await tx.positions_of(session.id, [layer.start_ord]))[0]
                 raise InvalidRequest(
                     f"The range crosses the start of the open focus layer {layer.goal!r} at "
-                    f"position {at}: squash entries before position {at}, or from {at} on, "
+                    f"{unit} {at}: squash entries before {unit} {at}, or from {at} on, "
                     "or close the layer with frs_focus(action='close', summary=...)."
                 )
 
@@ -714,6 +719,11 @@ class ReasoningService:
         session_id: SessionId | None = None,
     ) -> Page:
         """One page of the full text behind an alias."""
+        if offset < 0 or (max_chars is not None and max_chars < 1):
+            raise InvalidRequest(
+                f"offset={offset}, max_chars={max_chars}: offset is 0 or more and max_chars 1 "
+                "or more (or None for the default page)."
+            )
         ref = parse_alias(alias)
         size_cap = max_chars or self.limits.page_chars
         if ref.is_source:

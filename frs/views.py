@@ -7,6 +7,7 @@ spent, so its cost does not grow with the part of the thread it leaves out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -53,6 +54,10 @@ _WHOLE_IF_UNDER = 200
 _FIT_TRIES = 4  # assemble, measure, adjust the room by the difference: one to three tries
 _SLACK_SHARE = 10  # a budgeted view using all but a tenth of its budget is not tried again
 _STAMP_BYTES = len(" [2025-01-02 10:00]")
+# The first line of an entry: at column 0, or a reply's indent with show_times.
+# Budget notes name positions; a view numbered absolutely must ask for them explicitly.
+_POSITIONS = 'numbering="position", '
+_ENTRY_START = re.compile(r"^(?:  )?\[\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +150,6 @@ async def render_thread(
     marks = list(frame.checkpoints)
     labels = [label(m, p, mode) for m, p in zip(entries, positions, strict=True)]
     built, before = _attach(entries, labels, thinking, marks, whole=scope is None)
-    leading.extend(before)
     if session.live_count == 0:
         leading.append("(no messages yet: record them with frs_record)")
     layers = frame.layers
@@ -156,16 +160,24 @@ async def render_thread(
     if options.show_times:
         built = _stamp(built)
     footer = _footer(session, shown, positions, scope, options.roles, merged=len(built))
-    if trailing:
-        footer = "\n".join([*trailing, footer])
-    text = render_view(session.title, session.goal, plan, leading, built, footer, preview)
-    if budgeted and _tokens_of_bytes(_bytes(text.split("\n"))) > (options.budget_tokens or 0):
+    text = render_view(
+        session.title,
+        session.goal,
+        plan,
+        [*leading, *before],
+        built,
+        "\n".join([*trailing, footer]),
+        preview,
+    )
+    budget = options.budget_tokens
+    if budget is None or _bytes(text.split("\n")) <= budget * 4:
+        return text
+    if budgeted:
         return await _fit(
             reader, session, options, mode, preview, plan, _sources_block(sources), frame
         )
-    if options.budget_tokens is not None:
-        return _trim_to_budget(text, options.budget_tokens)
-    return text
+    cut = _Cut(session, options, mode, preview, plan, leading, trailing, scope)
+    return cut.render(built, positions, budget)
 
 
 def label(message: Message, position: int, mode: Numbering) -> str:
@@ -211,9 +223,11 @@ async def _select(
                 entries = await reader.lane_entries(sid, lanes, lo, hi)
             else:
                 entries = await reader.entries_between(sid, lo, hi)
-                cover = await reader.entry_covering(sid, lo)
-                if cover is not None and cover.ord < lo <= cover.ord_last:
-                    entries.insert(0, cover)
+            # A summary that starts before `from` and reaches into the window is shown whole.
+            cover = await reader.entry_covering(sid, lo)
+            straddles = cover is not None and cover.ord < lo <= cover.ord_last
+            if cover is not None and straddles and (not lanes or cover.lane in lanes):
+                entries.insert(0, cover)
             positions = await reader.positions_of(sid, [m.ord for m in entries])
             scope: str | None = f"numbers {lo}–{hi}"
         else:
@@ -497,7 +511,7 @@ async def _budgeted(
     # Reserve the widest the note and footer can get, and every open layer's heading, so the
     # chosen entries fit at the first try; the note is sized for any budget, so the minimum
     # it names is itself accepted.
-    widest_note = _budget_note(10**12, live, live, live, (1, live))
+    widest_note = _budget_note(10**12, live, live, live, (1, live), mode)
     widest_footer = _footer(
         session, live, [live, live], "budget", merged=live - 1 if options.merge_runs else None
     )
@@ -577,7 +591,7 @@ async def _assemble(
     floor = max(1, session.live_count - most + 1)
     omitted = (floor, first - 1) if first > floor else None
     note = _budget_note(
-        budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), omitted
+        budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), omitted, mode
     )
     footer = _footer(session, shown, positions, "budget", merged=len(built))
     lines = render_view(session.title, session.goal, plan, leading, [], "", preview).split("\n")
@@ -682,7 +696,12 @@ def _tier_lines(entry: Entry, tier: str, preview: int) -> list[str]:
 
 
 def _budget_note(
-    budget: int, whole: int, cards: int, lines: int, omitted: tuple[int, int] | None
+    budget: int,
+    whole: int,
+    cards: int,
+    lines: int,
+    omitted: tuple[int, int] | None,
+    mode: Numbering = "position",
 ) -> str:
     parts = [f"Budget ~{budget:,} tokens: {plural(whole, 'entry')} whole"]
     if cards:
@@ -695,9 +714,91 @@ def _budget_note(
         text += (
             f"; positions {lo}–{hi} ({hi - lo + 1:,} {'entry' if lo == hi else 'entries'}) "
             "omitted: "
-            f"frs_view_thread(from={lo}, to={hi}) shows them"
+            f"frs_view_thread({_POSITIONS if mode == 'absolute' else ''}from={lo}, to={hi}) "
+            "shows them"
         )
     return text
+
+
+class _Cut:
+    """A window, role or run view over its budget: its oldest entries are cut, and the view
+    says how many, which, and the call that shows them."""
+
+    def __init__(
+        self,
+        session: Session,
+        options: ViewOptions,
+        mode: Numbering,
+        preview: int,
+        plan: Sequence[PlanStep],
+        leading: list[str],
+        trailing: list[str],
+        scope: str | None,
+    ) -> None:
+        self.session, self.options, self.mode, self.preview = session, options, mode, preview
+        self.plan, self.leading, self.trailing, self.scope = plan, leading, trailing, scope
+
+    def render(self, built: list[Entry], positions: list[int], budget: int) -> str:
+        sizes = [_bytes(render_entry(entry, self.preview)) for entry in built]
+        widest = self._view([], [positions[-1]] * len(positions), budget, built, len(positions))
+        total = _bytes(widest.split("\n")) + sum(sizes)
+        kept = 0
+        while kept < len(built) and total > budget * 4:
+            total -= sizes[kept]
+            kept += 1
+        if total > budget * 4 or kept == len(built):
+            minimum = _tokens_of_bytes(_bytes(widest.split("\n")) + min(sizes, default=0))
+            raise InvalidRequest(
+                f"budget_tokens={budget} is too small for even the newest entry of this view "
+                f"with its header and footer; use at least {minimum}."
+            )
+        while True:  # the widest note and footer were reserved, so this fits at once
+            count = sum(len(entry.members) or 1 for entry in built[:kept])
+            text = self._view(built[kept:], positions[count:], budget, built[:kept], count)
+            if _bytes(text.split("\n")) <= budget * 4 or kept == len(built) - 1:
+                return text
+            kept += 1
+
+    def _view(
+        self, kept: list[Entry], shown: list[int], budget: int, cut: list[Entry], count: int
+    ) -> str:
+        # Cut, a window over the whole thread no longer shows all of it: count what it shows.
+        scope = self.scope or "cut"
+        footer = _footer(self.session, len(shown), shown, scope, self.options.roles, len(kept))
+        return render_view(
+            self.session.title,
+            self.session.goal,
+            self.plan,
+            [*self.leading, self._note(budget, cut, count)],
+            kept,
+            "\n".join([*self.trailing, footer]),
+            self.preview,
+        )
+
+    def _note(self, budget: int, cut: list[Entry], count: int) -> str:
+        entries = [m for entry in cut for m in (entry.members or (entry.message,))]
+        text = f"Budget ~{budget:,} tokens: the oldest {plural(count, 'entry')} of this view cut"
+        if self.options.run_id is not None or not entries:
+            return text
+        options = self.options
+        if self.mode == "absolute":
+            lo, hi = entries[0].ord, entries[-1].ord_last
+        else:
+            lo, hi = _first_label(cut[0]), _last_label(cut[-1])
+        args = [f"from={lo}", f"to={hi}"]
+        if options.roles:
+            args.append("roles=[" + ", ".join(f'"{r}"' for r in options.roles) + "]")
+        if options.numbering is not None:
+            args.append(f'numbering="{options.numbering}"')
+        return f"{text}: frs_view_thread({', '.join(args)}) shows them"
+
+
+def _first_label(entry: Entry) -> int:
+    return int(entry.label.split("–")[0])
+
+
+def _last_label(entry: Entry) -> int:
+    return int(entry.label.split("–")[-1])
 
 
 def _trim_to_budget(text: str, budget: int) -> str:
@@ -718,7 +819,7 @@ def _trim_to_budget(text: str, budget: int) -> str:
     while body and _tokens_of_bytes(_bytes([*head, note, *body, footer])) > budget:
         body = body[1:]
         cut += 1
-    while body and body[0].startswith(" "):  # never start inside an entry
+    while body and not _ENTRY_START.match(body[0]):  # never start inside an entry
         body = body[1:]
         cut += 1
     result = [*head, f"… {cut} lines cut to fit budget_tokens={budget}", *body, footer]

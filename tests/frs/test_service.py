@@ -427,6 +427,23 @@ class TestNestedSquash:
         assert page.text == WORDS[1]
         assert page.heading.endswith("· User · not in the thread (squashed into SQ.1)")
 
+    async def test_a_restored_squash_summary_says_it_was_restored(self, tmp_path: Path) -> None:
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
+            squashed = await service.compress_range(2, 3, "b-c")
+            await service.restore("SQ.1")
+            page = await service.get_alias(f"M.{squashed.squash.summary_number}")
+        assert page.heading.endswith("· Summary · not in the thread (SQ.1 was restored)")
+
+    @pytest.mark.parametrize(("offset", "max_chars"), [(-2, None), (0, 0), (0, -3)])
+    async def test_a_negative_offset_or_an_empty_page_is_refused(
+        self, tmp_path: Path, offset: int, max_chars: int | None
+    ) -> None:
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
+            error = await refused(
+                service, InvalidRequest, partial(service.get_alias, "M.1", offset, max_chars)
+            )
+        assert "offset is 0 or more and max_chars 1 or more" in str(error)
+
 
 class TestThinking:
     async def test_thinking_is_stored_but_never_numbered(self, tmp_path: Path) -> None:

@@ -292,9 +292,29 @@ class TestSmallThreads:
     ) -> None:
         async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
             view = await call_text(client, "frs_view_thread", budget_tokens=1_500, **window)
+            whole = await call_text(client, "frs_view_thread", **window)
+            note = re.fullmatch(
+                r"Budget ~1,500 tokens: the oldest (\d+) entries of this view cut: "
+                r"frs_view_thread\((from=(\d+), to=(\d+)(?:, roles=\[.*\])?)\) shows them",
+                view.split("\n")[1],
+            )
+            assert note is not None, view.split("\n")[1]
+            named = dict(window, **{"from": int(note[3]), "to": int(note[4])})
+            cut = await call_text(client, "frs_view_thread", **named)
         assert estimate_tokens(view) <= 1_500
-        assert re.search(r"lines cut to fit budget_tokens=1500", view)
-        assert shown_entries(view), "the newest entries of the window are kept"
+        kept = [e.position for e in shown_entries(view)]
+        everything = [e.position for e in shown_entries(whole)]
+        assert kept == everything[-len(kept) :], "the newest entries of the window are kept"
+        assert [e.position for e in shown_entries(cut)] == everything[: -len(kept)]
+        assert int(note[1]) == len(everything) - len(kept)
+        what = (
+            "user entries"
+            if window.get("roles") == ["user"]
+            else ("tool entries" if window.get("roles") else "entries")
+        )
+        assert view.split("\n")[-1].startswith(
+            f"· showing {len(kept)} {what} at positions {kept[0]}–{kept[-1]} of "
+        )
 
 
 class TestRefusals:
@@ -548,3 +568,45 @@ class TestCapOnLongThreads:
         assert view == window
         assert estimate_tokens(view) <= 40_000
         assert estimate_tokens("\n".join(m["content"] for m in long)) > 40_000
+
+
+class TestCutViews:
+    """Window and role views over their budget lose their oldest entries, and say so."""
+
+    async def test_a_window_with_show_times_keeps_its_newest_replies(
+        self, connect: Connect
+    ) -> None:
+        replies = [{"role": "assistant", "content": f"reply {i} " + "w" * 60} for i in range(59)]
+        async with connect() as client:
+            await call_text(
+                client, "frs_record", messages=[{"role": "user", "content": "go"}, *replies]
+            )
+            view = await call_text(
+                client, "frs_view_thread", show_times=True, budget_tokens=300, **{"from": 1}
+            )
+        assert estimate_tokens(view) <= 300
+        assert view.split("\n")[-2].startswith("  [60] Assistant: reply 58 ")
+        assert re.search(r"^· showing \d+ entries at positions \d+–60 of 60 ", view, re.M)
+
+    async def test_an_absolute_view_names_the_omitted_positions_as_positions(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            await call_text(client, "frs_session", action="start", title="t", numbering="absolute")
+            for start in range(0, 300, 100):
+                batch = [as_argument(message(n)) for n in range(start + 1, start + 101)]
+                await call_text(client, "frs_record", messages=batch)
+            await call_text(
+                client, "frs_compress_range", summary="the first hundred", **{"from": 1, "to": 100}
+            )
+            view = await call_text(client, "frs_view_thread", budget_tokens=1_500)
+            named = re.search(r'frs_view_thread\(numbering="position", from=1, to=(\d+)\)', view)
+            assert named is not None, view.split("\n")[1]
+            omitted = await call_text(
+                client, "frs_view_thread", numbering="position", **{"from": 1, "to": int(named[1])}
+            )
+        first = re.search(r"^\[(\d+)\] ", view, re.M)
+        assert first is not None
+        # Position 1 is the summary of numbers 1–100; position p > 1 is number p + 99.
+        assert int(first[1]) == int(named[1]) + 100
+        assert len(re.findall(r"^\[\d+\] ", omitted, re.M)) == int(named[1])

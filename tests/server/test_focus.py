@@ -312,7 +312,7 @@ class TestCompressRange:
         )
         assert after == before
 
-    async def test_absolute_numbers_across_a_layer_start_are_refused_by_position(
+    async def test_absolute_numbers_across_a_layer_start_are_refused_naming_the_number(
         self, connect: Connect
     ) -> None:
         async with connect() as client:
@@ -325,7 +325,11 @@ class TestCompressRange:
                 numbering="absolute",
                 summary="x",
             )
-        assert f"focus layer '{INNER}' at position 4" in text, "number 5 sits at position 4"
+        # Number 5 sits at position 4 now; a caller counting in numbers is told the number.
+        assert (
+            f"focus layer '{INNER}' at number 5: squash entries before number 5, or from 5 on"
+            in text
+        )
 
     @pytest.mark.parametrize(("first", "last"), [(1, 2), (3, 4), (5, 7), (6, 7)])
     async def test_a_range_on_one_side_of_every_layer_start_is_squashed(

@@ -149,7 +149,7 @@ class TestViewsAndExports:
             text = await view(client, budget_tokens=400, **{"from": 1, "to": 21})
         lines = text.split("\n")
         assert lines[0] == 'Thread "Untitled"'
-        assert lines[1].startswith("… ")
+        assert lines[1].startswith("Budget ~400 tokens: the oldest ")
         assert lines[2].startswith("[")
 
 

@@ -495,6 +495,16 @@ class TestViewWindows:
         assert footer(shown).startswith("· showing 2 entries at positions 4–5 of 5 entries")
         assert entries(numbers) == ["[5] User: E", "[6] Assistant: F"]
 
+    async def test_a_role_window_in_numbers_keeps_a_summary_reaching_into_it(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            await self._thread(client)
+            shown = await view(
+                client, numbering="absolute", roles=["user", "summary"], **{"from": 3, "to": 5}
+            )
+        assert [line[:8] for line in entries(shown)] == ["[2–3] Su", "[5] User"]
+
     async def test_from_and_to_in_numbers(self, connect: Connect) -> None:
         async with connect() as client:
             await self._thread(client)
