@@ -1,4 +1,5 @@
-"""MCP resources: the session list, a session's thread, and its squash audit trail."""
+"""MCP resources: the session list, a session's thread and exports, the text behind an alias,
+and the squash audit trail."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from mcp.server import MCPServer
 from frs import SessionId, ViewOptions
 from server.deps import DepsContext, DepsSlot
 from server.errors import resource_errors
+
+_WHOLE = 2**62  # a resource is read whole; get_alias pages only for tool output caps
 
 
 def register(mcp: MCPServer[Any], slot: DepsSlot) -> None:
@@ -71,6 +74,18 @@ def register(mcp: MCPServer[Any], slot: DepsSlot) -> None:
             exported = await service.export("anthropic", SessionId(session_id))
         assert isinstance(exported, dict)
         return exported
+
+    @mcp.resource(
+        "frs://sessions/{session_id}/aliases/{alias}",
+        mime_type="text/plain",
+        description="The full text behind an alias (M.7, SQ.2, H.main, with or without @sha8), "
+        "unpaged: what get_alias returns a page at a time.",
+    )
+    async def alias(session_id: str, alias: str, ctx: DepsContext) -> str:
+        service = ctx.request_context.lifespan_context.service
+        with resource_errors():
+            page = await service.get_alias(alias, 0, _WHOLE, SessionId(session_id))
+        return page.text
 
     @mcp.resource(
         "frs://sessions/{session_id}/squashes",

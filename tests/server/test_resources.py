@@ -10,6 +10,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS, TextContent, TextResourceContents
 
+from tests.calls import sha8
 from tests.conftest import Connect
 
 
@@ -172,8 +173,54 @@ class TestSquashesResource:
         assert trail == {"session_id": sid, "squashes": []}
 
 
+class TestAliasResource:
+    async def test_it_is_the_whole_text_behind_any_alias(self, connect: Connect) -> None:
+        long = "\n".join(f"line {i}: " + "x" * 90 for i in range(400))  # 40,000 chars, 2 pages
+        async with connect() as client:
+            sid = await start(client, "Aliases")
+            await tool(client, "frs_record", messages=users("first", long, "third"))
+            _, squashed = await tool(
+                client, "frs_compress_range", **{"from": 1, "to": 2}, summary="first and long"
+            )
+            await tool(client, "frs_source", action="add", alias="D.notes", text="kept notes")
+            message = await read(client, f"frs://sessions/{sid}/aliases/M.2")
+            pinned = await read(client, f"frs://sessions/{sid}/aliases/M.3@{sha8('third')}")
+            originals = await read(client, f"frs://sessions/{sid}/aliases/{squashed['alias']}")
+            paged, _ = await tool(client, "get_alias", alias=squashed["alias"], session_id=sid)
+            source = await read(client, f"frs://sessions/{sid}/aliases/D.notes")
+        assert message == long
+        assert pinned == "third"
+        assert originals.startswith("[1] User: first\n[2] User: line 0: ")
+        assert originals.endswith("\n    line 399: " + "x" * 90)
+        assert len(originals) > 40_000  # whole, where the tool pages it:
+        assert 'get_alias(alias="SQ.1' in paged
+        assert source == "kept notes"
+
+    async def test_it_is_listed_as_a_template(self, connect: Connect) -> None:
+        async with connect() as client:
+            templates = (await client.list_resource_templates()).resource_templates
+        by_uri = {t.uri_template: t for t in templates}
+        assert by_uri["frs://sessions/{session_id}/aliases/{alias}"].mime_type == "text/plain"
+
+    @pytest.mark.parametrize(
+        ("alias", "says"),
+        [("M.9", "No alias 'M.9': session "), ("SQ.1@00000000", "@sha8 does not match")],
+    )
+    async def test_an_unknown_alias_is_an_invalid_params_error(
+        self, connect: Connect, alias: str, says: str
+    ) -> None:
+        async with connect() as client:
+            sid = await start(client, "Aliases")
+            await tool(client, "frs_record", messages=users("a " * 9, "b " * 9))
+            await tool(client, "frs_compress_last", count=2, summary="ab")
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(f"frs://sessions/{sid}/aliases/{alias}")
+        assert caught.value.code == INVALID_PARAMS
+        assert says in caught.value.message
+
+
 class TestUnknownSession:
-    @pytest.mark.parametrize("what", ["thread", "squashes"])
+    @pytest.mark.parametrize("what", ["thread", "squashes", "aliases/M.1"])
     async def test_an_unknown_session_is_an_invalid_params_error(
         self, connect: Connect, what: str
     ) -> None:
