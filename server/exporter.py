@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 
@@ -42,6 +43,10 @@ async def run_export(settings: Settings, session: str, fmt: str) -> str:
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     settings = Settings(database=resolve_database(args.db))
+    if settings.database != ":memory:" and not Path(settings.database).is_file():
+        # Opening would create an empty database there: a mistyped path must not leave one.
+        print(f"frs-mcp export: no database at {settings.database}", file=sys.stderr)
+        return 2
     try:
         text = anyio.run(run_export, settings, args.session, args.format)
     except FrsError as exc:

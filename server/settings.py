@@ -16,7 +16,11 @@ PREVIEW_MIN = 200  # a shorter preview cap would turn every message into a card
 
 def default_database() -> Path:
     """`$XDG_DATA_HOME/frs-mcp/frs.db`, else `~/.local/share/frs-mcp/frs.db`."""
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    data_home = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data_home):
+        # The XDG spec: a relative path is invalid and ignored (else the database would move
+        # with the working directory the host starts us in).
+        data_home = str(Path.home() / ".local" / "share")
     return Path(data_home) / APP_NAME / "frs.db"
 
 

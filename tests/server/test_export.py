@@ -264,6 +264,13 @@ class TestCommand:
         assert run.stderr.startswith("frs-mcp export: No session 'nosuch'.")
         assert "Traceback" not in run.stderr
 
+    def test_a_database_that_does_not_exist_is_named_and_not_created(self, tmp_path: Path) -> None:
+        missing = tmp_path / "typo" / "frs.db"
+        run = frs_mcp("export", "current", "--db", str(missing))
+        assert (run.returncode, run.stdout) == (2, "")
+        assert run.stderr == f"frs-mcp export: no database at {missing}\n"
+        assert not missing.parent.exists()
+
 
 # -- the corpus -------------------------------------------------------------------------------
 

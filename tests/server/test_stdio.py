@@ -76,6 +76,17 @@ class TestStdio:
             await call(client, "frs_record", messages=[{"role": "user", "content": "hello"}])
         assert (tmp_path / "data" / "frs-mcp" / "frs.db").is_file()
 
+    async def test_a_relative_xdg_data_home_is_ignored_as_the_spec_says(
+        self, tmp_path: Path
+    ) -> None:
+        (tmp_path / "cwd").mkdir()
+        env = {"XDG_DATA_HOME": "relative", "HOME": str(tmp_path)}
+        server = params(env=env).model_copy(update={"cwd": tmp_path / "cwd"})
+        async with Client(server) as client:
+            await call(client, "frs_record", messages=[{"role": "user", "content": "hello"}])
+        assert (tmp_path / ".local" / "share" / "frs-mcp" / "frs.db").is_file()
+        assert list((tmp_path / "cwd").iterdir()) == []
+
     async def test_frs_db_names_the_database_and_db_overrides_it(self, tmp_path: Path) -> None:
         env = {"FRS_DB": str(tmp_path / "env.db"), "HOME": str(tmp_path)}
         async with Client(params(env=env)) as client:
