@@ -1,9 +1,9 @@
 """The live thread as chat messages a runtime can send to a model (OpenAI or Anthropic shape).
 
 Summaries become plain assistant text marked as summaries; thinking is left out. Every tool call
-is answered by the result that follows it; a call whose result was never recorded gets a short
-placeholder result, and a result with no call before it becomes plain text, so the output always
-satisfies the providers' pairing rules.
+is answered by the result that follows it; a call not followed by its result gets a short
+placeholder result, and a result with no call right before it becomes plain text, so the output
+always satisfies the providers' pairing rules.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 
 from frs.model import Message
 
-NO_RESULT = "(no result was recorded for this call)"
+# True also when the result was recorded later (after a user turn, say): it then follows as
+# text, since the providers want every result right after its call.
+NO_RESULT = "(no result followed this call directly)"
 
 
 def _summary_text(message: Message) -> str:
