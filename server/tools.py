@@ -227,10 +227,21 @@ def register(server: MCPServer[Any]) -> None:
                     conversation,
                 )
                 verb = "Started" if created else "Resumed"
-                return (
+                text = (
                     f'{verb} session {session.id} "{session.title}" (current)'
                     f" · revision {session.revision}"
                 )
+                given = [
+                    name
+                    for name, value in (("title", title), ("goal", goal), ("numbering", numbering))
+                    if value
+                ]
+                if not created and given:
+                    # Get-or-create returns the conversation's session as it is; say so rather
+                    # than let the caller believe its new title or numbering took effect.
+                    were = "was" if len(given) == 1 else "were"
+                    text += f"; it existed, so the {' and '.join(given)} given {were} not applied"
+                return text
             if action == "list":
                 sessions, current = await service.list_sessions()
                 if not sessions:

@@ -204,6 +204,7 @@ class TestSession:
             done = await record(client, user("still telegram"))
             different = await start(client, "Chat", interface="telegram", conversation="999")
         assert again_text.startswith(f'Resumed session {first} "Chat" (current)')
+        assert again_text.endswith("; it existed, so the title given was not applied")
         assert again == first
         assert other != first
         assert done == {"session_id": first, "revision": 2, "positions": [2], "numbers": [2]}
