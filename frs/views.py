@@ -443,13 +443,16 @@ def _merge_runs(
 
 
 def _stamp(entries: list[Entry]) -> list[Entry]:
-    """Times on user messages; replies after a user message indented under it, unstamped."""
+    """Times on user messages; replies after a user message indented under it, unstamped;
+    system messages as they are."""
     stamped: list[Entry] = []
     under_user = False
     for entry in entries:
         if entry.message.role == "user" and entry.message.kind == "message":
             under_user = True
             stamped.append(replace(entry, stamp=_minute(entry.message.created_at)))
+        elif entry.message.role == "system":
+            stamped.append(entry)  # instructions, not an event in time
         elif under_user:
             stamped.append(replace(entry, reply=True))
         else:

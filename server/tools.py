@@ -365,7 +365,8 @@ def register(server: MCPServer[Any]) -> None:
 
         Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
         summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
-        revision (pass it as expected_revision when you squash) and a token estimate.
+        revision (pass it as expected_revision when you squash) and the whole live thread's
+        token estimate (not this view's).
         budget_tokens=N fits the view into N tokens (older entries shrink, the oldest are
         omitted, and a line under the header says which); a whole thread over the server's cap
         is shown that way by default. merge_runs=true shows each agent turn as one entry.

@@ -359,6 +359,21 @@ class TestShowTimes:
         ]
         assert body(tail) == ["[6] [2025-03-05 08:02] Assistant: You're welcome."]
 
+    async def test_a_system_message_is_not_stamped(self, connect: Connect) -> None:
+        async with connect() as client:
+            await record(
+                client,
+                {"role": "system", "content": "Be brief.", "created_at": "2026-11-21T09:00:00Z"},
+                user("Fix test_sync.", at="2025-03-04T10:11:12Z"),
+                assistant("On it.", at="2025-03-04T10:12:00Z"),
+            )
+            timed = await view(client, show_times=True)
+        assert body(timed) == [
+            "[1] System: Be brief.",
+            "[2] [2025-03-04 10:11] User: Fix test_sync.",
+            "  [3] Assistant: On it.",
+        ]
+
     async def test_times_and_merged_runs_together(self, connect: Connect) -> None:
         async with connect() as client:
             await record(
