@@ -522,13 +522,17 @@ async def _budgeted(
     headings = [_heading(layer) for layer in frame.layers]
     fixed = _bytes([*skeleton.split("\n"), widest_note, *headings])
     room = budget * 4 - fixed
-    if room < _MIN_ENTRY_TOKENS * 4:
-        minimum = _tokens_of_bytes(fixed) + _MIN_ENTRY_TOKENS
-        raise InvalidRequest(
-            f"budget_tokens={budget} is below what the view's header and footer need "
-            f"(~{_tokens_of_bytes(fixed)} tokens); use at least {minimum}."
-        )
     sizer = _Sizer(reader, session, options, mode, preview, frame.checkpoints)
+    # Room for at least the newest entry as a one-line card, which non-ASCII text can make
+    # several times the usual reserve: the minimum named is one that shows an entry.
+    newest = (await sizer.chunk(max(1, live - _CHUNK + 1), live))[-1:] if live else []
+    needed = max(_MIN_ENTRY_TOKENS * 4, sizer.size(live, newest[0], "line") if newest else 0)
+    if room < needed:
+        minimum = _tokens_of_bytes(fixed + needed)
+        raise InvalidRequest(
+            f"budget_tokens={budget} is below what the view's header and footer and its newest "
+            f"entry as a one-line card need (~{minimum} tokens); use at least {minimum}."
+        )
     limit = budget * 4
     text, best, best_size = "", None, 0
     for _ in range(_FIT_TRIES):

@@ -359,6 +359,19 @@ class TestRefusals:
                     refusals.append(text_of(result))
         assert refusals == []
 
+    async def test_the_minimum_for_wide_text_shows_the_newest_entry(self, connect: Connect) -> None:
+        # 200 emoji: a one-line card of 100 of them is 400 bytes, past the fixed reserve.
+        messages = [{"role": "user", "content": f"{i} " + "😀" * 200} for i in range(250)]
+        async with connect() as client:
+            await call_text(client, "frs_record", messages=messages)
+            small = await refused(client, "frs_view_thread", budget_tokens=90)
+            found = re.search(r"use at least (\d+)", small)
+            assert found, small
+            view = await call_text(client, "frs_view_thread", budget_tokens=int(found[1]))
+        assert "its newest entry as a one-line card need" in small
+        assert estimate_tokens(view) <= int(found[1])
+        assert [e.position for e in shown_entries(view)] == [250]
+
     @pytest.mark.parametrize("budget", [0, -5])
     async def test_a_budget_that_is_not_positive_is_refused(
         self, connect: Connect, budget: int
