@@ -604,7 +604,7 @@ async def _assemble(
     lines = render_view(session.title, session.goal, plan, leading, [], "", preview).split("\n")
     lines = [*lines[:-1], note, *before]
     for entry, tier in zip(built, tiers, strict=True):
-        lines.extend(_tier_lines(entry, tier, preview))
+        lines.extend(sizer.lines(entry, tier))
     lines.extend([*trailing, footer])
     return "\n".join(lines)
 
@@ -631,6 +631,7 @@ class _Sizer:
         self.thoughts: dict[int, list[Message]] = {}  # thinking blocks by their entry's ord
         self._chunks: dict[int, list[Message]] = {}
         self._sizes: dict[tuple[int, str], int] = {}
+        self._lines: dict[tuple[int, str], list[str]] = {}  # by (ord, tier)
 
     async def chunk(self, start: int, end: int) -> list[Message]:
         if start not in self._chunks:
@@ -655,12 +656,19 @@ class _Sizer:
             mine = tuple(m for m in self.marks if message.ord <= m.after_ord <= message.ord_last)
             thoughts = tuple(self.thoughts.get(message.ord, ())) if tier == "whole" else ()
             entry = Entry(label(message, at, self.mode), message, thoughts, mine)
-            lines = _tier_lines(entry, tier, self.preview)
+            lines = self._lines[(message.ord, tier)] = _tier_lines(entry, tier, self.preview)
             size = _bytes(lines)
             if self.options.show_times:
                 size += max(_STAMP_BYTES, len(REPLY_INDENT) * len(lines))
             self._sizes[key] = size
         return self._sizes[key]
+
+    def lines(self, entry: Entry, tier: str) -> list[str]:
+        """The entry's lines in `tier`: as sized, unless the view added to it (a heading, a
+        stamp, a merged run), which `size` left out."""
+        plain = not (entry.headings or entry.stamp or entry.reply or entry.members)
+        sized = self._lines.get((entry.message.ord, tier)) if plain else None
+        return sized if sized is not None else _tier_lines(entry, tier, self.preview)
 
 
 async def _walk(
