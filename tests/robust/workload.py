@@ -19,7 +19,7 @@ from tests.robust.wire import ServerGone, Wire, text_of
 
 _SESSION = re.compile(r"^(?:Started|Resumed) session (\w+) ")
 _ENTRIES = re.compile(r" · (\d+) entries for ")
-_NOW_HAS = re.compile(r"The thread now has (\d+) entries")
+_NOW_HAS = re.compile(r"The thread now has (\d+) entr(?:y|ies)")
 _SQUASH = re.compile(r"^SQ\.(\d+)@")
 #: Problems that must never reach a client as they are.
 FORBIDDEN = ("database is locked", "disk I/O error", "Traceback", "OperationalError")
