@@ -51,7 +51,7 @@ _TIERED = {"whole": 0.5, "card": 0.8, "line": 1.0}
 _MIN_ENTRY_TOKENS = 40  # room for at least one one-line card
 # A thread this short is rendered whole first; only if that exceeds the budget is it shrunk.
 _WHOLE_IF_UNDER = 200
-_FIT_TRIES = 4  # assemble, measure, adjust the room by the difference: one to three tries
+_FIT_TRIES = 8  # assemble, measure, adjust the room by the difference: one to three tries
 _SLACK_SHARE = 10  # a budgeted view using all but a tenth of its budget is not tried again
 _STAMP_BYTES = len(" [2025-01-02 10:00]")
 # The first line of an entry: at column 0, or a reply's indent with show_times.
@@ -125,35 +125,67 @@ async def render_thread(
         options.start or options.end or options.roles or options.run_id or options.last
     )
     capped = options.budget_tokens is None and unbounded
-    if capped and session.live_tokens > limits.view_tokens:
+    if capped:
         # A whole-thread view never exceeds the server's cap (a host's cap on tool output is
-        # about 25,000 tokens). The raw thread is over it, but its view may still fit (cards
-        # shrink long messages): the walk finds out without rendering all of it.
+        # about 25,000 tokens). A long thread is walked from the end: the walk shows it as it
+        # is if it fits (cards shrink long messages), without reading it twice.
         options = replace(options, budget_tokens=limits.view_tokens)
-        if session.live_count > _WHOLE_IF_UNDER:
-            fitted = await _budgeted(
-                reader, session, options, mode, preview, plan, leading, frame, capped=True
-            )
-            if fitted is not None:
-                return fitted
+        if session.live_tokens > limits.view_tokens or session.live_count > _WHOLE_IF_UNDER:
+            return await _fit(reader, session, options, mode, preview, plan, leading, frame, True)
     budgeted = options.budget_tokens is not None and not (
         options.start or options.end or options.roles or options.run_id
     )
-    if budgeted and session.live_count > _WHOLE_IF_UNDER and not capped:
+    if budgeted and session.live_count > _WHOLE_IF_UNDER:
         return await _fit(reader, session, options, mode, preview, plan, leading, frame)
     entries, positions, scope = await _select(reader, session, options, mode)
+    view = await _plain(
+        reader, session, options, mode, preview, plan, leading, frame, entries, positions, scope
+    )
+    budget = options.budget_tokens
+    if budget is None or _bytes(view.text.split("\n")) <= budget * 4:
+        return view.text
+    if session.live_count == 0:
+        needed = _tokens_of_bytes(_bytes(view.text.split("\n")))
+        raise InvalidRequest(
+            f"budget_tokens={budget} is below what this view's header needs (~{needed} "
+            f"tokens); use at least {needed}."
+        )
+    if budgeted:
+        return await _fit(reader, session, options, mode, preview, plan, leading, frame)
+    cut = _Cut(session, options, mode, preview, plan, leading, view.trailing, scope)
+    return cut.render(view.entries, positions, budget, view.text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plain:
+    text: str
+    entries: list[Entry]  # after merging and stamping
+    trailing: list[str]  # lines between the last entry and the footer (an empty layer's goal)
+
+
+async def _plain(
+    reader: ThreadReader,
+    session: Session,
+    options: ViewOptions,
+    mode: Numbering,
+    preview: int,
+    plan: Sequence[PlanStep],
+    leading: list[str],
+    frame: Frame,
+    entries: list[Message],
+    positions: list[int],
+    scope: str | None,
+) -> _Plain:
+    """The view of `entries` with every option applied and nothing shrunk."""
     thinking: list[Message] = []
     if options.show_thinking and entries:
         thinking = await reader.thinking(session.id, entries[0].ord, entries[-1].ord_last)
     if options.show_thinking and not options.roles and (not entries or positions[0] == 1):
         thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
-    marks = list(frame.checkpoints)
     labels = [label(m, p, mode) for m, p in zip(entries, positions, strict=True)]
-    built, before = _attach(entries, labels, thinking, marks, whole=scope is None)
-    if session.live_count == 0:
-        leading.append("(no messages yet: record them with frs_record)")
-    layers = frame.layers
-    built, trailing = _focus_headings(built, layers, shows_end=_shows_end(session, positions))
+    built, before = _attach(entries, labels, thinking, list(frame.checkpoints), scope is None)
+    empty = ["(no messages yet: record them with frs_record)"] if session.live_count == 0 else []
+    built, trailing = _focus_headings(built, frame.layers, _shows_end(session, positions))
     shown = len(built)
     if options.merge_runs:
         built, _ = _merge_runs(built, positions, mode)
@@ -164,20 +196,12 @@ async def render_thread(
         session.title,
         session.goal,
         plan,
-        [*leading, *before],
+        [*leading, *empty, *before],
         built,
         "\n".join([*trailing, footer]),
         preview,
     )
-    budget = options.budget_tokens
-    if budget is None or _bytes(text.split("\n")) <= budget * 4:
-        return text
-    if budgeted:
-        return await _fit(
-            reader, session, options, mode, preview, plan, _sources_block(sources), frame
-        )
-    cut = _Cut(session, options, mode, preview, plan, leading, trailing, scope)
-    return cut.render(built, positions, budget)
+    return _Plain(text, built, trailing)
 
 
 def label(message: Message, position: int, mode: Numbering) -> str:
@@ -215,8 +239,10 @@ async def _select(
         # A view is a read: a window running past the end shows up to the end (a range to
         # squash is exact instead). One starting past the end is a mistake worth saying.
         if mode == "absolute":
-            top = max(session.next_number - 1, 1)
+            top = session.next_number - 1
             _check_start(lo, options.end, top, "number")
+            if options.end is not None and options.end < lo:
+                check_numbers(session, lo, options.end)  # names from and to as given
             hi = min(options.end, top) if options.end is not None else top
             check_numbers(session, lo, hi)
             if lanes:
@@ -232,6 +258,8 @@ async def _select(
             scope: str | None = f"numbers {lo}–{hi}"
         else:
             _check_start(lo, options.end, live, "position")
+            if options.end is not None and options.end < lo:
+                check_positions(session, lo, options.end)  # names from and to as given
             hi = min(options.end, live) if options.end is not None else live
             check_positions(session, lo, hi)
             entries = await reader.entries_at(sid, lo, hi - lo + 1)
@@ -263,6 +291,10 @@ async def _select(
 
 
 def _check_start(start: int, end: int | None, top: int, unit: str) -> None:
+    if top == 0 and start > 1:
+        raise InvalidRequest(
+            f"from={start}: the thread has no entries yet. Record messages with frs_record."
+        )
     if start > top and (end is None or end >= start):
         raise InvalidRequest(
             f"from={start} is past the end: the last {unit} is {top}. View from 1 to {top}, "
@@ -486,10 +518,9 @@ async def _fit(
     plan: Sequence[PlanStep],
     leading: list[str],
     frame: Frame,
+    capped: bool = False,
 ) -> str:
-    fitted = await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
-    assert fitted is not None  # only a capped view may decline
-    return fitted
+    return await _budgeted(reader, session, options, mode, preview, plan, leading, frame, capped)
 
 
 async def _budgeted(
@@ -502,11 +533,11 @@ async def _budgeted(
     leading: list[str],
     frame: Frame,
     capped: bool = False,
-) -> str | None:
+) -> str:
     """The newest entries whole, older ones as cards, then one-line cards, the rest omitted.
 
-    `capped`: the server's cap, not the caller's budget; if every entry fits whole, None
-    (render the thread as it is, without a budget note).
+    `capped`: the server's cap, not the caller's budget: a thread that fits whole is shown
+    as it is, without a budget note.
     """
     budget = options.budget_tokens or 0
     live = session.live_count
@@ -534,23 +565,40 @@ async def _budgeted(
             f"entry as a one-line card need (~{minimum} tokens); use at least {minimum}."
         )
     limit = budget * 4
-    text, best, best_size = "", None, 0
+    best, best_size = None, 0
     for _ in range(_FIT_TRIES):
         # First the newest entries whole back to the start: a thread that fits is shown as it
         # is. Only if it does not are older entries shrunk, tier by tier.
         chosen, complete = await _walk(sizer, most, room, _ALL_WHOLE)
         if complete and capped and chosen and chosen[0][0] == 1:
-            return None
+            whole = await _plain(
+                reader,
+                session,
+                options,
+                mode,
+                preview,
+                plan,
+                leading,
+                frame,
+                [message for _, message, _ in chosen],
+                [at for at, _, _ in chosen],
+                None,
+            )
+            if _bytes(whole.text.split("\n")) <= limit:
+                return whole.text
+            capped = False  # the extras (thinking, say) push it over: fit it like any budget
         if not complete:
             chosen, _ = await _walk(sizer, most, room, _TIERED)
         text = await _assemble(sizer, options, plan, leading, frame, chosen, budget, most)
         # Entries are sized one by one; merged runs, stamps and thinking make the assembled
-        # view smaller or larger than that sum. Over: shrink the room by the excess. Well
-        # under (runs merged): grow it by the slack, unless nothing more could be shown.
+        # view smaller or larger than that sum. Over: shrink the room by the excess, and by
+        # at least the oldest entry shown, so the next try shows less. Well under (runs
+        # merged): grow it by the slack, unless nothing more could be shown.
         size = _bytes(text.split("\n"))
         if size > limit:
-            room -= size - limit
-            if room < _MIN_ENTRY_TOKENS * 4:
+            oldest = sizer.size(*chosen[0]) if chosen else 0
+            room -= max(size - limit, oldest)
+            if room < needed:
                 break
             continue
         if size > best_size:
@@ -558,7 +606,12 @@ async def _budgeted(
         if complete or limit - size <= limit // _SLACK_SHARE:
             break
         room += limit - size
-    return best if best is not None else _trim_to_budget(text, budget)
+    if best is not None:
+        return best
+    # Nothing fitted in the tries: the newest entry as a one-line card always does (the
+    # check above sized it, and the frame was reserved).
+    newest_only = [(live, newest[0], "line")]
+    return await _assemble(sizer, options, plan, leading, frame, newest_only, budget, most)
 
 
 async def _assemble(
@@ -753,16 +806,24 @@ class _Cut:
         self.session, self.options, self.mode, self.preview = session, options, mode, preview
         self.plan, self.leading, self.trailing, self.scope = plan, leading, trailing, scope
 
-    def render(self, built: list[Entry], positions: list[int], budget: int) -> str:
+    def render(self, built: list[Entry], positions: list[int], budget: int, uncut: str) -> str:
+        """`uncut`: the view as it was, over the budget."""
+        limit = budget * 4
+        if not built:
+            needed = _tokens_of_bytes(_bytes(uncut.split("\n")))
+            raise InvalidRequest(
+                f"budget_tokens={budget} is below what this view's header and footer need "
+                f"(~{needed} tokens); use at least {needed}."
+            )
         sizes = [_bytes(render_entry(entry, self.preview)) for entry in built]
         widest = self._view([], [positions[-1]] * len(positions), budget, built, len(positions))
-        total = _bytes(widest.split("\n")) + sum(sizes)
-        kept = 0
-        while kept < len(built) and total > budget * 4:
-            total -= sizes[kept]
+        frame = _bytes(widest.split("\n"))
+        # At least one entry goes: the view with all of them (and no note) was over.
+        kept = 1
+        while kept < len(built) and frame + sum(sizes[kept:]) > limit:
             kept += 1
-        if total > budget * 4 or kept == len(built):
-            minimum = _tokens_of_bytes(_bytes(widest.split("\n")) + min(sizes, default=0))
+        if kept == len(built):
+            minimum = _tokens_of_bytes(frame + sizes[-1])
             raise InvalidRequest(
                 f"budget_tokens={budget} is too small for even the newest entry of this view "
                 f"with its header and footer; use at least {minimum}."
@@ -770,7 +831,7 @@ class _Cut:
         while True:  # the widest note and footer were reserved, so this fits at once
             count = sum(len(entry.members) or 1 for entry in built[:kept])
             text = self._view(built[kept:], positions[count:], budget, built[:kept], count)
-            if _bytes(text.split("\n")) <= budget * 4 or kept == len(built) - 1:
+            if _bytes(text.split("\n")) <= limit or kept == len(built) - 1:
                 return text
             kept += 1
 

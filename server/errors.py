@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
-from frs import FrsError, NotFound
+from frs import FrsError, InvalidRequest, NotFound
 
 
 @contextmanager
@@ -38,10 +38,11 @@ def tool_errors() -> Iterator[None]:
 
 @contextmanager
 def resource_errors() -> Iterator[None]:
-    """In resources, a missing session or alias is a -32602 naming the URI."""
+    """In resources, a missing session or alias, or a malformed one, is a -32602 naming the
+    URI (the SDK maps its not-found error, and only that one, to invalid params)."""
     try:
         yield
-    except NotFound as exc:
+    except (NotFound, InvalidRequest) as exc:
         raise ResourceNotFoundError(str(exc)) from exc
 
 

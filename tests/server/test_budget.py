@@ -623,3 +623,102 @@ class TestCutViews:
         # Position 1 is the summary of numbers 1–100; position p > 1 is number p + 99.
         assert int(first[1]) == int(named[1]) + 100
         assert len(re.findall(r"^\[\d+\] ", omitted, re.M)) == int(named[1])
+
+
+class TestFitsEveryTime:
+    """Cases a review of the budgeted views reproduced."""
+
+    @staticmethod
+    def runs(count: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for i in range(count):
+            rid, cid = f"r{i}", f"c{i}"
+            out += [
+                {
+                    "role": "assistant",
+                    "content": f"step {i}",
+                    "run_id": rid,
+                    "tool_calls": [{"id": cid, "name": "bash", "arguments": {"cmd": "true"}}],
+                },
+                {
+                    "role": "tool",
+                    "name": "bash",
+                    "tool_call_id": cid,
+                    "content": "ok",
+                    "run_id": rid,
+                },
+                {"role": "assistant", "content": f"done {i}", "run_id": rid},
+            ]
+        return out
+
+    async def test_merged_views_always_keep_their_note_and_fit(self, connect: Connect) -> None:
+        notes: list[str] = []
+        async with connect() as client:
+            await call_text(client, "frs_record", messages=self.runs(70))
+            for budget in range(300, 420, 3):
+                view = await call_text(
+                    client, "frs_view_thread", budget_tokens=budget, merge_runs=True
+                )
+                assert estimate_tokens(view) <= budget, budget
+                notes.append(view.split("\n")[1])
+        assert all(note.startswith("Budget ~") for note in notes), [
+            note for note in notes if not note.startswith("Budget ~")
+        ]
+        assert all("entries) omitted: frs_view_thread(from=1, to=" in note for note in notes)
+
+    @pytest.mark.parametrize(
+        "options",
+        [{"roles": ["tool"]}, {"run_id": "nope"}, {"from": 1, "to": 5, "roles": ["system"]}],
+    )
+    async def test_an_empty_view_over_its_budget_names_the_minimum(
+        self, connect: Connect, options: dict[str, Any]
+    ) -> None:
+        async with connect() as client:
+            await call_text(client, "frs_record", messages=[{"role": "user", "content": "hi"}])
+            error = await refused(client, "frs_view_thread", budget_tokens=10, **options)
+            found = re.search(r"use at least (\d+)\.$", error)
+            assert found, error
+            view = await call_text(
+                client, "frs_view_thread", budget_tokens=int(found[1]), **options
+            )
+        assert "below what this view's header and footer need" in error
+        assert estimate_tokens(view) <= int(found[1])
+
+    async def test_a_cut_view_cuts_at_least_one_entry_and_its_minimum_is_accepted(
+        self, connect: Connect
+    ) -> None:
+        messages = [
+            {"role": "assistant", "kind": "thinking", "content": "pondering " * 40},
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b " * 200},
+        ]
+        async with connect() as client:
+            await call_text(client, "frs_record", messages=messages)
+            thinking = await call_text(
+                client, "frs_view_thread", show_thinking=True, budget_tokens=200, **{"from": 1}
+            )
+            error = await refused(
+                client, "frs_view_thread", budget_tokens=1, **{"from": 1, "to": 2}
+            )
+            found = re.search(r"use at least (\d+)\.$", error)
+            assert found, error
+            minimum = await call_text(
+                client, "frs_view_thread", budget_tokens=int(found[1]), **{"from": 1, "to": 2}
+            )
+        assert "the oldest 0 " not in thinking
+        assert thinking.split("\n")[1].startswith("Budget ~200 tokens: the oldest 1 entry ")
+        assert estimate_tokens(minimum) <= int(found[1])
+        assert "[2] Assistant: b b b" in minimum
+
+    async def test_a_whole_thread_of_tiny_messages_is_held_to_the_cap(
+        self, connect: Connect
+    ) -> None:
+        tiny = [{"role": "user", "content": "ok"} for _ in range(1_500)]
+        async with connect(max_view_tokens=2_000) as client:
+            await call_text(client, "frs_record", messages=tiny)
+            view = await call_text(client, "frs_view_thread")
+            window = await call_text(client, "frs_view_thread", **{"from": 1})
+        assert estimate_tokens("\n".join(m["content"] for m in tiny)) <= 2_000  # raw: under
+        assert estimate_tokens(window) > 2_000  # but the view with its labels is not
+        assert estimate_tokens(view) <= 2_000
+        assert view.split("\n")[1].startswith("Budget ~2,000 tokens: ")

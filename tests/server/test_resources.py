@@ -204,7 +204,12 @@ class TestAliasResource:
 
     @pytest.mark.parametrize(
         ("alias", "says"),
-        [("M.9", "No alias 'M.9': session "), ("SQ.1@00000000", "@sha8 does not match")],
+        [
+            ("M.9", "No alias 'M.9': session "),
+            ("SQ.1@00000000", "@sha8 does not match"),
+            ("bogus", "bogus"),
+            ("M.1@zz", "M.1@zz"),
+        ],
     )
     async def test_an_unknown_alias_is_an_invalid_params_error(
         self, connect: Connect, alias: str, says: str

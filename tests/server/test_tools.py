@@ -496,6 +496,29 @@ class TestViewWindows:
         assert footer(shown).startswith("· showing 2 entries at positions 4–5 of 5 entries")
         assert entries(numbers) == ["[5] User: E", "[6] Assistant: F"]
 
+    @pytest.mark.parametrize("numbering", ["position", "absolute"])
+    async def test_from_after_to_names_both_as_given(
+        self, connect: Connect, numbering: str
+    ) -> None:
+        async with connect() as client:
+            await self._thread(client)
+            error = await refused(
+                client, "frs_view_thread", numbering=numbering, **{"from": 9, "to": 8}
+            )
+        assert "from=9 is after to=8" in error
+
+    async def test_a_window_on_an_empty_thread_says_it_is_empty(self, connect: Connect) -> None:
+        async with connect() as client:
+            await start(client, "Empty", numbering="absolute")
+            numbers = await refused(client, "frs_view_thread", **{"from": 2})
+            positions = await refused(
+                client, "frs_view_thread", numbering="position", **{"from": 2}
+            )
+        for error in (numbers, positions):
+            assert error.endswith(
+                "from=2: the thread has no entries yet. Record messages with frs_record."
+            )
+
     async def test_a_role_window_in_numbers_keeps_a_summary_reaching_into_it(
         self, connect: Connect
     ) -> None:
