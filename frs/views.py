@@ -131,12 +131,14 @@ async def render_thread(
         # is if it fits (cards shrink long messages), without reading it twice.
         options = replace(options, budget_tokens=limits.view_tokens)
         if session.live_tokens > limits.view_tokens or session.live_count > _WHOLE_IF_UNDER:
-            return await _fit(reader, session, options, mode, preview, plan, leading, frame, True)
+            return await _budgeted(
+                reader, session, options, mode, preview, plan, leading, frame, capped=True
+            )
     budgeted = options.budget_tokens is not None and not (
         options.start or options.end or options.roles or options.run_id
     )
     if budgeted and session.live_count > _WHOLE_IF_UNDER:
-        return await _fit(reader, session, options, mode, preview, plan, leading, frame)
+        return await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
     entries, positions, scope = await _select(reader, session, options, mode)
     view = await _plain(
         reader, session, options, mode, preview, plan, leading, frame, entries, positions, scope
@@ -151,7 +153,7 @@ async def render_thread(
             f"tokens); use at least {needed}."
         )
     if budgeted:
-        return await _fit(reader, session, options, mode, preview, plan, leading, frame)
+        return await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
     cut = _Cut(session, options, mode, preview, plan, leading, view.trailing, scope)
     return cut.render(view.entries, positions, budget, view.text)
 
@@ -507,20 +509,6 @@ def _bytes(lines: Sequence[str]) -> int:
 
 def _tokens_of_bytes(size: int) -> int:
     return (size + 3) // 4
-
-
-async def _fit(
-    reader: ThreadReader,
-    session: Session,
-    options: ViewOptions,
-    mode: Numbering,
-    preview: int,
-    plan: Sequence[PlanStep],
-    leading: list[str],
-    frame: Frame,
-    capped: bool = False,
-) -> str:
-    return await _budgeted(reader, session, options, mode, preview, plan, leading, frame, capped)
 
 
 async def _budgeted(
