@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
-from frs import FrsError, InvalidRequest, NotFound
+from frs import FrsError, InvalidRequest, NotFound, SessionNotFound
 
 
 @contextmanager
@@ -42,6 +42,11 @@ def resource_errors() -> Iterator[None]:
     URI (the SDK maps its not-found error, and only that one, to invalid params)."""
     try:
         yield
+    except SessionNotFound as exc:
+        # The domain's hint speaks of tool arguments; a resource reader lists sessions by URI.
+        raise ResourceNotFoundError(
+            f"No session {exc.session_id!r}. Read frs://sessions for the sessions there are."
+        ) from exc
     except (NotFound, InvalidRequest) as exc:
         raise ResourceNotFoundError(str(exc)) from exc
 

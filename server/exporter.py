@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 
-from frs import FrsError, InvalidRequest, SessionId
+from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
 from frs.service import EXPORT_FORMATS
 from server.deps import open_deps
 from server.settings import Settings, resolve_database
@@ -49,6 +49,13 @@ def main(argv: Sequence[str]) -> int:
         return 2
     try:
         text = anyio.run(run_export, settings, args.session, args.format)
+    except SessionNotFound as exc:
+        print(
+            f"frs-mcp export: No session {exc.session_id!r} in {settings.database}. "
+            "Give a session id, or 'current' for the current session.",
+            file=sys.stderr,
+        )
+        return 2
     except FrsError as exc:
         print(f"frs-mcp export: {exc}", file=sys.stderr)
         return 2

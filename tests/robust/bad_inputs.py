@@ -776,9 +776,8 @@ SEES: dict[str, str] = {
         '{"code":-32602,"message":"Unknown prompt \'nope\'; this server has frs_distill."}'
     ),
     "stdio-unknown-resource": (
-        '{"code":-32602,"message":"No session \'nope\'. Call frs_session(action=\'list\') to see '
-        "the sessions, or omit session_id to use the current "
-        'one.","data":{"uri":"frs://sessions/nope/thread"}}'
+        '{"code":-32602,"message":"No session \'nope\'. Read frs://sessions for the sessions '
+        'there are.","data":{"uri":"frs://sessions/nope/thread"}}'
     ),
     "cli-unknown-flag": "{usage}\nfrs-mcp: error: unrecognized arguments: --bogus",
     "cli-transport": (

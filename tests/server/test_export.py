@@ -261,7 +261,10 @@ class TestCommand:
             await small_thread(client)
         run = frs_mcp("export", "nosuch", "--format", "anthropic", "--db", str(db_path))
         assert (run.returncode, run.stdout) == (2, "")
-        assert run.stderr.startswith("frs-mcp export: No session 'nosuch'.")
+        assert run.stderr == (
+            f"frs-mcp export: No session 'nosuch' in {db_path}. Give a session id, or 'current' "
+            "for the current session.\n"
+        )
         assert "Traceback" not in run.stderr
 
     def test_a_database_that_does_not_exist_is_named_and_not_created(self, tmp_path: Path) -> None:

@@ -237,7 +237,9 @@ class TestUnknownSession:
             sessions = await read_json(client, "frs://sessions")
         assert caught.value.code == INVALID_PARAMS
         assert "No session 'nope'" in caught.value.message
-        assert "frs_session(action='list')" in caught.value.message
+        assert caught.value.message == (
+            "No session 'nope'. Read frs://sessions for the sessions there are."
+        )
         assert caught.value.error.data == {"uri": uri}
         assert len(sessions["sessions"]) == 1  # reading created nothing
 
