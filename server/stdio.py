@@ -3,8 +3,12 @@ so a client waits for its own timeout. Here a line that is not JSON gets -32700,
 not a JSON-RPC 2.0 message gets -32600 (with its id when it has one), and a line over the size
 cap is skipped without being held in memory and refused the same way.
 
+At the end of stdin, requests already read are answered before the server stops: a client
+that writes its requests and closes its end (`printf ... | frs-mcp`, or the spec's shutdown
+order) gets every answer rather than "Connection closed" for the ones still running.
+
 stdout stays the SDK's (it also points fd 1 at stderr while serving, so a stray print cannot
-corrupt the wire); only the reading side is ours.
+corrupt the wire); we only watch the answers go by.
 """
 
 from __future__ import annotations
@@ -28,6 +32,27 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 _DRAIN_CHUNK = 1024 * 1024
+_ANSWER_WAIT = 60.0  # seconds, after stdin ends, for the requests still running
+
+
+class _InFlight:
+    """Ids of the requests read from stdin and not yet answered."""
+
+    def __init__(self) -> None:
+        self._ids: set[Any] = set()
+        self._changed = anyio.Event()
+
+    def add(self, id_: Any) -> None:
+        self._ids.add(id_)
+
+    def done(self, id_: Any) -> None:
+        self._ids.discard(id_)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def drained(self) -> None:
+        while self._ids:
+            await self._changed.wait()
 
 
 class _NoInput:
@@ -109,11 +134,15 @@ async def _pump(
     limit: int,
     to_server: MemoryObjectSendStream[SessionMessage | Exception],
     to_client: MemoryObjectSendStream[SessionMessage],
+    in_flight: _InFlight,
 ) -> None:
     async with to_server, to_client:  # closing the clone lets the SDK's writer finish
         while True:
             line = await anyio.to_thread.run_sync(read_line, source, limit, abandon_on_cancel=True)
             if line is None:
+                # Closing the server's input cancels what it is still doing: answer that first.
+                with anyio.move_on_after(_ANSWER_WAIT):
+                    await in_flight.drained()
                 return
             if not isinstance(line, Oversized) and not line.strip():
                 continue
@@ -121,8 +150,29 @@ async def _pump(
             if isinstance(parsed, Refusal):
                 log.info("answered a stdin line that is not a request: %s", parsed.answer.message)
                 await to_client.send(parsed.answer)
-            else:
-                await to_server.send(parsed)
+                continue
+            message = parsed.message
+            if isinstance(message, types.JSONRPCRequest):
+                in_flight.add(message.id)
+            elif isinstance(message, types.JSONRPCNotification) and (
+                message.method == "notifications/cancelled"
+            ):
+                # A cancelled request gets no answer.
+                in_flight.done((message.params or {}).get("requestId"))
+            await to_server.send(parsed)
+
+
+async def _watch_answers(
+    from_server: MemoryObjectReceiveStream[SessionMessage],
+    to_client: MemoryObjectSendStream[SessionMessage],
+    in_flight: _InFlight,
+) -> None:
+    async with from_server, to_client:
+        async for answer in from_server:
+            await to_client.send(answer)
+            message = answer.message
+            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                in_flight.done(message.id)
 
 
 @asynccontextmanager
@@ -138,9 +188,12 @@ async def guarded_stdio(
     stdin = source or sys.stdin.buffer
     async with stdio_server(stdin=_NoInput()) as (_, write_stream):  # type: ignore[arg-type]
         to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        answers, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+        in_flight = _InFlight()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump, stdin, max_line_bytes, to_server, write_stream.clone())
+            tg.start_soon(_pump, stdin, max_line_bytes, to_server, write_stream.clone(), in_flight)
+            tg.start_soon(_watch_answers, from_server, write_stream, in_flight)
             try:
-                yield from_client, write_stream
+                yield from_client, answers
             finally:
                 tg.cancel_scope.cancel()

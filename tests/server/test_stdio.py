@@ -141,3 +141,32 @@ class TestEveryLineIsAnswered:
         assert "a line over 2,048 bytes" in answers[0]["error"]["message"]
         assert answers[1]["id"] == 1
         assert "result" in answers[1]
+
+    def test_requests_still_running_when_stdin_ends_are_answered(self, tmp_path: Path) -> None:
+        # A client that writes its requests and closes stdin (the spec's shutdown order, or a
+        # shell pipe) used to get "Connection closed" for the calls still running.
+        record = [{"role": "user", "content": f"m{i} " * 200} for i in range(2_000)]
+        calls = [
+            {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": params}
+            for i, params in enumerate(
+                [
+                    {"name": "frs_record", "arguments": {"messages": record}},
+                    {"name": "frs_view_thread", "arguments": {"last": 5}},
+                    {"name": "frs_session", "arguments": {"action": "info"}},
+                ]
+            )
+        ]
+        answers = self.answers(
+            tmp_path,
+            self.INIT,
+            b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+            *(json.dumps(call).encode() for call in calls),
+        )
+        by_id = {a["id"]: a for a in answers}
+        assert sorted(by_id) == [1, 10, 11, 12]
+        assert [("error" in by_id[i], by_id[i]["result"]["isError"]) for i in (10, 11, 12)] == [
+            (False, False)
+        ] * 3
+        assert by_id[10]["result"]["content"][0]["text"].startswith(
+            "Recorded 2000 messages at positions 1–2000"
+        )
