@@ -7,7 +7,6 @@ spent, so its cost does not grow with the part of the thread it leaves out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -54,10 +53,8 @@ _WHOLE_IF_UNDER = 200
 _FIT_TRIES = 8  # assemble, measure, adjust the room by the difference: one to three tries
 _SLACK_SHARE = 10  # a budgeted view using all but a tenth of its budget is not tried again
 _STAMP_BYTES = len(" [2025-01-02 10:00]")
-# The first line of an entry: at column 0, or a reply's indent with show_times.
 # Budget notes name positions; a view numbered absolutely must ask for them explicitly.
 _POSITIONS = 'numbering="position", '
-_ENTRY_START = re.compile(r"^(?:  )?\[\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,19 +127,18 @@ async def render_thread(
         # about 25,000 tokens). A long thread is walked from the end: the walk shows it as it
         # is if it fits (cards shrink long messages), without reading it twice.
         options = replace(options, budget_tokens=limits.view_tokens)
-        if session.live_tokens > limits.view_tokens or session.live_count > _WHOLE_IF_UNDER:
-            return await _budgeted(
-                reader, session, options, mode, preview, plan, leading, frame, capped=True
-            )
+    request = _Request(reader, session, options, mode, preview, plan, leading, frame)
+    if capped and (
+        session.live_tokens > limits.view_tokens or session.live_count > _WHOLE_IF_UNDER
+    ):
+        return await _budgeted(request, capped=True)
     budgeted = options.budget_tokens is not None and not (
         options.start or options.end or options.roles or options.run_id
     )
     if budgeted and session.live_count > _WHOLE_IF_UNDER:
-        return await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
+        return await _budgeted(request)
     entries, positions, scope = await _select(reader, session, options, mode)
-    view = await _plain(
-        reader, session, options, mode, preview, plan, leading, frame, entries, positions, scope
-    )
+    view = await _plain(request, entries, positions, scope)
     budget = options.budget_tokens
     if budget is None or _bytes(view.text.split("\n")) <= budget * 4:
         return view.text
@@ -153,9 +149,22 @@ async def render_thread(
             f"tokens); use at least {needed}."
         )
     if budgeted:
-        return await _budgeted(reader, session, options, mode, preview, plan, leading, frame)
-    cut = _Cut(session, options, mode, preview, plan, leading, view.trailing, scope)
-    return cut.render(view.entries, positions, budget, view.text)
+        return await _budgeted(request)
+    return _Cut(request, view.trailing, scope).render(view.entries, positions, budget, view.text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """One view call: what was asked, and the snapshot and frame it is read from."""
+
+    reader: ThreadReader
+    session: Session
+    options: ViewOptions
+    mode: Numbering
+    preview: int
+    plan: Sequence[PlanStep]
+    leading: list[str]  # lines under the header (the sources block)
+    frame: Frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,19 +175,11 @@ class _Plain:
 
 
 async def _plain(
-    reader: ThreadReader,
-    session: Session,
-    options: ViewOptions,
-    mode: Numbering,
-    preview: int,
-    plan: Sequence[PlanStep],
-    leading: list[str],
-    frame: Frame,
-    entries: list[Message],
-    positions: list[int],
-    scope: str | None,
+    request: _Request, entries: list[Message], positions: list[int], scope: str | None
 ) -> _Plain:
     """The view of `entries` with every option applied and nothing shrunk."""
+    reader, session, options, mode = request.reader, request.session, request.options, request.mode
+    frame = request.frame
     thinking: list[Message] = []
     if options.show_thinking and entries:
         thinking = await reader.thinking(session.id, entries[0].ord, entries[-1].ord_last)
@@ -197,11 +198,11 @@ async def _plain(
     text = render_view(
         session.title,
         session.goal,
-        plan,
-        [*leading, *empty, *before],
+        request.plan,
+        [*request.leading, *empty, *before],
         built,
         "\n".join([*trailing, footer]),
-        preview,
+        request.preview,
     )
     return _Plain(text, built, trailing)
 
@@ -511,37 +512,36 @@ def _tokens_of_bytes(size: int) -> int:
     return (size + 3) // 4
 
 
-async def _budgeted(
-    reader: ThreadReader,
-    session: Session,
-    options: ViewOptions,
-    mode: Numbering,
-    preview: int,
-    plan: Sequence[PlanStep],
-    leading: list[str],
-    frame: Frame,
-    capped: bool = False,
-) -> str:
+async def _budgeted(request: _Request, capped: bool = False) -> str:
     """The newest entries whole, older ones as cards, then one-line cards, the rest omitted.
 
     `capped`: the server's cap, not the caller's budget: a thread that fits whole is shown
     as it is, without a budget note.
     """
+    session, options, frame = request.session, request.options, request.frame
     budget = options.budget_tokens or 0
     live = session.live_count
     most = options.last if options.last is not None else live
     # Reserve the widest the note and footer can get, and every open layer's heading, so the
     # chosen entries fit at the first try; the note is sized for any budget, so the minimum
     # it names is itself accepted.
-    widest_note = _budget_note(10**12, live, live, live, (1, live), mode)
+    widest_note = _budget_note(10**12, live, live, live, (1, live), request.mode)
     widest_footer = _footer(
         session, live, [live, live], "budget", merged=live - 1 if options.merge_runs else None
     )
-    skeleton = render_view(session.title, session.goal, plan, leading, [], widest_footer, preview)
+    skeleton = render_view(
+        session.title,
+        session.goal,
+        request.plan,
+        request.leading,
+        [],
+        widest_footer,
+        request.preview,
+    )
     headings = [_heading(layer) for layer in frame.layers]
     fixed = _bytes([*skeleton.split("\n"), widest_note, *headings])
     room = budget * 4 - fixed
-    sizer = _Sizer(reader, session, options, mode, preview, frame.checkpoints)
+    sizer = _Sizer(request)
     # Room for at least the newest entry as a one-line card, which non-ASCII text can make
     # several times the usual reserve: the minimum named is one that shows an entry.
     newest = (await sizer.chunk(max(1, live - _CHUNK + 1), live))[-1:] if live else []
@@ -560,24 +560,14 @@ async def _budgeted(
         chosen, complete = await _walk(sizer, most, room, _ALL_WHOLE)
         if complete and capped and chosen and chosen[0][0] == 1:
             whole = await _plain(
-                reader,
-                session,
-                options,
-                mode,
-                preview,
-                plan,
-                leading,
-                frame,
-                [message for _, message, _ in chosen],
-                [at for at, _, _ in chosen],
-                None,
+                request, [message for _, message, _ in chosen], [at for at, _, _ in chosen], None
             )
             if _bytes(whole.text.split("\n")) <= limit:
                 return whole.text
             capped = False  # the extras (thinking, say) push it over: fit it like any budget
         if not complete:
             chosen, _ = await _walk(sizer, most, room, _TIERED)
-        text = await _assemble(sizer, options, plan, leading, frame, chosen, budget, most)
+        text = await _assemble(sizer, chosen, budget, most)
         # Entries are sized one by one; merged runs, stamps and thinking make the assembled
         # view smaller or larger than that sum. Over: shrink the room by the excess, and by
         # at least the oldest entry shown, so the next try shows less. Well under (runs
@@ -599,21 +589,15 @@ async def _budgeted(
     # Nothing fitted in the tries: the newest entry as a one-line card always does (the
     # check above sized it, and the frame was reserved).
     newest_only = [(live, newest[0], "line")]
-    return await _assemble(sizer, options, plan, leading, frame, newest_only, budget, most)
+    return await _assemble(sizer, newest_only, budget, most)
 
 
 async def _assemble(
-    sizer: _Sizer,
-    options: ViewOptions,
-    plan: Sequence[PlanStep],
-    leading: list[str],
-    frame: Frame,
-    chosen: list[tuple[int, Message, str]],
-    budget: int,
-    most: int,
+    sizer: _Sizer, chosen: list[tuple[int, Message, str]], budget: int, most: int
 ) -> str:
     """The budgeted view of the chosen entries, with every option the caller asked for."""
-    session, mode, preview = sizer.session, sizer.mode, sizer.preview
+    request = sizer.request
+    session, options, mode, frame = request.session, request.options, request.mode, request.frame
     positions = [at for at, _, _ in chosen]
     entries = [message for _, message, _ in chosen]
     tiers = [tier for _, _, tier in chosen]
@@ -621,7 +605,7 @@ async def _assemble(
     thinking: list[Message] = []
     if options.show_thinking:
         if starts:
-            thinking.extend(await sizer.reader.thinking(session.id, 0, 0))
+            thinking.extend(await request.reader.thinking(session.id, 0, 0))
         for message, tier in zip(entries, tiers, strict=True):
             if tier == "whole":  # cards and one-line cards leave thinking out
                 thinking.extend(sizer.thoughts.get(message.ord, ()))
@@ -642,7 +626,10 @@ async def _assemble(
         budget, tiers.count("whole"), tiers.count("card"), tiers.count("line"), omitted, mode
     )
     footer = _footer(session, shown, positions, "budget", merged=len(built))
-    lines = render_view(session.title, session.goal, plan, leading, [], "", preview).split("\n")
+    header = render_view(
+        session.title, session.goal, request.plan, request.leading, [], "", request.preview
+    )
+    lines = header.split("\n")
     lines = [*lines[:-1], note, *before]
     for entry, tier in zip(built, tiers, strict=True):
         lines.extend(sizer.lines(entry, tier))
@@ -658,17 +645,11 @@ class _Sizer:
     """A budgeted view's entries and their size per tier, each read and rendered once,
     however many walks the view takes."""
 
-    def __init__(
-        self,
-        reader: ThreadReader,
-        session: Session,
-        options: ViewOptions,
-        mode: Numbering,
-        preview: int,
-        marks: Sequence[Checkpoint],
-    ) -> None:
-        self.reader, self.session, self.options = reader, session, options
-        self.mode, self.preview, self.marks = mode, preview, marks
+    def __init__(self, request: _Request) -> None:
+        self.request = request
+        self.session, self.options = request.session, request.options
+        self.mode, self.preview = request.mode, request.preview
+        self.marks = request.frame.checkpoints
         self.thoughts: dict[int, list[Message]] = {}  # thinking blocks by their entry's ord
         self._chunks: dict[int, list[Message]] = {}
         self._sizes: dict[tuple[int, str], int] = {}
@@ -676,10 +657,10 @@ class _Sizer:
 
     async def chunk(self, start: int, end: int) -> list[Message]:
         if start not in self._chunks:
-            chunk = await self.reader.entries_at(self.session.id, start, end - start + 1)
+            chunk = await self.request.reader.entries_at(self.session.id, start, end - start + 1)
             self._chunks[start] = chunk
             if self.options.show_thinking and chunk:
-                found = await self.reader.thinking(
+                found = await self.request.reader.thinking(
                     self.session.id, chunk[0].ord, chunk[-1].ord_last
                 )
                 # Each block goes with the newest entry at or before it, as `_attach` places it.
@@ -780,19 +761,9 @@ class _Cut:
     """A window, role or run view over its budget: its oldest entries are cut, and the view
     says how many, which, and the call that shows them."""
 
-    def __init__(
-        self,
-        session: Session,
-        options: ViewOptions,
-        mode: Numbering,
-        preview: int,
-        plan: Sequence[PlanStep],
-        leading: list[str],
-        trailing: list[str],
-        scope: str | None,
-    ) -> None:
-        self.session, self.options, self.mode, self.preview = session, options, mode, preview
-        self.plan, self.leading, self.trailing, self.scope = plan, leading, trailing, scope
+    def __init__(self, request: _Request, trailing: list[str], scope: str | None) -> None:
+        self.request, self.trailing, self.scope = request, trailing, scope
+        self.session, self.options, self.mode = request.session, request.options, request.mode
 
     def render(self, built: list[Entry], positions: list[int], budget: int, uncut: str) -> str:
         """`uncut`: the view as it was, over the budget."""
@@ -803,7 +774,7 @@ class _Cut:
                 f"budget_tokens={budget} is below what this view's header and footer need "
                 f"(~{needed} tokens); use at least {needed}."
             )
-        sizes = [_bytes(render_entry(entry, self.preview)) for entry in built]
+        sizes = [_bytes(render_entry(entry, self.request.preview)) for entry in built]
         widest = self._view([], [positions[-1]] * len(positions), budget, built, len(positions))
         frame = _bytes(widest.split("\n"))
         # At least one entry goes: the view with all of them (and no note) was over.
@@ -832,11 +803,11 @@ class _Cut:
         return render_view(
             self.session.title,
             self.session.goal,
-            self.plan,
-            [*self.leading, self._note(budget, cut, count)],
+            self.request.plan,
+            [*self.request.leading, self._note(budget, cut, count)],
             kept,
             "\n".join([*self.trailing, footer]),
-            self.preview,
+            self.request.preview,
         )
 
     def _note(self, budget: int, cut: list[Entry], count: int) -> str:
@@ -863,33 +834,3 @@ def _first_label(entry: Entry) -> int:
 
 def _last_label(entry: Entry) -> int:
     return int(entry.label.split("–")[-1])
-
-
-def _trim_to_budget(text: str, budget: int) -> str:
-    """A window or role view over budget: keep the head and footer, cut entries from the top."""
-    lines = text.split("\n")
-    if _tokens_of_bytes(_bytes(lines)) <= budget:
-        return text
-    # The header is the title and the goal and plan lines that follow it, nothing else.
-    head = [lines[0]]
-    for line in lines[1:3]:
-        if not line.startswith(("Goal: ", "Plan: ")):
-            break
-        head.append(line)
-    footer = lines[-1]
-    body = lines[len(head) : -1]
-    cut = 0
-    note = f"… {len(body)} lines cut to fit budget_tokens={budget}"  # the widest it can be
-    while body and _tokens_of_bytes(_bytes([*head, note, *body, footer])) > budget:
-        body = body[1:]
-        cut += 1
-    while body and not _ENTRY_START.match(body[0]):  # never start inside an entry
-        body = body[1:]
-        cut += 1
-    result = [*head, f"… {cut} lines cut to fit budget_tokens={budget}", *body, footer]
-    if _tokens_of_bytes(_bytes(result)) > budget:
-        raise InvalidRequest(
-            f"budget_tokens={budget} is below what the view's header and footer need; use at "
-            f"least {_tokens_of_bytes(_bytes([*head, footer])) + _MIN_ENTRY_TOKENS}."
-        )
-    return "\n".join(result)
