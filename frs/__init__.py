@@ -37,7 +37,7 @@ from frs.model import (
     Squash,
     ToolCall,
 )
-from frs.service import ReasoningService, Recorded, Restored, Squashed
+from frs.service import ReasoningService, Recorded, Restored, SessionPage, Squashed
 from frs.views import ViewOptions
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "Session",
     "SessionId",
     "SessionNotFound",
+    "SessionPage",
     "SplitsToolCall",
     "Squash",
     "Squashed",

@@ -64,12 +64,32 @@ from frs.text import check_text, estimate_tokens, message_body, sha256_hex
 from frs.views import Frame, ViewOptions, check_view_options, load_frame, render_thread
 
 Clock = Callable[[], str]
+#: `progress(done, total)`: called as long work advances; it must return at once.
+Progress = Callable[[int, int], None]
+_RECORD_CHUNK = 500  # messages written between two progress reports
 EXPORT_FORMATS = ("openai", "anthropic", "text")
 _FRAMES_KEPT = 64
 
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """A page of sessions, most recently updated first: `sessions` are numbers offset+1.. of
+    `total`."""
+
+    sessions: tuple[Session, ...]
+    current: SessionId | None
+    total: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset of the next page, None on the last."""
+        end = self.offset + len(self.sessions)
+        return end if end < self.total else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +219,21 @@ class ReasoningService:
             await tx.set_current(session.id)
             return session
 
-    async def list_sessions(self, limit: int = 50) -> tuple[list[Session], SessionId | None]:
+    async def list_sessions(self, limit: int = 50, offset: int = 0) -> SessionPage:
+        """One page of the sessions, most recently updated first, with the total to page by."""
+        if limit < 1 or offset < 0:
+            raise InvalidRequest(
+                f"limit={limit}, offset={offset}: limit is 1 or more and offset 0 or more."
+            )
         async with self.store.snapshot() as reader:
-            return await reader.list_sessions(limit), await reader.current_session_id()
+            total = await reader.count_sessions()
+            if offset > total:
+                raise InvalidRequest(
+                    f"offset={offset:,} is past the end: there are {plural(total, 'session')}. "
+                    "Use an offset from 0 to the total."
+                )
+            found = await reader.list_sessions(limit, offset)
+            return SessionPage(tuple(found), await reader.current_session_id(), total, offset)
 
     async def session(self, session_id: SessionId | None = None) -> Session:
         """The given session, else the current one (created if the database has none)."""
@@ -246,8 +278,14 @@ class ReasoningService:
         messages: Sequence[NewMessage],
         session_id: SessionId | None = None,
         expected_revision: int | None = None,
+        progress: Progress | None = None,
     ) -> Recorded:
-        """Append messages in one transaction; each numbered one gets the next number."""
+        """Append messages in one transaction; each numbered one gets the next number.
+
+        `progress(done, total)` is called after each chunk of messages is written (inside the
+        transaction, so it must not block: a relay forwards it); nothing is visible to readers
+        until the whole batch commits.
+        """
         check_new_messages(messages, self.limits)
         async with self.store.transaction() as tx:
             session = await self._resolve(tx, session_id)
@@ -255,35 +293,40 @@ class ReasoningService:
             now = self.clock()
             number = session.next_number
             batch_calls: dict[str, int] = {}
-            stored: list[Message] = []
             positions: list[int] = []
             lanes = dict(session.lanes)
             tokens = session.live_tokens
+            thinking = 0
             # A thinking block sits after the last entry; that entry may be a summary, whose
             # fresh number lies outside the ord space, so anchor on the entry's span instead.
             after: int | None = None
-            for new in messages:
-                body = message_body(new.content, new.tool_calls)
-                if new.kind == "thinking":
-                    if after is None:
-                        after = await self._last_ord(tx, session)
-                    stored.append(self._message(new, None, after, body, now, None))
-                    continue
-                after = number
-                answers = None
-                if new.tool_call_id is not None:
-                    answers = batch_calls.get(new.tool_call_id)
-                    if answers is None:
-                        answers = await tx.latest_call(session.id, new.tool_call_id)
-                for call in new.tool_calls:
-                    batch_calls[call.id] = number
-                message = self._message(new, number, number, body, now, answers)
-                stored.append(message)
-                positions.append(session.live_count + len(positions) + 1)
-                lanes[message.lane] = lanes.get(message.lane, 0) + 1
-                tokens += message.tokens
-                number += 1
-            await tx.insert_messages(session.id, stored)
+            for start in range(0, len(messages), _RECORD_CHUNK):
+                stored: list[Message] = []
+                for new in messages[start : start + _RECORD_CHUNK]:
+                    body = message_body(new.content, new.tool_calls)
+                    if new.kind == "thinking":
+                        if after is None:
+                            after = await self._last_ord(tx, session)
+                        stored.append(self._message(new, None, after, body, now, None))
+                        thinking += 1
+                        continue
+                    after = number
+                    answers = None
+                    if new.tool_call_id is not None:
+                        answers = batch_calls.get(new.tool_call_id)
+                        if answers is None:
+                            answers = await tx.latest_call(session.id, new.tool_call_id)
+                    for call in new.tool_calls:
+                        batch_calls[call.id] = number
+                    message = self._message(new, number, number, body, now, answers)
+                    stored.append(message)
+                    positions.append(session.live_count + len(positions) + 1)
+                    lanes[message.lane] = lanes.get(message.lane, 0) + 1
+                    tokens += message.tokens
+                    number += 1
+                await tx.insert_messages(session.id, stored)
+                if progress is not None:
+                    progress(min(start + _RECORD_CHUNK, len(messages)), len(messages))
             count = len(positions)
             updated = replace(
                 session,
@@ -295,7 +338,6 @@ class ReasoningService:
                 lanes=lanes,
                 recorded=session.recorded + count,
             )
-            thinking = len(stored) - count
             await tx.save_session(updated, f"recorded {plural(count, 'message')}")
             return Recorded(
                 session.id,

@@ -7,19 +7,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import mcp.types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 
 from server import prompts, resources, tools
-from server.deps import Deps, DepsSlot, open_deps
+from server.deps import Deps, open_deps
 from server.errors import validation_middleware
 from server.settings import APP_NAME, Settings
 from server.stdio import DEFAULT_MAX_LINE_BYTES, guarded_stdio
 
 log = logging.getLogger(__name__)
 
+TITLE = "FRS: Focused Reasoning System"
 INSTRUCTIONS = """\
 FRS is your working memory for a long task: record your reasoning thread (frs_record), read it \
 back as a compact numbered view (frs_view_thread), and squash stretches you no longer need \
@@ -50,6 +52,20 @@ class FrsServer(MCPServer[Deps]):
                 read_stream, write_stream, self._lowlevel_server.create_initialization_options()
             )
 
+    async def list_resources(self) -> list[types.Resource]:
+        listed = await super().list_resources()
+        # frs://sessions is served by a template (for paging and the request context); list
+        # its plain URI too, so a client that only lists resources finds it.
+        sessions = types.Resource(
+            uri=resources.SESSIONS_URI,
+            name="sessions",
+            title="Sessions",
+            description="The sessions, newest first, a page at a time (see the template "
+            f"{resources.SESSIONS_TEMPLATE}).",
+            mime_type="application/json",
+        )
+        return [sessions, *listed]
+
     async def get_prompt(
         self,
         name: str,
@@ -72,22 +88,17 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
     clients from one process, and the SDK runs the lifespan once per SSE connection); without,
     the lifespan opens the database itself (stdio, in-process clients)."""
 
-    slot = DepsSlot(shared)
-
     @asynccontextmanager
     async def lifespan(_: MCPServer[Deps]) -> AsyncIterator[Deps]:
         if shared is not None:
             yield shared
             return
         async with open_deps(settings) as deps:
-            slot.deps = deps
-            try:
-                yield deps
-            finally:
-                slot.deps = None
+            yield deps
 
     mcp: FrsServer = FrsServer(
         APP_NAME,
+        title=TITLE,
         version=version(),
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
@@ -96,6 +107,6 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
     mcp.max_line_bytes = settings.max_line_bytes
     mcp.middleware.append(validation_middleware)
     tools.register(mcp)
-    resources.register(mcp, slot)
+    resources.register(mcp)
     prompts.register(mcp)
     return mcp

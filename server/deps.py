@@ -25,18 +25,6 @@ class Deps:
 DepsContext = Context[Deps]
 
 
-@dataclass(slots=True)
-class DepsSlot:
-    """The deps of the running server, for handlers the SDK gives no context (static resources)."""
-
-    deps: Deps | None = None
-
-    def get(self) -> Deps:
-        if self.deps is None:
-            raise RuntimeError("the server is not running")
-        return self.deps
-
-
 @asynccontextmanager
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the database and the service; close them on exit."""

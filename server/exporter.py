@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
 async def run_export(settings: Settings, session: str, fmt: str) -> str:
     async with open_deps(settings) as deps:
         sid = None if session == "current" else SessionId(session)
-        if sid is None and (await deps.service.list_sessions(1))[1] is None:
+        if sid is None and (await deps.service.list_sessions(1)).current is None:
             # A read must not create the session it was asked to show.
             raise InvalidRequest(f"{settings.database} has no current session; name one.")
         exported = await deps.service.export(fmt, sid)

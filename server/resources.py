@@ -6,21 +6,42 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from frs import SessionId, ViewOptions
-from server.deps import DepsContext, DepsSlot
+from server.deps import DepsContext
 from server.errors import resource_errors
 
 _WHOLE = 2**62  # a resource is read whole; get_alias pages only for tool output caps
+SESSIONS_URI = "frs://sessions"
+SESSIONS_TEMPLATE = SESSIONS_URI + "{?offset}"
+SESSIONS_PAGE = 1000
 
 
-def register(mcp: MCPServer[Any], slot: DepsSlot) -> None:
-    @mcp.resource("frs://sessions", mime_type="application/json", description="Every session.")
-    async def sessions() -> dict[str, Any]:
-        service = slot.get().service
-        found, current = await service.list_sessions(limit=1000)
+def register(mcp: MCPServer[Any]) -> None:
+    # A template, so the reader gets its request context; `FrsServer.list_resources` also
+    # lists the plain URI, which this template matches (the query is optional).
+    @mcp.resource(
+        SESSIONS_TEMPLATE,
+        mime_type="application/json",
+        description="The sessions, newest first, a page of 1,000 at a time: `total` counts them "
+        "all and `next` is the URI of the next page (null on the last).",
+    )
+    async def sessions(ctx: DepsContext, offset: str = "0") -> dict[str, Any]:
+        service = ctx.request_context.lifespan_context.service
+        if not offset.isdigit():
+            raise ResourceNotFoundError(
+                f"offset={offset!r} is not a whole number; read {SESSIONS_URI}?offset=N with N "
+                "from 0 to the total."
+            )
+        with resource_errors():
+            page = await service.list_sessions(SESSIONS_PAGE, int(offset))
+        following = page.next_offset
         return {
-            "current": current,
+            "current": page.current,
+            "total": page.total,
+            "offset": page.offset,
+            "next": f"{SESSIONS_URI}?offset={following}" if following is not None else None,
             "sessions": [
                 {
                     "id": s.id,
@@ -35,7 +56,7 @@ def register(mcp: MCPServer[Any], slot: DepsSlot) -> None:
                     "interface": s.interface,
                     "conversation": s.conversation,
                 }
-                for s in found
+                for s in page.sessions
             ],
         }
 

@@ -15,11 +15,23 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
-from frs import LANES, ROLES, NewMessage, PlanStep, SessionId, ToolCall, ViewOptions
+from frs import (
+    LANES,
+    ROLES,
+    NewMessage,
+    PlanStep,
+    Session,
+    SessionId,
+    SessionPage,
+    ToolCall,
+    ViewOptions,
+    replies,
+)
 from frs.model import Numbering
 from frs.render import escape_inline
 from server.deps import DepsContext
 from server.errors import tool_errors
+from server.progress import with_progress
 
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
@@ -163,6 +175,42 @@ class RestoreOut(Revision):
     last: int
 
 
+class SessionSummary(BaseModel):
+    id: str
+    title: str
+    goal: str
+    numbering: str
+    entries: int = Field(description="Live entries in the thread now.")
+    messages: int = Field(description="Original messages ever recorded.")
+    revision: int
+    created_at: str
+    updated_at: str
+    interface: str | None
+    conversation: str | None
+    current: bool = Field(description="Whether tools without session_id use this session.")
+
+
+class SessionOut(BaseModel):
+    """What `frs_session` did, for programs; `session_id` is set for every action."""
+
+    action: str
+    session_id: str | None = Field(
+        description="start/use/info: the session acted on; list: the current session (null "
+        "when none is set)."
+    )
+    revision: int | None = Field(default=None, description="start/use/info: its revision.")
+    created: bool | None = Field(
+        default=None, description="start: false when get-or-create resumed a conversation."
+    )
+    session: SessionSummary | None = Field(default=None, description="start/use/info.")
+    sessions: list[SessionSummary] | None = Field(default=None, description="list: this page.")
+    total: int | None = Field(default=None, description="list: sessions in all.")
+    offset: int | None = Field(default=None, description="list: this page's offset.")
+    next_offset: int | None = Field(
+        default=None, description="list: the offset of the next page; null on the last page."
+    )
+
+
 def _numbering(value: str | None) -> Numbering | None:
     if value is None or value in ("position", "absolute"):
         return value  # type: ignore[return-value]
@@ -180,18 +228,29 @@ def _result(text: str, data: BaseModel) -> CallToolResult:
 
 
 def register(server: MCPServer[Any]) -> None:
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    # Hints clients show and act on. Squashes keep their originals and can be undone, so no
+    # tool but frs_source (whose remove drops an inline text) destroys anything; every tool
+    # works on this server's own database (and allowed files), never the open world.
+    writes = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    restores = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+    sources = ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    )
     mcp = _Registrar(server)
 
-    @mcp.tool(annotations=writes, structured_output=False)
+    @mcp.tool(title="Sessions: start, list, use, info", annotations=writes)
     async def frs_session(
         ctx: DepsContext,
         action: Annotated[
             str,
             Field(
-                description="start: new session (becomes current); list: all sessions; use: make "
-                "session_id current; info: describe a session (default).",
+                description="start: new session (becomes current); list: the sessions, a page "
+                "at a time; use: make session_id current; info: describe a session (default).",
                 json_schema_extra=_choices(("start", "list", "use", "info")),
             ),
         ] = "info",
@@ -208,12 +267,19 @@ def register(server: MCPServer[Any]) -> None:
         conversation: Annotated[
             str | None, Field(description="start: the conversation's id.")
         ] = None,
+        offset: Annotated[
+            int, Field(description="list: how many sessions to skip (the page's start).", ge=0)
+        ] = 0,
+        limit: Annotated[
+            int, Field(description="list: sessions per page (1-200).", ge=1, le=200)
+        ] = 50,
         session_id: SessionArg = None,
-    ) -> str:
+    ) -> Annotated[CallToolResult, SessionOut]:
         """Start, list, select or describe reasoning sessions.
 
         Each session is one thread. Tools without session_id use the current session (the last
-        started or selected; one is created when none exists).
+        started or selected; one is created when none exists). list pages: it says "N of M"
+        and gives the call for the next page. The structured result always carries session_id.
         Example: frs_session(action="start", title="Fix flaky test", goal="find the race")
         """
         service = ctx.request_context.lifespan_context.service
@@ -226,57 +292,36 @@ def register(server: MCPServer[Any]) -> None:
                     interface,
                     conversation,
                 )
-                verb = "Started" if created else "Resumed"
-                text = (
-                    f'{verb} session {session.id} "{session.title}" (current)'
-                    f" · revision {session.revision}"
+                return _session_result(
+                    replies.session_started(session, created, title, goal, numbering),
+                    "start",
+                    session,
+                    current=True,
+                    created=created,
                 )
-                given = [
-                    name
-                    for name, value in (("title", title), ("goal", goal), ("numbering", numbering))
-                    if value
-                ]
-                if not created and given:
-                    # Get-or-create returns the conversation's session as it is; say so rather
-                    # than let the caller believe its new title or numbering took effect.
-                    were = "was" if len(given) == 1 else "were"
-                    text += f"; it existed, so the {' and '.join(given)} given {were} not applied"
-                return text
             if action == "list":
-                sessions, current = await service.list_sessions()
-                if not sessions:
-                    return "No sessions yet. Start one with frs_session(action='start', title=...)."
-                lines = [
-                    f'{"*" if s.id == current else " "} {s.id} "{s.title}"'
-                    f" · {s.live_count} entries · revision {s.revision}"
-                    f" · updated {s.updated_at[:16]}"
-                    for s in sessions
-                ]
-                return "\n".join([*lines, "(* = current)"])
+                page = await service.list_sessions(limit, offset)
+                return _result(replies.session_list(page, limit), _session_page(page))
             if action == "use":
                 if session_id is None:
                     raise ToolError(
                         "action='use' needs session_id; see frs_session(action='list')."
                     )
                 session = await service.use_session(SessionId(session_id))
-                return (
+                text = (
                     f'Session {session.id} "{session.title}" is now current'
                     f" · revision {session.revision}"
                 )
+                return _session_result(text, "use", session, current=True)
             if action == "info":
-                s = await service.session(_sid(session_id))
-                parts = [
-                    f'Session {s.id} "{s.title}"',
-                    f"goal: {escape_inline(s.goal)}" if s.goal else "",
-                    f"numbering: {s.numbering}",
-                    f"{s.live_count} entries for {s.recorded} messages",
-                    f"revision {s.revision}",
-                    f"created {s.created_at[:16]}",
-                ]
-                return " · ".join(p for p in parts if p)
+                session = await service.session(_sid(session_id))
+                # Without session_id, info describes the current session.
+                return _session_result(
+                    replies.session_info(session), "info", session, current=session_id is None
+                )
         raise ToolError(f"action is {action!r}; use start, list, use or info.")
 
-    @mcp.tool(annotations=writes)
+    @mcp.tool(title="Record messages", annotations=writes)
     async def frs_record(
         ctx: DepsContext,
         messages: Annotated[
@@ -299,7 +344,13 @@ def register(server: MCPServer[Any]) -> None:
         service = ctx.request_context.lifespan_context.service
         batch = [message.to_domain(i) for i, message in enumerate(messages)]
         with tool_errors():
-            done = await service.record(batch, _sid(session_id), expected_revision)
+            done = await with_progress(
+                ctx,
+                "messages recorded",
+                lambda progress: service.record(
+                    batch, _sid(session_id), expected_revision, progress
+                ),
+            )
         out = RecordOut(
             session_id=done.session_id,
             revision=done.revision,
@@ -308,7 +359,7 @@ def register(server: MCPServer[Any]) -> None:
         )
         return _result(done.text(), out)
 
-    @mcp.tool(annotations=reads, structured_output=False)
+    @mcp.tool(title="View the thread", annotations=reads, structured_output=False)
     async def frs_view_thread(
         ctx: DepsContext,
         numbering: NumberingArg = None,
@@ -391,7 +442,7 @@ def register(server: MCPServer[Any]) -> None:
         with tool_errors():
             return await service.view(options, _sid(session_id))
 
-    @mcp.tool(annotations=writes)
+    @mcp.tool(title="Squash a range", annotations=writes)
     async def frs_compress_range(
         ctx: DepsContext,
         from_: Annotated[
@@ -420,7 +471,7 @@ def register(server: MCPServer[Any]) -> None:
             )
         return _squash_result(done)
 
-    @mcp.tool(annotations=writes)
+    @mcp.tool(title="Squash the newest entries", annotations=writes)
     async def frs_compress_last(
         ctx: DepsContext,
         count: Annotated[int, Field(description="How many of the newest entries to squash.")],
@@ -438,7 +489,7 @@ def register(server: MCPServer[Any]) -> None:
             done = await service.compress_last(count, summary, _sid(session_id), expected_revision)
         return _squash_result(done)
 
-    @mcp.tool(annotations=reads, structured_output=False)
+    @mcp.tool(title="Read the text behind an alias", annotations=reads, structured_output=False)
     async def get_alias(
         ctx: DepsContext,
         alias: Annotated[
@@ -466,7 +517,7 @@ def register(server: MCPServer[Any]) -> None:
             page = await service.get_alias(alias, offset, max_chars, _sid(session_id))
         return page.render()
 
-    @mcp.tool(annotations=writes)
+    @mcp.tool(title="Undo a squash", annotations=restores)
     async def frs_restore(
         ctx: DepsContext,
         alias: Annotated[str, Field(description="The squash to undo: SQ.<n>, @sha8 optional.")],
@@ -486,7 +537,7 @@ def register(server: MCPServer[Any]) -> None:
         )
         return _result(done.text(), out)
 
-    @mcp.tool(annotations=writes)
+    @mcp.tool(title="Set the plan or a checkpoint", annotations=writes)
     async def frs_plan(
         ctx: DepsContext,
         steps: Annotated[
@@ -517,7 +568,7 @@ def register(server: MCPServer[Any]) -> None:
             Revision(session_id=session.id, revision=session.revision),
         )
 
-    @mcp.tool(annotations=writes, structured_output=False)
+    @mcp.tool(title="Context sources", annotations=sources, structured_output=False)
     async def frs_source(
         ctx: DepsContext,
         action: Annotated[
@@ -584,7 +635,7 @@ def register(server: MCPServer[Any]) -> None:
                 return "\n".join(lines)
         raise ToolError(f"action is {action!r}; use add, list, verify or remove.")
 
-    @mcp.tool(annotations=writes)
+    @mcp.tool(title="Open or close a focus layer", annotations=writes)
     async def frs_focus(
         ctx: DepsContext,
         action: Annotated[
@@ -644,6 +695,47 @@ class _Registrar:
             return self.server.tool(description=description, **options)(fn)
 
         return register
+
+
+def _summary(session: Session, current: SessionId | None) -> SessionSummary:
+    return SessionSummary(
+        id=session.id,
+        title=session.title,
+        goal=session.goal,
+        numbering=session.numbering,
+        entries=session.live_count,
+        messages=session.recorded,
+        revision=session.revision,
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+        interface=session.interface,
+        conversation=session.conversation,
+        current=session.id == current,
+    )
+
+
+def _session_result(
+    text: str, action: str, session: Session, current: bool, created: bool | None = None
+) -> CallToolResult:
+    out = SessionOut(
+        action=action,
+        session_id=session.id,
+        revision=session.revision,
+        created=created,
+        session=_summary(session, session.id if current else None),
+    )
+    return _result(text, out)
+
+
+def _session_page(page: SessionPage) -> SessionOut:
+    return SessionOut(
+        action="list",
+        session_id=page.current,
+        sessions=[_summary(s, page.current) for s in page.sessions],
+        total=page.total,
+        offset=page.offset,
+        next_offset=page.next_offset,
+    )
 
 
 def _squash_result(done: Any) -> CallToolResult:

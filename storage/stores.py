@@ -104,11 +104,16 @@ class SqliteReader:
         row = await self._one("select session_id from current_session where id = 1")
         return SessionId(row[0]) if row and row[0] else None
 
-    async def list_sessions(self, limit: int) -> list[Session]:
+    async def list_sessions(self, limit: int, offset: int = 0) -> list[Session]:
         rows = await self._all(
-            f"select {SESSION_COLUMNS} from sessions order by updated_at desc, id limit ?", (limit,)
+            f"select {SESSION_COLUMNS} from sessions order by updated_at desc, id limit ? offset ?",
+            (limit, offset),
         )
         return [session_from_row(row) for row in rows]
+
+    async def count_sessions(self) -> int:
+        row = await self._one("select count(*) from sessions")
+        return int(row[0])
 
     # positions
 

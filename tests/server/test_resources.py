@@ -98,7 +98,7 @@ class TestSessionsResource:
     async def test_an_empty_database_lists_no_session(self, connect: Connect) -> None:
         async with connect() as client:
             found = await read_json(client, "frs://sessions")
-        assert found == {"current": None, "sessions": []}
+        assert found == {"current": None, "total": 0, "offset": 0, "next": None, "sessions": []}
 
 
 class TestThreadResource:

@@ -155,9 +155,9 @@ class TestSession:
             await record(client, user("hello"))
             listed = text_of(await call(client, "frs_session", action="list"))
         lines = listed.split("\n")
-        assert lines[-1] == "(* = current)"
+        assert lines[-1] == "All 2 sessions, newest first (* = current)"
         (current,) = [line for line in lines if line.startswith("*")]
-        assert current.startswith(f'* {two} "Two" · 1 entries · revision 1')
+        assert current.startswith(f'* {two} "Two" · 1 entry · revision 1')
         assert any(line.startswith(f'  {one} "One" · 0 entries · revision 0') for line in lines)
 
     async def test_list_on_an_empty_database_says_how_to_start(self, connect: Connect) -> None:
@@ -214,7 +214,7 @@ class TestSession:
         async with connect() as client:
             done = await record(client, user("hello"))
             listed = text_of(await call(client, "frs_session", action="list"))
-        assert listed.startswith(f'* {done["session_id"]} "Untitled" · 1 entries · revision 1')
+        assert listed.startswith(f'* {done["session_id"]} "Untitled" · 1 entry · revision 1')
 
 
 class TestRecord:
