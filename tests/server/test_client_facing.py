@@ -71,7 +71,8 @@ class TestToolMetadata:
         }
         assert destructive == {"frs_source"}
         restore = tools["frs_restore"].annotations
-        assert restore is not None and restore.idempotent_hint is True
+        assert restore is not None
+        assert restore.idempotent_hint is True
 
     async def test_the_server_names_itself_with_a_title(self, connect: Connect) -> None:
         async with connect() as client:
@@ -99,10 +100,14 @@ class TestSessionResults:
             info_other = await session_out(client, action="info", session_id=other["session_id"])
             listed = await session_out(client, action="list")
         sid = started["session_id"]
-        assert started["action"] == "start" and started["created"] is True
-        assert started["session"]["title"] == "One" and started["session"]["goal"] == "g"
-        assert used["session_id"] == sid and used["session"]["current"] is True
-        assert info["session_id"] == sid and info["session"]["current"] is True
+        assert started["action"] == "start"
+        assert started["created"] is True
+        assert started["session"]["title"] == "One"
+        assert started["session"]["goal"] == "g"
+        assert used["session_id"] == sid
+        assert used["session"]["current"] is True
+        assert info["session_id"] == sid
+        assert info["session"]["current"] is True
         assert info_other["session_id"] == other["session_id"]
         assert info_other["session"]["current"] is False
         assert listed["session_id"] == sid, "list names the current session"
@@ -134,7 +139,9 @@ class TestPaging:
         assert last_text.endswith("Sessions 1,001–1,005 of 1,005, newest first (* = current)")
         data = last.structured_content
         assert data is not None
-        assert data["total"] == 1005 and data["offset"] == 1000 and data["next_offset"] is None
+        assert data["total"] == 1005
+        assert data["offset"] == 1000
+        assert data["next_offset"] is None
         # Newest first: the page after the first 1,000 holds the five oldest, the very first last.
         assert [s["id"] for s in data["sessions"]] == ids[4::-1]
 
@@ -172,8 +179,8 @@ class TestProgress:
     async def test_a_large_record_reports_progress_in_process(self, connect: Connect) -> None:
         reports: list[tuple[float, float | None, str | None]] = []
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            reports.append((done, total, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            reports.append((progress, total, message))
 
         async with connect() as client:
             result = await client.call_tool(
@@ -192,8 +199,8 @@ class TestProgress:
     async def test_a_large_record_reports_progress_over_stdio(self, tmp_path: Path) -> None:
         reports: list[float] = []
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            reports.append(done)
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            reports.append(progress)
 
         server = StdioServerParameters(command=FRS_MCP, args=["--db", str(tmp_path / "f.db")])
         async with Client(server) as client:
@@ -206,8 +213,8 @@ class TestProgress:
     async def test_a_refused_record_reports_no_progress(self, connect: Connect) -> None:
         reports: list[float] = []
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            reports.append(done)
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            reports.append(progress)
 
         async with connect() as client:
             result = await client.call_tool(
