@@ -77,6 +77,7 @@ class TestToolMetadata:
     async def test_the_server_names_itself_with_a_title(self, connect: Connect) -> None:
         async with connect() as client:
             info = client.server_info
+        assert info is not None
         assert info.name == "frs-mcp"
         assert info.title == "FRS: Focused Reasoning System"
 
