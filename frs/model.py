@@ -72,7 +72,7 @@ class Message:
     sha256: str
     tokens: int
     live: bool
-    created_at: str
+    created_at: str | None  # as the caller gave it; None when it gave none (never invented)
     name: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None

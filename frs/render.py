@@ -44,6 +44,7 @@ _VALUE_SHAPE = re.compile(r"\[(?=tool_)|→")
 _ANNOTATION_VALUE_CHARS = 60
 _CARD_LINE_CHARS = 240
 _CARD_LINES = 3  # at most this many lines of head, and of tail
+_GIST_CHARS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ def plural(count: int, word: str) -> str:
     """`1 entry`, `2 entries`, `1 message`, `3 messages`."""
     if count == 1:
         return f"1 {word}"
-    return f"{count} {word[:-1]}ies" if word.endswith("y") else f"{count} {word}s"
+    return f"{count:,} {word[:-1]}ies" if word.endswith("y") else f"{count:,} {word}s"
 
 
 def format_tokens(tokens: int) -> str:
@@ -285,6 +286,36 @@ def one_line(entry: Entry, width: int = 100) -> str:
     return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}@{message.sha8}"
 
 
+def group_line(label: str, members: Sequence[Message], gist: bool = True) -> str:
+    """Entries too old to show one by one, as one line: `[17–24] 8 entries: assistant 4,
+    tool 4; calls bash ×3, edit`. What they hold by role, and the tools they called."""
+    lanes: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for message in members:
+        lanes[message.lane] = lanes.get(message.lane, 0) + 1
+        for call in message.tool_calls:
+            calls[call.name] = calls.get(call.name, 0) + 1
+    held = ", ".join(f"{lane} {count}" for lane, count in sorted(lanes.items(), key=_lane_order))
+    text = f"[{label}] {plural(len(members), 'entry')}: {held}"
+    if calls:
+        top = sorted(calls.items(), key=lambda item: (-item[1], item[0]))[:3]
+        named = [escape_name(_shorten(name, 24)) for name, _ in top]
+        text += "; calls " + ", ".join(
+            f"{name} ×{count}" if count > 1 else name
+            for name, (_, count) in zip(named, top, strict=True)
+        )
+    said = next((m for m in members if m.role != "tool" and m.content.strip()), None)
+    if gist and said is not None:
+        # The gist: the first words someone other than a tool wrote in the group.
+        text += " · " + escape_inline(_shorten(" ".join(said.content.split()), _GIST_CHARS))
+    return text
+
+
+def _lane_order(item: tuple[str, int]) -> int:
+    order = ("system", "user", "assistant", "tool", "summary")
+    return order.index(item[0]) if item[0] in order else len(order)
+
+
 def checkpoint_line(mark: Checkpoint) -> str:
     return f'— checkpoint "{escape_inline(mark.name)}" · revision {mark.revision}'
 
@@ -294,7 +325,7 @@ def plan_line(steps: Sequence[PlanStep]) -> str:
 
 
 def lane_counts(lanes: dict[str, int]) -> str:
-    return ", ".join(f"{lane} {count}" for lane, count in lanes.items() if count)
+    return ", ".join(f"{lane} {count:,}" for lane, count in lanes.items() if count)
 
 
 def render_view(

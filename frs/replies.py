@@ -35,7 +35,7 @@ def session_info(session: Session) -> str:
         f'Session {session.id} "{session.title}"',
         f"goal: {escape_inline(session.goal)}" if session.goal else "",
         f"numbering: {session.numbering}",
-        f"{session.live_count} entries for {session.recorded} messages",
+        f"{plural(session.live_count, 'entry')} for {plural(session.recorded, 'message')}",
         f"revision {session.revision}",
         f"created {session.created_at[:16]}",
     ]

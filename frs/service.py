@@ -59,9 +59,10 @@ from frs.render import (
     plural,
     render_entry,
 )
+from frs.selection import check_view_options
 from frs.sources import SourceState, count_lines, source_alias
 from frs.text import check_text, estimate_tokens, message_body, sha256_hex
-from frs.views import Frame, ViewOptions, check_view_options, load_frame, render_thread
+from frs.views import Frame, ViewOptions, load_frame, render_thread
 
 Clock = Callable[[], str]
 #: `progress(done, total)`: called as long work advances; it must return at once.
@@ -307,7 +308,7 @@ class ReasoningService:
                     if new.kind == "thinking":
                         if after is None:
                             after = await self._last_ord(tx, session)
-                        stored.append(self._message(new, None, after, body, now, None))
+                        stored.append(self._message(new, None, after, body, None))
                         thinking += 1
                         continue
                     after = number
@@ -318,7 +319,7 @@ class ReasoningService:
                             answers = await tx.latest_call(session.id, new.tool_call_id)
                     for call in new.tool_calls:
                         batch_calls[call.id] = number
-                    message = self._message(new, number, number, body, now, answers)
+                    message = self._message(new, number, number, body, answers)
                     stored.append(message)
                     positions.append(session.live_count + len(positions) + 1)
                     lanes[message.lane] = lanes.get(message.lane, 0) + 1
@@ -360,7 +361,6 @@ class ReasoningService:
         number: int | None,
         ord_: int,
         body: str,
-        now: str,
         answers: int | None,
     ) -> Message:
         return Message(
@@ -373,7 +373,7 @@ class ReasoningService:
             sha256=sha256_hex(body),
             tokens=estimate_tokens(body),
             live=number is not None,
-            created_at=new.created_at or now,
+            created_at=new.created_at,
             name=new.name,
             tool_calls=new.tool_calls,
             tool_call_id=new.tool_call_id,
@@ -521,7 +521,9 @@ class ReasoningService:
             sha256=sha256_hex(summary),
             tokens=after,
             live=True,
-            created_at=now,
+            # Stamped by the span it replaced (its first dated original), not by when it was
+            # made: a view with show_times keeps its order in time.
+            created_at=next((m.created_at for m in window if m.created_at), None),
             covered=squash.covered,
             squash_n=squash.n,
             squash_sha256=squash.sha256,
@@ -1086,7 +1088,7 @@ def _render_originals(entries: Sequence[Message]) -> str:
 
 
 def _span(unit: str, first: int, last: int) -> str:
-    """`position 4`, or `positions 4–6` for a span."""  # noqa: RUF002 - the dash we print
+    """`position 4`, or `positions 4–6` for a span."""
     return f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 
 from frs.errors import InvalidContent
@@ -17,9 +18,15 @@ from frs.model import ToolCall
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
+def token_weight(text: str) -> float:
+    """The estimate of `text`'s tokens before rounding; additive, so a view's estimate is the
+    sum of its lines' (each with its newline)."""
+    return len(text.encode("utf-8", "surrogatepass")) / 4
+
+
 def estimate_tokens(text: str) -> int:
-    """Tokens of `text` by the project's one estimator (UTF-8 bytes / 4, rounded up)."""
-    return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
+    """Tokens of `text` by the project's one estimator, rounded up."""
+    return math.ceil(token_weight(text))
 
 
 def message_body(content: str, tool_calls: tuple[ToolCall, ...] = ()) -> str:

@@ -381,8 +381,9 @@ def register(server: MCPServer[Any]) -> None:
         budget_tokens: Annotated[
             int | None,
             Field(
-                description="Fit the view in this many tokens: newest entries whole, older ones "
-                "as cards, then one-line cards, the oldest omitted (the view says which)."
+                description="Fit the view in this many estimated tokens: the task on top, newest "
+                "entries whole, older ones as cards, one-line cards and group lines, the oldest "
+                "left out (the last line says which)."
             ),
         ] = None,
         show_sources: Annotated[
@@ -417,10 +418,14 @@ def register(server: MCPServer[Any]) -> None:
         Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
         summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
         revision (pass it as expected_revision when you squash) and the whole live thread's
-        token estimate (not this view's).
-        budget_tokens=N fits the view into N tokens (older entries shrink, the oldest are
-        omitted, and a line under the header says which); a whole thread over the server's cap
-        is shown that way by default. merge_runs=true shows each agent turn as one entry.
+        estimated tokens (not this view's).
+        budget_tokens=N fits the view into N estimated tokens: the task stays on top, the newest
+        entries whole, older ones shrink to cards, one-line cards and group lines [a–b], the
+        oldest are left out; the last line says which and the call that shows them. A whole
+        thread over the server's cap is shown that way by default. An append changes such a
+        view only near its end, so a prompt cache keeps hitting; last=N moves its first entry
+        with every append, while from=<a fixed position> keeps the cache.
+        merge_runs=true shows each agent turn as one entry.
         Example: frs_view_thread(last=20) or frs_view_thread(from=10, to=30)
         """
         service = ctx.request_context.lifespan_context.service

@@ -11,6 +11,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from storage.db import Database
 
+_MESSAGE_COLUMNS_V1 = (
+    "id, session_id, number, ord, ord_last, live, role, kind, lane, content, name, tool_calls,"
+    " tool_call_id, answers, run_id, interface_message_id, created_at, sha256, tokens, covered,"
+    " squash_n, squash_sha256"
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 1: sessions, messages, squashes, plans, checkpoints, the change log, the current session
         # One row per reasoning session. Counters are kept here, updated in the transaction that
@@ -165,6 +171,47 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " squash_n integer,"  # the squash that closed it (null: closed empty, or still open)
         " primary key (session_id, n)) without rowid",
         "create index focus_layers_open on focus_layers (session_id, n) where closed_at is null",
+    ),
+    (  # 4: a message recorded without a time has none (it used to get the time of recording)
+        # SQLite cannot drop a NOT NULL constraint, so the table is rebuilt the documented way
+        # (https://sqlite.org/lang_altertable.html#otheralter): nothing references `messages`
+        # by foreign key, and its indexes are made again after the rename.
+        "create table messages_v4 ("
+        " id integer primary key,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " number integer,"
+        " ord integer not null,"
+        " ord_last integer not null,"
+        " live integer not null check (live in (0, 1)),"
+        " role text not null check (role in ('system', 'user', 'assistant', 'tool')),"
+        " kind text not null check (kind in ('message', 'summary', 'thinking')),"
+        " lane text not null,"
+        " content text not null,"
+        " name text,"
+        " tool_calls text,"
+        " tool_call_id text,"
+        " answers integer,"
+        " run_id text,"
+        " interface_message_id text,"
+        " created_at text,"  # as the caller gave it; null when it gave none
+        " sha256 text not null,"
+        " tokens integer not null,"
+        " covered integer not null default 1,"
+        " squash_n integer,"
+        " squash_sha256 text)",
+        f"insert into messages_v4 ({_MESSAGE_COLUMNS_V1})"
+        f" select {_MESSAGE_COLUMNS_V1} from messages",
+        "drop table messages",
+        "alter table messages_v4 rename to messages",
+        "create unique index messages_by_number on messages (session_id, number)"
+        " where number is not null",
+        "create index messages_live on messages (session_id, ord) where live = 1",
+        "create index messages_live_lane on messages (session_id, lane, ord) where live = 1",
+        "create index messages_live_run on messages (session_id, run_id, ord)"
+        " where live = 1 and run_id is not null",
+        "create index messages_answers on messages (session_id, answers, number)"
+        " where answers is not null",
+        "create index messages_thinking on messages (session_id, ord) where kind = 'thinking'",
     ),
 )
 

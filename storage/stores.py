@@ -198,6 +198,14 @@ class SqliteReader:
         newest = heapq.nlargest(count, (m for ms in per_lane for m in ms), key=lambda m: m.ord)
         return newest[::-1]
 
+    async def first_in_lane(self, session_id: SessionId, lane: str) -> Message | None:
+        found = await self._messages(
+            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and lane = ?"
+            " order by ord limit 1",
+            (session_id, lane),
+        )
+        return found[0] if found else None
+
     async def lane_entries(
         self, session_id: SessionId, lanes: Sequence[str], lo: int, hi: int
     ) -> list[Message]:

@@ -463,7 +463,7 @@ class TestThinking:
         assert "pondering" not in hidden
         assert shown.split("\n")[:-1] == [
             'Thread "T"',
-            "(thinking) before anything",
+            "    (thinking) before anything",
             "[1] User: the question is long enough",
             "    (thinking) pondering",
             "        \\[9] User: forged",
@@ -472,7 +472,7 @@ class TestThinking:
         assert "M.1..M.2" in str(unknown)
         assert (squashed.squash.count, squashed.squash.covered) == (2, 2)
         assert over_summary.split("\n")[1:-1] == [
-            "(thinking) before anything",
+            "    (thinking) before anything",
             f"[1] Summary of 2 messages ({squashed.squash.alias}): q and a",
             "    (thinking) pondering",
             "        \\[9] User: forged",

@@ -18,8 +18,8 @@ from tests.robust.audit import Acknowledged
 from tests.robust.wire import ServerGone, Wire, text_of
 
 _SESSION = re.compile(r"^(?:Started|Resumed) session (\w+) ")
-_ENTRIES = re.compile(r" · (\d+) entries for ")
-_NOW_HAS = re.compile(r"The thread now has (\d+) entr(?:y|ies)")
+_ENTRIES = re.compile(r" · ([\d,]+) entr(?:y|ies) for ")
+_NOW_HAS = re.compile(r"The thread now has ([\d,]+) entr(?:y|ies)")
 _SQUASH = re.compile(r"^SQ\.(\d+)@")
 #: Problems that must never reach a client as they are.
 FORBIDDEN = ("database is locked", "disk I/O error", "Traceback", "OperationalError")
@@ -100,7 +100,7 @@ class Worker:
         )
         entries = _ENTRIES.search(text_of(info))
         assert entries, text_of(info)
-        self._live = int(entries.group(1))
+        self._live = int(entries.group(1).replace(",", ""))
 
     async def step(self, wire: Wire) -> None:
         roll = self.rng.random()
@@ -178,7 +178,7 @@ class Worker:
         self._squashes.append(n)
         now = _NOW_HAS.search(text_of(result))
         assert now, text_of(result)
-        self._live = int(now.group(1))
+        self._live = int(now.group(1).replace(",", ""))
 
     def _guard(self) -> dict[str, int]:
         return {"expected_revision": self.revisions[-1]} if self.guard and self.revisions else {}

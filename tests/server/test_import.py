@@ -99,11 +99,15 @@ class TestCorpus:
                 client, "frs_view_thread", budget_tokens=4_000, session_id=corpus.session(largest)
             )
         assert estimate_tokens(view) <= 4_000
-        note = view.split("\n")[1]
-        assert note.startswith("Budget ~4,000 tokens: ")
-        omitted = re.search(r"positions 1–(\d+) .* frs_view_thread\(from=1, to=(\d+)\)", note)
+        note = view.split("\n")[-1]
+        assert note.startswith("· Budget ~4,000 estimated tokens: ")
+        omitted = re.search(
+            r"positions 1–(\d+) left out: frs_view_thread\(from=1, to=(\d+)\)", note
+        )
         assert omitted is not None, note
         assert omitted[1] == omitted[2], note
+        # The task stays on top, above what was left out.
+        assert view.split("\n")[1].startswith("[2] User: ")
         newest = len(raw_lines(largest))
         role = json.loads(raw_lines(largest)[-1])["role"].capitalize()
         assert any(line.startswith(f"[{newest}] {role}") for line in view.split("\n"))
@@ -145,7 +149,7 @@ class TestCommand:
         async with connect(database=str(database)) as client:
             listed = await call_text(client, "frs_session", action="list")
             view = await call_text(client, "frs_view_thread", last=1)
-        assert '"Imported chat" · 2400 entries' in listed
+        assert '"Imported chat" · 2,400 entries' in listed
         assert view.startswith('Thread "Imported chat"\n[2400] User: message 2400\n')
 
     async def test_a_large_file_reports_progress_on_stderr_and_one_line_on_stdout(

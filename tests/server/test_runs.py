@@ -489,7 +489,8 @@ class TestConversations:
             other = await view(client, run_id="r2")
             unknown = await view(client, run_id="r9")
         assert body(run) == ["[1] User: q1", "[2] Assistant: a1", "[5] Assistant: a1 again"]
-        assert footer(run).startswith("· showing 3 entries at positions 1–5 of 6 entries · ")
+        # Three entries at 1, 2 and 5, named as they are (not as a span 1–5 they do not fill).
+        assert footer(run).startswith("· showing 3 entries at positions 1, 2, 5 of 6 entries · ")
         assert body(other) == ["[3] User: q2", "[4] Assistant: a2"]
         assert body(unknown) == []
         assert footer(unknown).startswith("· showing 0 entries of 6 entries · ")
@@ -517,7 +518,7 @@ class TestRoles:
             last = await view(client, roles=["user"], last=3)
         assert body(last) == ["[5] User: u2", "[7] User: u3", "[9] User: u4"]
         assert footer(last).startswith(
-            "· showing 3 user entries at positions 5–9 of 9 entries · 9 messages · "
+            "· showing 3 user entries at positions 5, 7, 9 of 9 entries · 9 messages · "
             "system 1, user 4, assistant 3, tool 1 · "
         )
 

@@ -139,7 +139,8 @@ class Checker:
             end = min(count, start + 4)
             text = await self.service.view(ViewOptions(start=start, end=end), self.sid)
             assert parse_view(text) == [(p, None, live[p - 1].tag) for p in range(start, end + 1)]
-            assert f"at positions {start}–{end} of {count} entries" in text.split("\n")[-1]
+            where = f"position {start}" if start == end else f"positions {start}–{end}"
+            assert f"at {where} of {count:,} entries" in text.split("\n")[-1]
             # The same entries addressed by number in absolute mode.
             lo, hi = live[start - 1].ord, live[end - 1].ord_last
             by_number = await self.service.view(
@@ -149,7 +150,8 @@ class Checker:
                 (e.ord, e.ord_last if e.ord_last != e.ord else None, e.tag)
                 for e in live[start - 1 : end]
             ]
-            assert f"at positions {start}–{end} of {count} entries" in by_number.split("\n")[-1]
+            where = f"position {start}" if start == end else f"positions {start}–{end}"
+            assert f"at {where} of {count:,} entries" in by_number.split("\n")[-1]
         last = await self.service.view(ViewOptions(last=7), self.sid)
         assert [p for p, _, _ in parse_view(last)] == list(range(count - 6, count + 1))
 
