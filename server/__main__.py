@@ -13,6 +13,8 @@ from pathlib import Path
 import anyio
 from pydantic import ValidationError
 
+# First of ours, again: if a foreign server/__init__.py replaced ours, it did not run the check.
+import server.origin  # noqa: F401
 from server import exporter, importer
 from server.app import build_server, version
 from server.deps import open_deps
