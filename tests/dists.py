@@ -29,10 +29,12 @@ class Dists:
     wheel: Path
 
 
-def run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """A command whose failure is the test's failure, with its output in the message."""
     done = subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, timeout=TIMEOUT, env=env
+        [str(a) for a in args], capture_output=True, text=True, timeout=TIMEOUT, env=env, cwd=cwd
     )
     assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
