@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: run test lint check bench clean
+.PHONY: run test lint check bench bundle clean
 
 # Installing writes only to stderr: under `make run`, stdout is the MCP protocol stream.
 $(STAMP): pyproject.toml
@@ -40,6 +41,13 @@ bench: $(STAMP)
 	  (cd .cache/bench-node && npm ci --no-audit --no-fund --loglevel=error); \
 	fi
 	$(BIN)/python -m bench $(ARGS)
+
+## The Claude Desktop bundle (MCPB, server type uv): manifest.json, pyproject.toml, README.md,
+## LICENSE and the three packages (.mcpbignore keeps out the rest), packed by the MCPB CLI pinned
+## in tests/clients into dist/frs-mcp-VERSION.mcpb.
+bundle: $(STAMP)
+	@mkdir -p dist
+	$(BIN)/python -m tests.clients.npm mcpb pack . dist/frs-mcp-$(VERSION).mcpb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
