@@ -71,6 +71,11 @@ class TestDistributions:
             "LICENSE",
             "README.md",
             "Makefile",
+            "scripts/preflight",
+            "mcp.json",
+            "server.json",
+            "manifest.json",
+            ".mcpbignore",
         } <= names
         assert not [n for n in names if n.startswith((".venv/", ".cache/", "dist/", "build/"))]
 
