@@ -17,6 +17,7 @@ from tests.clients.conftest import NodeClients
 
 pytestmark = [pytest.mark.clients, pytest.mark.slow]
 
+
 class TestNode:
     def test_the_chosen_node_runs_and_is_recent_enough(self, node_clients: NodeClients) -> None:
         found = npm.version_of(node_clients.node)
