@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: run test lint check bench clean
+.PHONY: run test preflight lint check bench bundle clean
 
 # Installing writes only to stderr: under `make run`, stdout is the MCP protocol stream.
 $(STAMP): pyproject.toml
@@ -18,9 +19,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	@$(BIN)/frs-mcp $(ARGS)
 
-## Lint, type-check and run every test.
-test: lint
+## Lint, type-check and run every test. First, before building anything, check that Python,
+## Node.js and npm are there (the npm-based tests need them), and say how to install what is not.
+test: preflight
+	@$(MAKE) --no-print-directory lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+preflight:
+	@sh scripts/preflight $(PYTHON)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -40,6 +46,13 @@ bench: $(STAMP)
 	  (cd .cache/bench-node && npm ci --no-audit --no-fund --loglevel=error); \
 	fi
 	$(BIN)/python -m bench $(ARGS)
+
+## The Claude Desktop bundle (MCPB, server type uv): manifest.json, pyproject.toml, README.md,
+## LICENSE and the three packages (.mcpbignore keeps out the rest), packed by the MCPB CLI pinned
+## in tests/clients into dist/frs-mcp-VERSION.mcpb.
+bundle: preflight $(STAMP)
+	@mkdir -p dist
+	$(BIN)/python -m tests.clients.npm mcpb pack . dist/frs-mcp-$(VERSION).mcpb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""The third-party transcript corpus, read as the benchmark needs it.
+"""The third-party transcript corpus (tests/data/corpus), read as the benchmark needs it.
 
 Each JSONL line is one message in the corpus's common format (see its README). A transcript can
 be handed to `ReasoningService.record` as `NewMessage`s, to `frs_record` as JSON objects, or
@@ -8,7 +8,6 @@ rendered as the OpenAI chat-format request a host would send to a model.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any, Protocol
 from frs import NewMessage, ToolCall
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = REPO / "tests" / "data" / "corpus"  # the tests' corpus; its README gives the licences
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +121,8 @@ class Transcript:
 
 
 def corpus_dir() -> Path:
-    """`$FRS_BENCH_CORPUS`, else ../shared/corpus beside the repository."""
-    return Path(os.environ.get("FRS_BENCH_CORPUS") or DEFAULT_CORPUS)
+    """The corpus folder inside the repository."""
+    return CORPUS
 
 
 def _line(raw: dict[str, Any]) -> Line:
@@ -154,6 +153,6 @@ def load_corpus(folder: Path | None = None) -> list[Transcript]:
     files = sorted(where.glob("*.jsonl"))
     if not files:
         raise FileNotFoundError(
-            f"no *.jsonl transcripts in {where}; set FRS_BENCH_CORPUS to the corpus folder"
+            f"no *.jsonl transcripts in {where}: the repository's test data is missing"
         )
     return [load_transcript(path) for path in files]

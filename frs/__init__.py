@@ -79,3 +79,7 @@ __all__ = [
     "ViewOptions",
     "parse_alias",
 ]
+
+
+# server/origin.py checks this line to tell our package from another of the same name.
+__distribution__ = "frs-mcp"

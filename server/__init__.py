@@ -1,7 +1,13 @@
 """server: the MCP edge of frs (tools, resources, prompts, transports, CLI)."""
 
+# First: refuses a foreign frs, storage or server before the imports below load them.
+import server.origin  # noqa: F401
 from server.app import build_server
 from server.deps import Deps, open_deps
 from server.settings import Settings
 
 __all__ = ["Deps", "Settings", "build_server", "open_deps"]
+
+
+# server/origin.py checks this line to tell our package from another of the same name.
+__distribution__ = "frs-mcp"

@@ -13,6 +13,8 @@ from pathlib import Path
 import anyio
 from pydantic import ValidationError
 
+# First of ours, again: if a foreign server/__init__.py replaced ours, it did not run the check.
+import server.origin  # noqa: F401
 from server import exporter, importer
 from server.app import build_server, version
 from server.deps import open_deps
@@ -31,20 +33,41 @@ log = logging.getLogger("frs-mcp")
 _HTTP = HttpOptions()  # the defaults
 
 
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+def _common(*, suppress: bool) -> argparse.ArgumentParser:
+    """The options every command takes, before or after the subcommand's name.
+
+    The subcommands' copy has `suppress=True`: an option a subparser knows is otherwise set to
+    its default there, over the value given before the subcommand (`--db x.db import F`).
+    """
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(
+        "--db",
+        metavar="PATH",
+        default=argparse.SUPPRESS if suppress else None,
+        help="SQLite database file (default: $FRS_DB, else $XDG_DATA_HOME/frs-mcp/frs.db "
+        "or ~/.local/share/frs-mcp/frs.db)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=argparse.SUPPRESS if suppress else None,
+        help="stderr log level (default INFO when serving, WARNING for import and export)",
+    )
+    return p
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="frs-mcp",
         description="FRS MCP server: a numbered, distillable reasoning thread for LLM agents. "
-        "`frs-mcp import FILE.jsonl` records a transcript into a new session; `frs-mcp export "
-        "SESSION --format openai|anthropic|text` prints the live thread.",
+        "With no command, serves MCP (stdio by default). --db and --log-level go before or "
+        "after a command.",
+        parents=[_common(suppress=False)],
     )
     p.add_argument("--version", action="version", version=f"frs-mcp {version()}")
-    p.add_argument(
-        "--db",
-        metavar="PATH",
-        help="SQLite database file (default: $FRS_DB, else $XDG_DATA_HOME/frs-mcp/frs.db "
-        "or ~/.local/share/frs-mcp/frs.db)",
-    )
     p.add_argument(
         "--transport",
         choices=["stdio", "sse", "streamable-http", "both-http"],
@@ -135,11 +158,24 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="messages longer than this are shown as cards (default 1200)",
     )
-    p.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level",
+    commands = p.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    common = _common(suppress=True)
+    importer.configure(
+        commands.add_parser(
+            "import",
+            parents=[common],
+            help="record a JSONL transcript into a new session",
+            description="Record a JSONL transcript into a new session.",
+        )
+    )
+    exporter.configure(
+        commands.add_parser(
+            "export",
+            parents=[common],
+            help="print a session's live thread (--format openai|anthropic|text)",
+            description="Print a session's live thread as chat messages a runtime can send to "
+            "a model.",
+        )
     )
     return p
 
@@ -210,21 +246,22 @@ async def serve(settings: Settings) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    given = list(sys.argv[1:] if argv is None else argv)
-    if given[:1] == ["import"]:
-        return importer.main(given[1:])
-    if given[:1] == ["export"]:
-        return exporter.main(given[1:])
-    args = parser().parse_args(given)
-    # stdout is the protocol: every log line goes to stderr.
+    args = parser().parse_args(argv)
+    # The commands' stderr is for their progress and errors, so they log only what went wrong.
+    level = args.log_level or ("INFO" if args.command is None else "WARNING")
+    # stdout is the protocol (or the command's result): every log line goes to stderr.
     logging.basicConfig(
         stream=sys.stderr,
-        level=args.log_level,
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "import":
+        return importer.run(args)
+    if args.command == "export":
+        return exporter.run(args)
     options: dict[str, object] = {
         "database": resolve_database(args.db),
-        "log_level": args.log_level,
+        "log_level": level,
     }
     if args.preview_chars is not None:
         options["preview_chars"] = args.preview_chars

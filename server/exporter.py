@@ -1,4 +1,8 @@
-"""`frs-mcp export SESSION --format openai|anthropic|text`: the live thread on stdout."""
+"""`frs-mcp export SESSION --format openai|anthropic|text`: the live thread on stdout.
+
+The output is written a message (or, for text, a line) at a time, so a long export reports its
+progress on stderr as `import` does; the bytes are those of one `json.dumps(..., indent=2)`.
+"""
 
 from __future__ import annotations
 
@@ -6,49 +10,89 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 import anyio
 
 from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
 from frs.service import EXPORT_FORMATS
 from server.deps import open_deps
+from server.progress import Progress
 from server.settings import Settings, resolve_database
 
+QUIET_BELOW = 2_000  # messages or lines; smaller exports print no progress lines
+Exported = list[dict[str, Any]] | dict[str, Any] | str
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="frs-mcp export",
-        description="Print a session's live thread as chat messages a runtime can send to a model.",
-    )
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """The options of `frs-mcp export`; `--db` and `--log-level` come from the main parser."""
     p.add_argument("session", help="session id, or 'current'")
     p.add_argument("--format", choices=EXPORT_FORMATS, default="openai")
-    p.add_argument("--db", metavar="PATH", help="database file (default as for frs-mcp)")
-    return p
 
 
-async def run_export(settings: Settings, session: str, fmt: str) -> str:
+async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
     async with open_deps(settings) as deps:
         sid = None if session == "current" else SessionId(session)
         if sid is None and (await deps.service.list_sessions(1)).current is None:
             # A read must not create the session it was asked to show.
             raise InvalidRequest(f"{settings.database} has no current session; name one.")
-        exported = await deps.service.export(fmt, sid)
+        return await deps.service.export(fmt, sid)
+
+
+# The message list's place in the JSON layout, found by writing a stand-in there first.
+_STAND_IN = "\x00messages\x00"
+
+
+def pieces(exported: Exported) -> tuple[int, str, Iterator[str]]:
+    """`(count, unit, chunks)`: the text `json.dumps(exported, ensure_ascii=False, indent=2)`
+    (or the text view itself) as chunks that end one message, or one line of text, each; the
+    head and the tail travel with the first and last chunk."""
     if isinstance(exported, str):
-        return exported
-    return json.dumps(exported, ensure_ascii=False, indent=2)
+        lines = exported.splitlines(keepends=True)
+        return len(lines), "lines", iter(lines)
+    items = exported if isinstance(exported, list) else exported["messages"]
+    shell = [_STAND_IN] if isinstance(exported, list) else {**exported, "messages": [_STAND_IN]}
+    layout = json.dumps(shell, ensure_ascii=False, indent=2)
+    slot = json.dumps(_STAND_IN)
+    start = layout.rindex(slot)  # the list comes last: text before it could spell the slot
+    pad = layout[layout.rindex("\n", 0, start) + 1 : start]
+    head, tail = layout[: start - len(pad)], layout[start + len(slot) :]
+    if not items:
+        return 0, "messages", iter([json.dumps(exported, ensure_ascii=False, indent=2)])
+
+    def chunks() -> Iterator[str]:
+        last = len(items) - 1
+        for index, item in enumerate(items):
+            # JSON strings hold no raw newline, so every newline here is layout to indent.
+            text = pad + json.dumps(item, ensure_ascii=False, indent=2).replace("\n", "\n" + pad)
+            yield (head if index == 0 else "") + text + (tail if index == last else ",\n")
+
+    return len(items), "messages", chunks()
 
 
-def main(argv: Sequence[str]) -> int:
-    args = parser().parse_args(argv)
+def write(exported: Exported, out: TextIO) -> None:
+    """Print the export and a newline to `out`, with progress on stderr while it writes."""
+    count, unit, chunks = pieces(exported)
+    # A bar on the terminal that also shows the export would cut through it.
+    progress = Progress(count, "exported", unit, quiet_below=QUIET_BELOW, bar=not out.isatty())
+    for done, chunk in enumerate(chunks, start=1):
+        out.write(chunk)
+        progress.update(done)
+    out.write("\n")
+    out.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    """`frs-mcp export` with its parsed options; the exit code."""
     settings = Settings(database=resolve_database(args.db))
     if settings.database != ":memory:" and not Path(settings.database).is_file():
         # Opening would create an empty database there: a mistyped path must not leave one.
         print(f"frs-mcp export: no database at {settings.database}", file=sys.stderr)
         return 2
     try:
-        text = anyio.run(run_export, settings, args.session, args.format)
+        exported = anyio.run(run_export, settings, args.session, args.format)
     except SessionNotFound as exc:
         print(
             f"frs-mcp export: No session {exc.session_id!r} in {settings.database}. "
@@ -60,7 +104,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"frs-mcp export: {exc}", file=sys.stderr)
         return 2
     try:
-        print(text, flush=True)
+        write(exported, sys.stdout)
     except BrokenPipeError:
         # The reader stopped early (`| head`): not an error; keep Python from reporting it.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

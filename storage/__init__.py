@@ -14,3 +14,7 @@ __all__ = [
     "migrate",
     "open_database",
 ]
+
+
+# server/origin.py checks this line to tell our package from another of the same name.
+__distribution__ = "frs-mcp"

@@ -1,9 +1,8 @@
-"""Running the `frs-mcp` command in a subprocess in tests, and the corpus of real transcripts it
-imports (/work/shared/corpus, or FRS_BENCH_CORPUS)."""
+"""Running the `frs-mcp` command in a subprocess in tests, and the corpus of third-party
+transcripts it imports (tests/data/corpus, with its licences and provenance)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +13,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("FRS_BENCH_CORPUS") or REPO.parent / "shared" / "corpus")
+CORPUS = REPO / "tests" / "data" / "corpus"
+# Empty if the folder is missing: the tests parametrised on it then fail at collection
+# (empty_parameter_set_mark), and tests/test_corpus.py says what is missing.
 TRANSCRIPTS = sorted(CORPUS.glob("*.jsonl"))
 
 
@@ -41,7 +42,7 @@ def frs_mcp(*args: str) -> Run:
 def import_corpus(database: Path) -> dict[str, Run]:
     """`frs-mcp import` of every transcript into `database`, by file name: the first alone (it
     creates the schema), the rest two at a time (the machine has two cores)."""
-    assert TRANSCRIPTS, f"no *.jsonl transcripts in {CORPUS}; set FRS_BENCH_CORPUS"
+    assert TRANSCRIPTS, f"no *.jsonl transcripts in {CORPUS}: the test data is missing"
     first, *rest = TRANSCRIPTS
     runs = {first.name: frs_mcp("import", str(first), "--db", str(database))}
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -96,9 +96,10 @@ class TestStdio:
         assert (tmp_path / "env.db").is_file()
         assert (tmp_path / "flag.db").is_file()
 
-    def test_the_mcp_json_entry_names_the_console_script(self) -> None:
+    def test_the_mcp_json_entry_runs_the_console_script_with_uvx(self) -> None:
         entry = json.loads((ROOT / "mcp.json").read_text(encoding="utf-8"))["mcpServers"]["frs"]
-        assert entry["command"] == "frs-mcp"
+        # uvx runs the command named like the package: the console script of pyproject.toml.
+        assert (entry["command"], entry["args"]) == ("uvx", ["frs-mcp"])
         assert os.path.basename(FRS_MCP) == "frs-mcp"
 
 
