@@ -7,6 +7,7 @@ spent, so its cost does not grow with the part of the thread it leaves out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -38,7 +39,7 @@ from frs.render import (
     render_view,
     split_lines,
 )
-from frs.text import check_text
+from frs.text import check_text, token_weight
 
 _CHUNK = 64  # entries read per step while a budgeted view walks back
 _BUDGET_CARD_CHARS = 300  # the preview cap of entries shrunk to cards
@@ -52,7 +53,9 @@ _MIN_ENTRY_TOKENS = 40  # room for at least one one-line card
 _WHOLE_IF_UNDER = 200
 _FIT_TRIES = 8  # assemble, measure, adjust the room by the difference: one to three tries
 _SLACK_SHARE = 10  # a budgeted view using all but a tenth of its budget is not tried again
-_STAMP_BYTES = len(" [2025-01-02 10:00]")
+_STAMP_TOKENS = token_weight(" [2025-01-02 10:00]")
+_REPLY_INDENT_TOKENS = token_weight(REPLY_INDENT)
+_NEWLINE = token_weight("\n")  # priced as at the start of a text: its dearest context
 # Budget notes name positions; a view numbered absolutely must ask for them explicitly.
 _POSITIONS = 'numbering="position", '
 
@@ -140,10 +143,10 @@ async def render_thread(
     entries, positions, scope = await _select(reader, session, options, mode)
     view = await _plain(request, entries, positions, scope)
     budget = options.budget_tokens
-    if budget is None or _bytes(view.text.split("\n")) <= budget * 4:
+    if budget is None or _weight(view.text.split("\n")) <= budget:
         return view.text
     if session.live_count == 0:
-        needed = _tokens_of_bytes(_bytes(view.text.split("\n")))
+        needed = _tokens(_weight(view.text.split("\n")))
         raise InvalidRequest(
             f"budget_tokens={budget} is below what this view's header needs (~{needed} "
             f"tokens); use at least {needed}."
@@ -503,13 +506,14 @@ def _minute(created_at: str) -> str:
 # -- budgets --------------------------------------------------------------------------------
 
 
-def _bytes(lines: Sequence[str]) -> int:
-    """UTF-8 size of the lines joined by newlines, counting one newline after each."""
-    return sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
+def _weight(lines: Sequence[str]) -> float:
+    """Estimated tokens of the lines joined by newlines, counting one newline after each: never
+    less than the estimate of the joined text, since the estimator's weight is subadditive."""
+    return sum(map(token_weight, lines)) + len(lines) * _NEWLINE
 
 
-def _tokens_of_bytes(size: int) -> int:
-    return (size + 3) // 4
+def _tokens(weight: float) -> int:
+    return math.ceil(weight)
 
 
 async def _budgeted(request: _Request, capped: bool = False) -> str:
@@ -539,21 +543,21 @@ async def _budgeted(request: _Request, capped: bool = False) -> str:
         request.preview,
     )
     headings = [_heading(layer) for layer in frame.layers]
-    fixed = _bytes([*skeleton.split("\n"), widest_note, *headings])
-    room = budget * 4 - fixed
+    fixed = _weight([*skeleton.split("\n"), widest_note, *headings])
+    room = budget - fixed
     sizer = _Sizer(request)
     # Room for at least the newest entry as a one-line card, which non-ASCII text can make
     # several times the usual reserve: the minimum named is one that shows an entry.
     newest = (await sizer.chunk(max(1, live - _CHUNK + 1), live))[-1:] if live else []
-    needed = max(_MIN_ENTRY_TOKENS * 4, sizer.size(live, newest[0], "line") if newest else 0)
+    needed = max(_MIN_ENTRY_TOKENS, sizer.size(live, newest[0], "line") if newest else 0)
     if room < needed:
-        minimum = _tokens_of_bytes(fixed + needed)
+        minimum = _tokens(fixed + needed)
         raise InvalidRequest(
             f"budget_tokens={budget} is below what the view's header and footer and its newest "
             f"entry as a one-line card need (~{minimum} tokens); use at least {minimum}."
         )
-    limit = budget * 4
-    best, best_size = None, 0
+    limit = budget
+    best, best_size = None, 0.0
     for _ in range(_FIT_TRIES):
         # First the newest entries whole back to the start: a thread that fits is shown as it
         # is. Only if it does not are older entries shrunk, tier by tier.
@@ -562,7 +566,7 @@ async def _budgeted(request: _Request, capped: bool = False) -> str:
             whole = await _plain(
                 request, [message for _, message, _ in chosen], [at for at, _, _ in chosen], None
             )
-            if _bytes(whole.text.split("\n")) <= limit:
+            if _weight(whole.text.split("\n")) <= limit:
                 return whole.text
             capped = False  # the extras (thinking, say) push it over: fit it like any budget
         if not complete:
@@ -572,9 +576,9 @@ async def _budgeted(request: _Request, capped: bool = False) -> str:
         # view smaller or larger than that sum. Over: shrink the room by the excess, and by
         # at least the oldest entry shown, so the next try shows less. Well under (runs
         # merged): grow it by the slack, unless nothing more could be shown.
-        size = _bytes(text.split("\n"))
+        size = _weight(text.split("\n"))
         if size > limit:
-            oldest = sizer.size(*chosen[0]) if chosen else 0
+            oldest = sizer.size(*chosen[0]) if chosen else 0.0
             room -= max(size - limit, oldest)
             if room < needed:
                 break
@@ -652,7 +656,7 @@ class _Sizer:
         self.marks = request.frame.checkpoints
         self.thoughts: dict[int, list[Message]] = {}  # thinking blocks by their entry's ord
         self._chunks: dict[int, list[Message]] = {}
-        self._sizes: dict[tuple[int, str], int] = {}
+        self._sizes: dict[tuple[int, str], float] = {}
         self._lines: dict[tuple[int, str], list[str]] = {}  # by (ord, tier)
 
     async def chunk(self, start: int, end: int) -> list[Message]:
@@ -671,17 +675,17 @@ class _Sizer:
                     self.thoughts.setdefault(chunk[index].ord, []).append(thought)
         return self._chunks[start]
 
-    def size(self, at: int, message: Message, tier: str) -> int:
-        """The entry's bytes in `tier`, with room for a time stamp or a reply's indent."""
+    def size(self, at: int, message: Message, tier: str) -> float:
+        """The entry's estimated tokens in `tier`, with room for a stamp or a reply's indent."""
         key = (at, tier)
         if key not in self._sizes:
             mine = tuple(m for m in self.marks if message.ord <= m.after_ord <= message.ord_last)
             thoughts = tuple(self.thoughts.get(message.ord, ())) if tier == "whole" else ()
             entry = Entry(label(message, at, self.mode), message, thoughts, mine)
             lines = self._lines[(message.ord, tier)] = _tier_lines(entry, tier, self.preview)
-            size = _bytes(lines)
+            size = _weight(lines)
             if self.options.show_times:
-                size += max(_STAMP_BYTES, len(REPLY_INDENT) * len(lines))
+                size += max(_STAMP_TOKENS, _REPLY_INDENT_TOKENS * len(lines))
             self._sizes[key] = size
         return self._sizes[key]
 
@@ -694,13 +698,13 @@ class _Sizer:
 
 
 async def _walk(
-    sizer: _Sizer, most: int, room: int, shares: dict[str, float]
+    sizer: _Sizer, most: int, room: float, shares: dict[str, float]
 ) -> tuple[list[tuple[int, Message, str]], bool]:
     """Entries from the newest back, each in the largest tier that still fits its share of
-    `room` bytes; oldest first, and whether the walk reached position 1 (or `most`)."""
+    `room` tokens; oldest first, and whether the walk reached position 1 (or `most`)."""
     tiers = list(shares)
     chosen: list[tuple[int, Message, str]] = []  # (position, message, tier), newest first
-    used, tier = 0, 0
+    used, tier = 0.0, 0
     position = sizer.session.live_count
     while position >= 1 and len(chosen) < most:
         # Chunks start at fixed positions, so a second walk finds the first one's reads.
@@ -767,22 +771,22 @@ class _Cut:
 
     def render(self, built: list[Entry], positions: list[int], budget: int, uncut: str) -> str:
         """`uncut`: the view as it was, over the budget."""
-        limit = budget * 4
+        limit = budget
         if not built:
-            needed = _tokens_of_bytes(_bytes(uncut.split("\n")))
+            needed = _tokens(_weight(uncut.split("\n")))
             raise InvalidRequest(
                 f"budget_tokens={budget} is below what this view's header and footer need "
                 f"(~{needed} tokens); use at least {needed}."
             )
-        sizes = [_bytes(render_entry(entry, self.request.preview)) for entry in built]
+        sizes = [_weight(render_entry(entry, self.request.preview)) for entry in built]
         widest = self._view([], [positions[-1]] * len(positions), budget, built, len(positions))
-        frame = _bytes(widest.split("\n"))
+        frame = _weight(widest.split("\n"))
         # At least one entry goes: the view with all of them (and no note) was over.
         kept = 1
         while kept < len(built) and frame + sum(sizes[kept:]) > limit:
             kept += 1
         if kept == len(built):
-            minimum = _tokens_of_bytes(frame + sizes[-1])
+            minimum = _tokens(frame + sizes[-1])
             raise InvalidRequest(
                 f"budget_tokens={budget} is too small for even the newest entry of this view "
                 f"with its header and footer; use at least {minimum}."
@@ -790,7 +794,7 @@ class _Cut:
         while True:  # the widest note and footer were reserved, so this fits at once
             count = sum(len(entry.members) or 1 for entry in built[:kept])
             text = self._view(built[kept:], positions[count:], budget, built[:kept], count)
-            if _bytes(text.split("\n")) <= limit or kept == len(built) - 1:
+            if _weight(text.split("\n")) <= limit or kept == len(built) - 1:
                 return text
             kept += 1
 
