@@ -348,7 +348,7 @@ def _tokens(section: dict[str, Any]) -> list[str]:
         "",
         *_table(head, rows),
         "",
-        "Same totals in the project estimator (UTF-8 bytes / 4): "
+        "Same totals in the project estimator (frs.text.estimate_tokens): "
         + ", ".join(f"{k} {v:,}" for k, v in est.items() if isinstance(v, int))
         + ".",
     ]

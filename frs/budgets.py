@@ -38,7 +38,6 @@ from frs.render import (
     checkpoint_line,
     group_line,
     one_line,
-    plural,
     render_entry,
 )
 from frs.selection import Request, Selection
@@ -48,15 +47,16 @@ Tier = Literal["whole", "card", "line", "group"]
 #: A card's preview in budgeted views, shorter than the server's preview cap.
 CARD_CHARS = 300
 #: The first words a one-line card shows.
-LINE_CHARS = 70
+LINE_CHARS = 56
 # Below this room for entries, most of it goes to group lines of 4 entries (see `Shape`).
 _SMALL_ROOM = 2_500
 # Typical estimated tokens of a card, a one-line card and a group line: they size the blocks a
 # region starts on, so that a region's start moves about once per half of what it holds.
-_CARD_TOKENS = 80
-_LINE_TOKENS = 32
-_GROUP_TOKENS = 24
-_GIST_FROM = 8  # group lines of this many entries or more quote their first words
+_CARD_TOKENS = 90
+_LINE_TOKENS = 38
+_GROUP_TOKENS = 48
+#: Entries a group line stands for: groups start on positions 1, 9, 17, …
+PER_GROUP = 8
 
 
 class Sizer(Protocol):
@@ -75,7 +75,7 @@ class Sizer(Protocol):
         """Estimated tokens the entry at `index` adds to the view in `tier` (not "group")."""
         ...
 
-    async def group_size(self, lo: int, hi: int, gist: bool) -> float:
+    async def group_size(self, lo: int, hi: int) -> float:
         """Estimated tokens of the group line standing for the entries at `lo`..`hi`."""
         ...
 
@@ -104,17 +104,19 @@ class Shape:
     def for_room(cls, room: float) -> Shape:
         # Tuned on corpus threads with `python -m bench.cache`: the median kept prefix after
         # 1 and 10 appends is over 90% and 75% for each budget the benchmark tries.
+        # Tuned with `python -m bench.cache` on corpus threads (BENCHMARKS.md has the figures).
         if room >= _SMALL_ROOM:
-            whole, card, line = room * 0.06, room * 0.10, room * 0.74
-            per_group, spread, newest_card = 8, 1.3, room * 0.16
+            shares, spread, group_spread, newest = (0.05, 0.09, 0.78), 1.1, 1.5, 0.16
         else:
-            whole, card, line = room * 0.05, 0.0, room * 0.15
-            per_group, spread, newest_card = 4, 1.0, room * 0.12
-        group = room - whole - card - line
-        # A block is what its region holds, divided by `spread`: after a move the region still
+            # Little room: most of it holds group lines, the one-line cards hold the group
+            # being filled, and the newest entry is a card only when a small one fits.
+            shares, spread, group_spread, newest = (0.03, 0.04, 0.30), 1.0, 1.0, 0.07
+        whole, card, line = (room * share for share in shares)
+        group, per_group, newest_card = room - whole - card - line, PER_GROUP, room * newest
+        # A block is what its region holds, divided by a spread: after a move the region still
         # holds part of its room, and the next move comes only once a block's worth arrived.
         line_block = _power_of_two(line / _LINE_TOKENS / spread, per_group, 256)
-        groups = group / _GROUP_TOKENS * per_group / 1.5
+        groups = group / _GROUP_TOKENS * per_group / group_spread
         return cls(
             whole,
             card,
@@ -174,24 +176,20 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     start = await _region_start(sizer, index, "card", card_room, shape.card_block)
     tiers.extend("card" for _ in range(index - start + 1))
     index = start - 1
-    # The one-line cards always hold the group being filled (the entries after the last whole
-    # group), taking room from the group lines if they must: a group line then changes only
-    # once its group is complete, and the group lines above it never.
+    # The regions above keep their room whatever the newest entry takes (else their starts
+    # would move back and forth with it), unless it takes more than the cards' share: then
+    # the room is so small that only fitting at all matters.
+    line_room = shape.line - max(0.0, over - shape.card)
+    group_room = shape.group - max(0.0, over - shape.card - shape.line)
+    # The one-line cards hold the group being filled (the entries after the last whole group)
+    # when they can: a group line then changes only once its group is complete.
     filling = index
     while filling > 0 and _group_of(sizer, filling - 1, shape) == _group_of(sizer, index, shape):
         filling -= 1
-    needed = sum([await sizer.size(i, "line") for i in range(filling, index + 1)])
-    line_room = shape.line - max(0.0, over - shape.card)
-    group_room = shape.group - max(0.0, over - shape.card - shape.line)
-    extra = max(0.0, needed - line_room)
-    if extra > group_room:  # the room is too small to hold even that: lines as they fit
-        extra, filling = 0.0, index + 1
-    start = await _region_start(
-        sizer, index, "line", line_room + extra, shape.line_block, floor=filling
-    )
+    start = await _region_start(sizer, index, "line", line_room, shape.line_block, floor=filling)
     tiers.extend("line" for _ in range(index - start + 1))
     index = start - 1
-    start = await _groups_start(sizer, index, shape, group_room - extra)
+    start = await _groups_start(sizer, index, shape, group_room)
     tiers.extend("group" for _ in range(index - start + 1))
     return Fit(start, tuple(reversed(tiers)), shape.per_group)
 
@@ -245,7 +243,7 @@ async def _groups_start(sizer: Sizer, end: int, shape: Shape, room: float) -> in
         group = (sizer.anchor(hi) - 1) // size
         while lo > 0 and (sizer.anchor(lo - 1) - 1) // size == group:
             lo -= 1
-        used += await sizer.group_size(lo, hi, shape.per_group >= _GIST_FROM)
+        used += await sizer.group_size(lo, hi)
         if used > room:
             break
         if lo == 0 or _starts_block(sizer.anchor(lo), block):
@@ -262,7 +260,7 @@ def _starts_block(position: int, block: int) -> bool:
 
 _CHUNK = 64  # entries read at a time as the walk goes back
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
-_MARKER = "… older entries left out here; the last line names them and the call that shows them"
+_MARKER = "… older entries left out here (the last line says which)"
 _STAMP = " [2025-01-02 10:00]"
 _PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget
 _POSITIONS = 'numbering="position", '
@@ -280,7 +278,7 @@ class Candidates:
         self._read: set[int] = set()  # chunks read (thinking included)
         self._lines: dict[tuple[int, Tier], list[str]] = {}
         self._sizes: dict[tuple[int, Tier], float] = {}
-        self._groups: dict[tuple[int, int, bool], str] = {}
+        self._groups: dict[tuple[int, int], str] = {}
 
     def position(self, index: int) -> int:
         if self.selection.shown is not None:
@@ -346,12 +344,12 @@ class Candidates:
         entry = Entry(label(message, shown.position, request.mode), message, thoughts, marks)
         return tier_lines(entry, tier, request.preview)
 
-    async def group_size(self, lo: int, hi: int, gist: bool) -> float:
-        return weigh([await self.group(lo, hi, gist)])
+    async def group_size(self, lo: int, hi: int) -> float:
+        return weigh([await self.group(lo, hi)])
 
-    async def group(self, lo: int, hi: int, gist: bool) -> str:
+    async def group(self, lo: int, hi: int) -> str:
         """The group line for the candidates at `lo`..`hi`."""
-        key = (lo, hi, gist)
+        key = (lo, hi)
         if key not in self._groups:
             members = [(await self.shown(index)).message for index in range(lo, hi + 1)]
             if self.request.mode == "position":
@@ -359,7 +357,7 @@ class Candidates:
             else:
                 first, last = members[0].ord, members[-1].ord_last
             span = str(first) if first == last else f"{first}–{last}"
-            self._groups[key] = group_line(span, members, gist)
+            self._groups[key] = group_line(span, members)
         return self._groups[key]
 
     def lines(self, entry: Entry, index: int, tier: Tier) -> list[str]:
@@ -474,8 +472,9 @@ def _frame_lines(request: Request, selection: Selection, budget: int) -> list[st
     marker, every open layer's goal, and the footer with the largest figures it can hold."""
     session, count = request.session, selection.count
     top = session.live_count
-    # A gap makes `spans` write its longest form: "a, b, … z (N entries)".
-    gappy = [max(top - 5, 1), top - 3, top - 2, top - 1, top]
+    # The note at its widest: a whole view is never all four tiers of every candidate, but the
+    # figures can each reach the count's width; a gap makes `spans` write its longest form.
+    gappy = [max(top - 5, 1), top - 3, top - 2, top - 1, top] if selection.shown else [1, top]
     widest = _note(request, budget, (count, count, count, count), [], gappy)
     scope = selection.scope
     footer = footer_line(
@@ -513,7 +512,7 @@ async def _assemble(
         request.options.roles,
         len(shown) - counts[0] + counts[1],  # merged runs show fewer entries than they hold
         note,
-        scope is not None,
+        scope is None,
     )
     first_ord = (await candidates.shown(top)).message.ord if top < candidates.count else 10**18
     left_behind = [
@@ -539,7 +538,7 @@ async def _group_lines(request: Request, candidates: Candidates, shape: Fit, hi:
         block = (candidates.anchor(index) - 1) // size
         while end + 1 < hi and (candidates.anchor(end + 1) - 1) // size == block:
             end += 1
-        lines.append(await candidates.group(index, end, size >= _GIST_FROM))
+        lines.append(await candidates.group(index, end))
         first = (await candidates.shown(index)).message.ord
         last = (await candidates.shown(end)).message.ord_last
         marks = request.frame.checkpoints
@@ -591,21 +590,18 @@ def _note(
     left_out: Sequence[int],
     widest: Sequence[int],
 ) -> str:
-    """`Budget ~4,000 estimated tokens: 1 entry whole, 6 as cards, 58 as one-line cards, 96 in
-    group lines; positions 2–103 left out: frs_view_thread(from=2, to=103) shows them`."""
+    """`Budget ~4,000 tokens: 1 whole, 6 cards, 58 one-line, 96 grouped; 2–103 out:
+    frs_view_thread(from=2, to=103)`: entries by how they are shown, then the positions left
+    out and the call that shows them. Short: at small budgets it is a tenth of the view."""
     whole, cards, lines, grouped = counts
-    text = f"Budget ~{budget:,} estimated tokens: {plural(whole, 'entry')} whole"
-    if cards:
-        text += f", {cards:,} as cards"
-    if lines:
-        text += f", {lines:,} as one-line cards"
-    if grouped:
-        text += f", {grouped:,} in group lines"
+    shown = [f"{whole:,} whole"]
+    shown += [f"{n:,} {what}" for n, what in ((cards, "cards"), (lines, "one-line")) if n]
+    shown += [f"{grouped:,} grouped"] if grouped else []
+    text = f"Budget ~{budget:,} tokens: {', '.join(shown)}"
     positions = list(left_out or widest)
     if not positions:
         return text
-    unit = "position" if len(positions) == 1 else "positions"
-    text += f"; {unit} {spans(positions)} left out"
+    text += f"; {spans(positions)} out"
     options = request.options
     if options.run_id is not None:
         return text
@@ -613,4 +609,4 @@ def _note(
     if options.roles:
         args.append("roles=[" + ", ".join(f'"{r}"' for r in options.roles) + "]")
     prefix = _POSITIONS if request.mode == "absolute" else ""
-    return f"{text}: frs_view_thread({prefix}{', '.join(args)}) shows them"
+    return f"{text}: frs_view_thread({prefix}{', '.join(args)})"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from frs.model import Message
+from frs.render import summary_prefix
 
 # True also when the result was recorded later (after a user turn, say): it then follows as
 # text, since the providers want every result right after its call.
@@ -22,7 +23,7 @@ NO_RESULT = "(no result followed this call directly)"
 
 def _summary_text(message: Message) -> str:
     alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
-    return f"[Summary of {message.covered} messages ({alias})] {message.content}"
+    return f"[{summary_prefix(message)} ({alias})] {message.content}"
 
 
 def _orphan_text(message: Message) -> str:

@@ -221,12 +221,15 @@ def footer_line(
     roles: Sequence[str] = (),
     merged: int | None = None,
     note: str = "",
-    by_lane: bool = True,
+    brief: bool = False,
 ) -> str:
     """The view's last line: every figure that changes from one revision to the next (a
-    budgeted view of the whole thread leaves out the counts by role, to keep it short)."""
+    budgeted view of the whole thread, `brief`, gives only the entries, revision and tokens:
+    at small budgets the last line is a tenth of the view, and it changes with every append)."""
     parts = [note] if note else []
-    if scope is None:
+    if brief:
+        parts.append(plural(session.live_count, "entry"))
+    elif scope is None:
         parts.append(
             f"{plural(session.recorded, 'message')} in {plural(session.live_count, 'entry')}"
         )
@@ -240,7 +243,7 @@ def footer_line(
         parts.append(plural(session.recorded, "message"))
     if merged is not None and merged != shown:
         parts.append(f"runs merged: {shown} entries shown as {merged}")
-    lanes = lane_counts({lane: session.lanes.get(lane, 0) for lane in LANES}) if by_lane else ""
+    lanes = "" if brief else lane_counts({lane: session.lanes.get(lane, 0) for lane in LANES})
     if lanes:
         parts.append(lanes)
     parts.append(f"revision {session.revision}")

@@ -199,9 +199,8 @@ def _marker(entry: Entry, prefix: str, first: str) -> str:
 def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
     message = entry.message
     if message.kind == "summary":
-        noun = "message" if message.covered == 1 else "messages"
         alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
-        prefix = f"Summary of {message.covered} {noun} ({alias})"
+        prefix = f"{summary_prefix(message)} ({alias})"
         first, *rest = split_lines(message.content)
     else:
         prefix = _ROLE_LABEL[message.role]
@@ -272,43 +271,48 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
 
 
 def one_line(entry: Entry, width: int = 100) -> str:
-    """The entry shrunk to one line: its first words, its calls by name, its alias."""
+    """The entry shrunk to one line: its first words, its calls by name, its alias. The alias
+    goes without its @sha8 (a third of the line's tokens); `get_alias` takes it either way."""
     message = entry.message
     first = _shorten(" ".join(message.content.split()), width)
     calls = "".join(f" [tool_use:{escape_name(c.name)}]" for c in message.tool_calls)
     if message.kind == "summary":
-        alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
-        what = f"Summary of {message.covered} messages ({alias})"
+        what = f"{summary_prefix(message)} (SQ.{message.squash_n})"
         return f"{_marker(entry, what, '')} {escape(first)}"
     role = _ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
         role += " " + escape_name(message.name)
-    return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}@{message.sha8}"
+    return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}"
 
 
-def group_line(label: str, members: Sequence[Message], gist: bool = True) -> str:
-    """Entries too old to show one by one, as one line: `[17–24] 8 entries: assistant 4,
-    tool 4; calls bash ×3, edit`. What they hold by role, and the tools they called."""
+def summary_prefix(message: Message) -> str:
+    """`Summary of 3 messages` (of 1 message): how a summary names what it stands for."""
+    return f"Summary of {plural(message.covered, 'message')}"
+
+
+def group_line(label: str, members: Sequence[Message]) -> str:
+    """Entries too old to show one by one, as one line: `[17–24] user, assistant ×4, tool ×3;
+    bash ×3, edit`. What they hold by role (a count when more than one), then the tools they
+    called, then the gist: the first words someone other than a tool wrote there."""
     lanes: dict[str, int] = {}
     calls: dict[str, int] = {}
     for message in members:
         lanes[message.lane] = lanes.get(message.lane, 0) + 1
         for call in message.tool_calls:
             calls[call.name] = calls.get(call.name, 0) + 1
-    held = ", ".join(f"{lane} {count}" for lane, count in sorted(lanes.items(), key=_lane_order))
-    text = f"[{label}] {plural(len(members), 'entry')}: {held}"
+    held = ", ".join(_times(lane, count) for lane, count in sorted(lanes.items(), key=_lane_order))
+    text = f"[{label}] {held}"
     if calls:
         top = sorted(calls.items(), key=lambda item: (-item[1], item[0]))[:3]
-        named = [escape_name(_shorten(name, 24)) for name, _ in top]
-        text += "; calls " + ", ".join(
-            f"{name} ×{count}" if count > 1 else name
-            for name, (_, count) in zip(named, top, strict=True)
-        )
+        text += "; " + ", ".join(_times(escape_name(_shorten(n, 24)), c) for n, c in top)
     said = next((m for m in members if m.role != "tool" and m.content.strip()), None)
-    if gist and said is not None:
-        # The gist: the first words someone other than a tool wrote in the group.
+    if said is not None:
         text += " · " + escape_inline(_shorten(" ".join(said.content.split()), _GIST_CHARS))
     return text
+
+
+def _times(name: str, count: int) -> str:
+    return f"{name} ×{count}" if count > 1 else name
 
 
 def _lane_order(item: tuple[str, int]) -> int:

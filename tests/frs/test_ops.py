@@ -143,11 +143,11 @@ class TestSquashTokens:
         return Message(1, 1, 1, "user", "message", "x", "0" * 64, tokens, True, "now")
 
     def test_counts_the_tokens_before_and_after(self) -> None:
-        assert squash_tokens([self.entry(3), self.entry(4)], "x" * 20) == (7, 5)
+        assert squash_tokens([self.entry(3), self.entry(4)], "a summary of both") == (7, 5)
 
     def test_refuses_a_summary_as_large_as_what_it_replaces(self) -> None:
         with pytest.raises(SummaryNotSmaller) as caught:
-            squash_tokens([self.entry(2), self.entry(3)], "x" * 20)
+            squash_tokens([self.entry(2), self.entry(3)], "a summary of both")
         assert (caught.value.before, caught.value.after) == (5, 5)
         assert "(~5 tokens) is not smaller than what it would replace (~5 tokens)" in str(
             caught.value

@@ -234,9 +234,9 @@ class TestTokens:
 
     @pytest.mark.parametrize(
         ("text", "tokens"),
-        [("", 0), ("a", 1), ("abcd", 1), ("abcde", 2), ("日本", 2), ("😀", 1), ("\x00" * 8, 2)],
+        [("", 0), ("a", 1), ("abcd", 2), ("abcde", 2), ("日本", 6), ("😀", 4), ("\x00" * 8, 7)],
     )
-    def test_the_estimate_is_utf8_bytes_over_four_rounded_up(self, text: str, tokens: int) -> None:
+    def test_the_estimate_is_the_weight_rounded_up(self, text: str, tokens: int) -> None:
         assert estimate_tokens(text) == tokens
 
     def test_lane_counts_skip_empty_lanes_and_keep_their_order(self) -> None:

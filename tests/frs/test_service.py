@@ -79,13 +79,15 @@ async def refused(
 class TestNumbering:
     async def test_position_mode_renumbers_after_a_squash(self, tmp_path: Path) -> None:
         async with service_with(tmp_path, [user(c) for c in "ABCD"]) as service:
-            squashed = await service.compress_range(2, 3, "BC")
+            # One letter: a two-letter summary would cost 2 estimated tokens, as much as the
+            # two one-letter messages it replaces.
+            squashed = await service.compress_range(2, 3, "B")
             view = await service.view(ViewOptions())
         assert squashed.position == 2
         assert squashed.replaced == "positions 2–3"
         assert entry_lines(view) == [
             "[1] User: A",
-            f"[2] Summary of 2 messages ({squashed.squash.alias}): BC",
+            f"[2] Summary of 2 messages ({squashed.squash.alias}): B",
             "[3] User: D",
         ]
         assert view.split("\n")[-1] == (
@@ -94,18 +96,18 @@ class TestNumbering:
 
     async def test_absolute_mode_keeps_numbers_and_shows_the_span(self, tmp_path: Path) -> None:
         async with service_with(tmp_path, [user(c) for c in "ABCD"], "absolute") as service:
-            squashed = await service.compress_range(2, 3, "BC")
+            squashed = await service.compress_range(2, 3, "B")
             absolute = await service.view(ViewOptions())
             positions = await service.view(ViewOptions(numbering="position"))
         assert squashed.replaced == "numbers 2–3"
         assert entry_lines(absolute) == [
             "[1] User: A",
-            f"[2–3] Summary of 2 messages ({squashed.squash.alias}): BC",
+            f"[2–3] Summary of 2 messages ({squashed.squash.alias}): B",
             "[4] User: D",
         ]
         assert entry_lines(positions) == [
             "[1] User: A",
-            f"[2] Summary of 2 messages ({squashed.squash.alias}): BC",
+            f"[2] Summary of 2 messages ({squashed.squash.alias}): B",
             "[3] User: D",
         ]
 
@@ -113,7 +115,7 @@ class TestNumbering:
         self, tmp_path: Path
     ) -> None:
         async with service_with(tmp_path, [user(c) for c in "ABCD"]) as service:
-            await service.compress_range(2, 3, "BC")
+            await service.compress_range(2, 3, "B")
             recorded = await service.record([user("E")])
             absolute = await service.view(ViewOptions(numbering="absolute"))
             summary = await service.get_alias("M.5")
@@ -121,7 +123,7 @@ class TestNumbering:
         # The summary took number 5; numbers are never reused, so E is 6 at position 4.
         assert (recorded.positions, recorded.numbers) == ((4,), (6,))
         assert entry_lines(absolute)[-1] == "[6] User: E"
-        assert (summary.text, e.text) == ("BC", "E")
+        assert (summary.text, e.text) == ("B", "E")
 
     async def test_a_position_session_can_address_numbers(self, tmp_path: Path) -> None:
         async with service_with(tmp_path, [user(c * 8) for c in "ABCDEF"]) as service:

@@ -661,8 +661,8 @@ SEES: dict[str, str] = {
         "8,000. Write a shorter summary: keep decisions, numbers, file names and open questions."
     ),
     "range-summary-not-smaller": (
-        "Error executing tool frs_compress_range: The summary (~18 tokens) is not smaller than "
-        "what it would replace (~8 tokens), so squashing would grow the thread. Write a shorter "
+        "Error executing tool frs_compress_range: The summary (~16 tokens) is not smaller than "
+        "what it would replace (~9 tokens), so squashing would grow the thread. Write a shorter "
         "summary or squash a longer range."
     ),
     "range-inside-summary": (

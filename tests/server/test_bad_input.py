@@ -594,9 +594,9 @@ class TestRefusedAndUnchanged:
                 client,
                 "frs_compress_last",
                 {"count": 1, "summary": "The user asks to add the lock now."},
-                ["not smaller", "~9 tokens", "~4 tokens"],
+                ["not smaller", "~10 tokens", "~5 tokens"],
             )
-        assert text.index("~9 tokens") < text.index("~4 tokens")  # after, then before
+        assert text.index("~10 tokens") < text.index("~5 tokens")  # after, then before
 
     async def test_a_refused_call_on_an_empty_database_creates_no_session(
         self, connect: Connect

@@ -100,10 +100,8 @@ class TestCorpus:
             )
         assert estimate_tokens(view) <= 4_000
         note = view.split("\n")[-1]
-        assert note.startswith("· Budget ~4,000 estimated tokens: ")
-        omitted = re.search(
-            r"positions 1–(\d+) left out: frs_view_thread\(from=1, to=(\d+)\)", note
-        )
+        assert note.startswith("· Budget ~4,000 tokens: ")
+        omitted = re.search(r"; 1–(\d+) out: frs_view_thread\(from=1, to=(\d+)\)", note)
         assert omitted is not None, note
         assert omitted[1] == omitted[2], note
         # The task stays on top, above what was left out.

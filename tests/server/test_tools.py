@@ -374,7 +374,7 @@ class TestViewRendering:
                 f"[4] Summary of 2 messages ({alias}): flush() in sync.py:42 lacks a lock.",
                 "[5] User: Any luck?",
                 "· 6 messages in 5 entries · user 2, assistant 1, tool 1, summary 1 · revision 2"
-                " · ~55 tokens",  # 16 + 22 + 5 + 9 + 3: UTF-8 bytes / 4 per entry
+                " · ~79 tokens",  # 18 + 35 + 9 + 13 + 4: each entry's estimate
             ]
         )
         assert absolute.split("\n")[7:9] == [
@@ -398,7 +398,7 @@ class TestViewRendering:
             await record(client, user("x" * 4000), {"role": "assistant", "content": "ok"})
             shown = await view(client)
         assert footer(shown) == (
-            "· 2 messages in 2 entries · user 1, assistant 1 · revision 1 · ~1.0k tokens"
+            "· 2 messages in 2 entries · user 1, assistant 1 · revision 1 · ~2.0k tokens"
         )
 
     async def test_stored_text_cannot_forge_an_entry(self, connect: Connect) -> None:
@@ -632,13 +632,14 @@ class TestPromptCache:
 class TestCompress:
     async def test_the_design_example_shifts_positions(self, connect: Connect) -> None:
         async with connect() as client:
-            await letters(client, "ABCD")
+            # Two letters a message: "BC" costs 2 estimated tokens, as much as "B" and "C".
+            await letters(client, "ABCD", size=2)
             done = await squash(client, 2, 3, "BC")
             shown = await view(client)
         assert entries(shown) == [
-            "[1] User: A",
+            "[1] User: A A",
             f"[2] Summary of 2 messages ({done['alias']}): BC",
-            "[3] User: D",
+            "[3] User: D D",
         ]
 
     async def test_the_answer_says_what_was_replaced(self, connect: Connect) -> None:
@@ -658,12 +659,12 @@ class TestCompress:
             "alias": alias,
             "position": 2,
             "tokens_before": 10,
-            "tokens_after": 2,
+            "tokens_after": 3,
         }
         assert text_of(result) == (
             "Squashed positions 2–3 (2 entries, 2 messages) into a summary at position 2. "
             f'Originals: get_alias(alias="{alias}"); undo: frs_restore(alias="SQ.1"). '
-            "Tokens ~10 → ~2 (saved ~8). The thread now has 3 entries · revision 2"
+            "Tokens ~10 → ~3 (saved ~7). The thread now has 3 entries · revision 2"
         )
 
     async def test_compress_last_squashes_the_newest_entries(self, connect: Connect) -> None:
