@@ -55,11 +55,16 @@ class InvalidAlias(InvalidRequest):
 
 
 class StaleRevision(Conflict):
-    def __init__(self, expected: int, actual: int, changes: tuple[str, ...]) -> None:
+    def __init__(
+        self, expected: int, actual: int, changes: tuple[str, ...], unlisted: int = 0
+    ) -> None:
         self.expected = expected
         self.actual = actual
         self.changes = changes
         listed = "; ".join(changes) if changes else "changes not listed"
+        if changes and unlisted:
+            earlier = "change" if unlisted == 1 else "changes"
+            listed = f"{unlisted:,} earlier {earlier}, then {listed}"
         super().__init__(
             f"Stale revision: you expected revision {expected}, the session is at revision "
             f"{actual} (since then: {listed}). Nothing was changed. View the thread again and "
@@ -145,12 +150,11 @@ class SummaryTooLarge(InvalidRequest):
 
 
 class SummaryNotSmaller(InvalidRequest):
-    def __init__(self, before: int, after: int) -> None:
+    def __init__(self, before: int, after: int, fix: str) -> None:
         self.before, self.after = before, after
         super().__init__(
             f"The summary (~{after:,} tokens) is not smaller than what it would replace "
-            f"(~{before:,} tokens), so squashing would grow the thread. Write a shorter summary "
-            "or squash a longer range."
+            f"(~{before:,} tokens), so squashing would grow the thread. {fix}"
         )
 
 

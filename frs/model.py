@@ -37,6 +37,7 @@ class Limits:
     preview_chars: int = 1_200
     page_chars: int = 20_000
     view_tokens: int = 20_000  # a whole-thread view larger than this is budgeted to it
+    layer_summary_tokens: int = 64  # closing a layer takes a summary this short in any case
 
 
 @dataclass(frozen=True, slots=True)

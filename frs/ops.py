@@ -117,12 +117,16 @@ def check_field(
     check_text(value, what)
 
 
-def squash_tokens(window: Sequence[Message], summary: str) -> tuple[int, int]:
-    """Tokens before and after replacing `window` by `summary`; refuses a squash that grows."""
+def squash_tokens(
+    window: Sequence[Message], summary: str, fix: str, allowance: int = 0
+) -> tuple[int, int]:
+    """Tokens before and after replacing `window` by `summary`; refuses a squash that grows,
+    unless the summary is within `allowance` tokens. `fix` is the next step the refusal names
+    (`{allowance}` in it is filled in)."""
     before = sum(entry.tokens for entry in window)
     after = estimate_tokens(summary)
-    if after >= before:
-        raise SummaryNotSmaller(before, after)
+    if after >= before and after > allowance:
+        raise SummaryNotSmaller(before, after, fix.format(allowance=allowance))
     return before, after
 
 

@@ -10,6 +10,11 @@ from frs.model import Session
 from frs.render import escape_inline, plural
 from frs.service import SessionPage
 
+NO_SESSION = (
+    "No session yet. Start one with frs_session(action='start', title=...), or record "
+    "messages with frs_record (a first session is created for them)."
+)
+
 
 def session_started(
     session: Session,

@@ -7,6 +7,7 @@ the session's revision by one; a stale `expected_revision` changes nothing.
 
 from __future__ import annotations
 
+import itertools
 import math
 import uuid
 from collections import OrderedDict
@@ -236,6 +237,12 @@ class ReasoningService:
             found = await reader.list_sessions(limit, offset)
             return SessionPage(tuple(found), await reader.current_session_id(), total, offset)
 
+    async def find_session(self, session_id: SessionId | None = None) -> Session | None:
+        """The given session (raises SessionNotFound), else the current one; None when there
+        is no current session yet. A read: it never creates one."""
+        async with self.store.snapshot() as reader:
+            return await self._find(reader, session_id)
+
     async def session(self, session_id: SessionId | None = None) -> Session:
         """The given session, else the current one (created if the database has none)."""
         async with self.store.snapshot() as reader:
@@ -425,25 +432,76 @@ class ReasoningService:
         expected_revision: int | None = None,
     ) -> Squashed:
         """Replace the entries at positions (or, absolute, numbers) start..end by a summary."""
-        text = check_summary(summary, self.limits)
+        (done,) = await self.compress_ranges(
+            [(start, end, summary)], numbering, session_id, expected_revision
+        )
+        return done
+
+    async def compress_ranges(
+        self,
+        ranges: Sequence[tuple[int, int, str]],
+        numbering: Numbering | None = None,
+        session_id: SessionId | None = None,
+        expected_revision: int | None = None,
+    ) -> list[Squashed]:
+        """Squash several (start, end, summary) ranges, all or none, in one revision.
+
+        Every range names positions (or numbers) of the thread as it is before the call, so
+        one view is enough to squash many stretches; ranges may not overlap. Each is checked
+        as a single squash would be, then they are applied from the last to the first, so no
+        squash moves the positions of one still to come. Returns them in the order given.
+        """
+        texts = [check_summary(summary, self.limits) for _, _, summary in ranges]
+        if not ranges:
+            raise InvalidRequest("ranges is empty; give at least one {from, to, summary}.")
+        if len(ranges) > self.limits.max_plan_steps:
+            raise InvalidRequest(
+                f"{len(ranges)} ranges in one call; the limit is {self.limits.max_plan_steps}."
+            )
         async with self.store.transaction() as tx:
             session = await self._resolve(tx, session_id)
             await self._check_revision(tx, session, expected_revision)
             mode = numbering or session.numbering
-            if mode == "absolute":
-                check_numbers(session, start, end)
-                window = await tx.entries_between(session.id, start, end)
-                await self._check_absolute_edges(tx, session, window, start, end)
-                first = (await tx.positions_of(session.id, [window[0].ord]))[0]
-                replaced = _span("number", start, end)
-            else:
-                check_positions(session, start, end)
-                window = await tx.entries_at(session.id, start, end - start + 1)
-                first = start
-                replaced = _span("position", start, end)
-            await self._check_layers(tx, session, window, mode)
-            await self._check_pairs(tx, session, window, first, mode, count_hint=None)
-            return await self._squash(tx, session, window, first, text, replaced)
+            planned = [await self._range(tx, session, start, end, mode) for start, end, _ in ranges]
+            _check_apart([(p[0][0].ord, p[0][-1].ord_last) for p in planned], ranges)
+            order = sorted(range(len(ranges)), key=lambda i: planned[i][1], reverse=True)
+            done: dict[int, Squash] = {}
+            # Applied from the last, but numbered (SQ.n, and the summaries' M.n) as given.
+            base_squash, base_number = session.next_squash, session.next_number
+            for i in order:
+                window, first, _ = planned[i]
+                session, done[i] = await self._apply_squash(
+                    tx,
+                    session,
+                    window,
+                    first,
+                    texts[i],
+                    _RANGE_FIX,
+                    at=(base_squash + i, base_number + i),
+                )
+            described = "; ".join(f"{planned[i][2]} into SQ.{done[i].n}" for i in sorted(done))
+            updated = await self._save_squashes(tx, session, f"squashed {described}")
+            return _squashed_in_order(planned, done, updated)
+
+    async def _range(
+        self, tx: ThreadTx, session: Session, start: int, end: int, mode: Numbering
+    ) -> tuple[list[Message], int, str]:
+        """The entries start..end would squash, checked: their window, the position of the
+        first, and how the range is named."""
+        if mode == "absolute":
+            check_numbers(session, start, end)
+            window = await tx.entries_between(session.id, start, end)
+            await self._check_absolute_edges(tx, session, window, start, end)
+            first = (await tx.positions_of(session.id, [window[0].ord]))[0]
+            replaced = _span("number", start, end)
+        else:
+            check_positions(session, start, end)
+            window = await tx.entries_at(session.id, start, end - start + 1)
+            first = start
+            replaced = _span("position", start, end)
+        await self._check_layers(tx, session, window, mode)
+        await self._check_pairs(tx, session, window, first, mode, count_hint=None)
+        return window, first, replaced
 
     async def compress_last(
         self,
@@ -484,7 +542,7 @@ class ReasoningService:
             window = await tx.entries_at(session.id, first, count)
             await self._check_pairs(tx, session, window, first, "position", count_hint=True)
             replaced = _span("position", first, live)
-            return await self._squash(tx, session, window, first, text, replaced)
+            return await self._squash(tx, session, window, first, text, replaced, _LAST_FIX)
 
     async def _squash(
         self,
@@ -494,13 +552,37 @@ class ReasoningService:
         first: int,
         summary: str,
         replaced: str,
+        fix: str,
+        allowance: int = 0,
     ) -> Squashed:
-        before, after = squash_tokens(window, summary)
+        """Squash `window` into `summary` and save it as one revision."""
+        session, squash = await self._apply_squash(
+            tx, session, window, first, summary, fix, allowance
+        )
+        updated = await self._save_squashes(tx, session, f"squashed {replaced} into SQ.{squash.n}")
+        return Squashed(session.id, squash, first, replaced, updated.live_count, updated.revision)
+
+    async def _apply_squash(
+        self,
+        tx: ThreadTx,
+        session: Session,
+        window: list[Message],
+        first: int,
+        summary: str,
+        fix: str,
+        allowance: int = 0,
+        at: tuple[int, int] | None = None,
+    ) -> tuple[Session, Squash]:
+        """Write one squash; the session's counters as they now are, its revision not yet
+        bumped (several squashes of one call share one revision). `at`: the squash's n and
+        its summary's number, when not the next ones."""
+        before, after = squash_tokens(window, summary, fix, allowance)
         now = self.clock()
         originals = _render_originals(window)
+        n, number = at or (session.next_squash, session.next_number)
         squash = Squash(
-            n=session.next_squash,
-            summary_number=session.next_number,
+            n=n,
+            summary_number=number,
             first=window[0].ord,
             last=window[-1].ord_last,
             count=len(window),
@@ -533,18 +615,20 @@ class ReasoningService:
         for entry in window:
             lanes[entry.lane] -= 1
         lanes["summary"] = lanes.get("summary", 0) + 1
-        updated = replace(
+        return replace(
             session,
-            revision=session.revision + 1,
             updated_at=now,
-            next_number=session.next_number + 1,
-            next_squash=session.next_squash + 1,
+            next_number=max(session.next_number, number + 1),
+            next_squash=max(session.next_squash, n + 1),
             live_count=session.live_count - len(window) + 1,
             live_tokens=session.live_tokens - before + after,
             lanes=lanes,
-        )
-        await tx.save_session(updated, f"squashed {replaced} into SQ.{squash.n}")
-        return Squashed(session.id, squash, first, replaced, updated.live_count, updated.revision)
+        ), squash
+
+    async def _save_squashes(self, tx: ThreadTx, session: Session, change: str) -> Session:
+        updated = replace(session, revision=session.revision + 1)
+        await tx.save_session(updated, change)
+        return updated
 
     async def _check_absolute_edges(
         self,
@@ -661,6 +745,10 @@ class ReasoningService:
                 first,
                 text,
                 f"focus layer {inner.n} ({_span('position', first, session.live_count)})",
+                _LAYER_FIX,
+                # Closing a layer always works with a short summary, though the layer be
+                # shorter still: the agent chose the boundary, and a layer must be closable.
+                allowance=self.limits.layer_summary_tokens,
             )
             await tx.close_layer(session.id, inner.n, now, done.squash.n)
             closed = replace(inner, closed_at=now, squash_n=done.squash.n)
@@ -782,13 +870,7 @@ class ReasoningService:
             if ref.family == "M":
                 message = await reader.message(session.id, ref.n)
                 if message is None:
-                    top = session.next_number - 1
-                    raise AliasNotFound(
-                        ref.name,
-                        f"session {session.id} has messages M.1..M.{top}."
-                        if top
-                        else f"session {session.id} has no messages yet.",
-                    )
+                    raise AliasNotFound(ref.name, _numbers_given(session))
                 if not sha_matches(ref, message.sha256):
                     raise _sha_mismatch(alias, f"{ref.name}@{message.sha8}")
                 text = message_body(message.content, message.tool_calls)
@@ -972,7 +1054,11 @@ class ReasoningService:
             )
         for index, step in enumerate(steps or ()):
             self._check_line(step.text, f"steps[{index}].text", required=True)
-        name = self._check_line(checkpoint, "checkpoint", required=True) if checkpoint else None
+        name = (
+            self._check_line(checkpoint, "checkpoint", required=True)
+            if checkpoint is not None
+            else None
+        )
         async with self.store.transaction() as tx:
             session = await self._resolve(tx, session_id)
             await self._check_revision(tx, session, expected_revision)
@@ -1058,7 +1144,9 @@ class ReasoningService:
             changes = (
                 await tx.changes_since(session.id, expected) if expected < session.revision else []
             )
-            raise StaleRevision(expected, session.revision, tuple(changes))
+            # One change per revision: the ones not listed are the older ones.
+            unlisted = max(0, session.revision - max(expected, 0) - len(changes))
+            raise StaleRevision(expected, session.revision, tuple(changes), unlisted)
 
     def _check_line(self, text: str | None, what: str, required: bool = False) -> str:
         value = (text or "").strip()
@@ -1085,6 +1173,55 @@ def _render_originals(entries: Sequence[Message]) -> str:
         )
         lines.extend(render_entry(Entry(label, message), preview_chars=math.inf))  # type: ignore[arg-type]
     return "\n".join(lines)
+
+
+_RANGE_FIX = "Write a shorter summary, or squash a longer range."
+_LAST_FIX = "Write a shorter summary, or squash a larger count."
+_LAYER_FIX = (
+    "Write a shorter summary: closing a layer takes any summary of up to {allowance} tokens."
+)
+
+
+def _check_apart(spans: Sequence[tuple[int, int]], ranges: Sequence[tuple[int, int, str]]) -> None:
+    """Ranges of one call may not overlap: each would squash what another squashes."""
+    by_start = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    for earlier, later in itertools.pairwise(by_start):
+        if spans[later][0] <= spans[earlier][1]:
+            a, b = ranges[earlier], ranges[later]
+            raise InvalidRequest(
+                f"ranges[{earlier}] ({a[0]}..{a[1]}) and ranges[{later}] ({b[0]}..{b[1]}) "
+                "overlap; give ranges that do not share an entry."
+            )
+
+
+def _squashed_in_order(
+    planned: Sequence[tuple[list[Message], int, str]],
+    done: dict[int, Squash],
+    session: Session,
+) -> list[Squashed]:
+    """Each squash where its summary sits now: a range's summary moves up by what the
+    ranges before it gave up."""
+    out = []
+    for i, (_, first, replaced) in enumerate(planned):
+        shift = sum(len(window) - 1 for window, start, _ in planned if start < first)
+        position = first - shift
+        out.append(
+            Squashed(session.id, done[i], position, replaced, session.live_count, session.revision)
+        )
+    return out
+
+
+def _numbers_given(session: Session) -> str:
+    """Which M.<number> exist, in the terms the view's footer counts: summaries take numbers
+    too, so the last number can be past the count of messages recorded."""
+    top = session.next_number - 1
+    if not top:
+        return f"session {session.id} has no messages yet."
+    summaries = top - session.recorded
+    what = plural(session.recorded, "recorded message")
+    if summaries:
+        what += f" and {plural(summaries, 'summary')}"
+    return f"message numbers in session {session.id} run from M.1 to M.{top} ({what})."
 
 
 def _span(unit: str, first: int, last: int) -> str:

@@ -13,8 +13,11 @@ Distill your FRS thread{target}.
 2. Find stretches you no longer need verbatim: a finished investigation, long tool output whose
    result you already used, retries that led nowhere, a resolved sub-question.
    Keep verbatim what is still in play: the task, the user's latest requests, unresolved errors.
-3. For each stretch, call frs_compress_range(from, to, summary, expected_revision) (or
-   frs_compress_last(count, summary) for the newest). Write the summary as facts you may need:
+3. Squash them in one call, all named as in the view you read:
+   frs_compress_range(ranges=[{{from, to, summary}}, ...], expected_revision=<that revision>)
+   (or frs_compress_last(count, summary) for the newest). Each call makes one new revision:
+   for a further call, pass the revision its answer gave. Write each summary as facts you may
+   need:
    - decisions taken and why;
    - exact numbers, versions, error messages, file names and paths, commands that worked;
    - open questions and what is left to try.

@@ -23,6 +23,7 @@ from frs import (
     Session,
     SessionId,
     SessionPage,
+    Squashed,
     ToolCall,
     ViewOptions,
     replies,
@@ -163,11 +164,29 @@ class RecordOut(Revision):
     )
 
 
+class SquashDone(BaseModel):
+    alias: str = Field(description="Alias of the originals, e.g. SQ.2@0b4f2d11.")
+    position: int = Field(description="Where the summary sits now.")
+    tokens_before: int
+    tokens_after: int
+
+
 class SquashOut(Revision):
     alias: str = Field(description="Alias of the originals, e.g. SQ.2@0b4f2d11.")
     position: int
     tokens_before: int
     tokens_after: int
+    squashes: list[SquashDone] = Field(
+        description="Every squash of the call, in the order given (one unless ranges=...)."
+    )
+
+
+class RangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: int = Field(alias="from", description="First position (or number) to squash.")
+    to: int = Field(description="Last position (or number) to squash, inclusive.")
+    summary: str = Field(description="Your summary of this range.")
 
 
 class RestoreOut(Revision):
@@ -314,7 +333,11 @@ def register(server: MCPServer[Any]) -> None:
                 )
                 return _session_result(text, "use", session, current=True)
             if action == "info":
-                session = await service.session(_sid(session_id))
+                found = await service.find_session(_sid(session_id))
+                if found is None:
+                    # A read must not create the session it describes.
+                    return _result(replies.NO_SESSION, SessionOut(action="info", session_id=None))
+                session = found
                 # Without session_id, info describes the current session.
                 return _session_result(
                     replies.session_info(session), "info", session, current=session_id is None
@@ -451,12 +474,24 @@ def register(server: MCPServer[Any]) -> None:
     async def frs_compress_range(
         ctx: DepsContext,
         from_: Annotated[
-            int, Field(validation_alias="from", description="First position (or number) to squash.")
-        ],
-        to: Annotated[int, Field(description="Last position (or number) to squash, inclusive.")],
+            int | None,
+            Field(validation_alias="from", description="First position (or number) to squash."),
+        ] = None,
+        to: Annotated[
+            int | None, Field(description="Last position (or number) to squash, inclusive.")
+        ] = None,
         summary: Annotated[
-            str, Field(description="Your summary; it replaces the range in the view.")
-        ],
+            str | None, Field(description="Your summary; it replaces the range in the view.")
+        ] = None,
+        ranges: Annotated[
+            list[RangeIn] | None,
+            Field(
+                description="Instead of from/to/summary: several non-overlapping ranges, each "
+                "with its summary, all named as in the view you read; squashed all or none, "
+                "in one revision.",
+                max_length=100,
+            ),
+        ] = None,
         numbering: NumberingArg = None,
         expected_revision: RevisionArg = None,
         session_id: SessionArg = None,
@@ -465,14 +500,16 @@ def register(server: MCPServer[Any]) -> None:
 
         Use it when a stretch (a finished investigation, long tool output) matters only for its
         result. Keep decisions, numbers, file names and open questions in the summary. A range
-        may not separate a tool call from its result. Undo with frs_restore.
+        may not separate a tool call from its result. Undo with frs_restore. To squash several
+        stretches of one view, pass ranges=[{from, to, summary}, ...]: one call, one revision.
         Example: frs_compress_range(from=3, to=9, summary="Ran the suite 20x: test_sync fails
           4/20 with 3 != 4; race in Syncer.flush", expected_revision=12)
         """
         service = ctx.request_context.lifespan_context.service
+        asked = _ranges(from_, to, summary, ranges)
         with tool_errors():
-            done = await service.compress_range(
-                from_, to, summary, _numbering(numbering), _sid(session_id), expected_revision
+            done = await service.compress_ranges(
+                asked, _numbering(numbering), _sid(session_id), expected_revision
             )
         return _squash_result(done)
 
@@ -743,13 +780,45 @@ def _session_page(page: SessionPage) -> SessionOut:
     )
 
 
-def _squash_result(done: Any) -> CallToolResult:
+def _ranges(
+    start: int | None, end: int | None, summary: str | None, ranges: list[RangeIn] | None
+) -> list[tuple[int, int, str]]:
+    """The ranges asked for: from/to/summary, or `ranges`, never both."""
+    single = (start, end, summary)
+    if ranges is not None:
+        if any(value is not None for value in single):
+            raise ToolError(
+                "Give either from, to and summary (one range) or ranges=[{from, to, summary}, "
+                "...] (several), not both."
+            )
+        return [(r.from_, r.to, r.summary) for r in ranges]
+    if start is None or end is None or summary is None:
+        missing = [n for n, v in zip(("from", "to", "summary"), single, strict=True) if v is None]
+        raise ToolError(
+            f"Missing {', '.join(missing)}: give from, to and summary, or "
+            "ranges=[{from, to, summary}, ...]."
+        )
+    return [(start, end, summary)]
+
+
+def _squash_result(done: Squashed | list[Squashed]) -> CallToolResult:
+    squashes = done if isinstance(done, list) else [done]
+    first = squashes[0]
     out = SquashOut(
-        session_id=done.session_id,
-        revision=done.revision,
-        alias=done.squash.alias,
-        position=done.position,
-        tokens_before=done.squash.tokens_before,
-        tokens_after=done.squash.tokens_after,
+        session_id=first.session_id,
+        revision=first.revision,
+        alias=first.squash.alias,
+        position=first.position,
+        tokens_before=first.squash.tokens_before,
+        tokens_after=first.squash.tokens_after,
+        squashes=[
+            SquashDone(
+                alias=s.squash.alias,
+                position=s.position,
+                tokens_before=s.squash.tokens_before,
+                tokens_after=s.squash.tokens_after,
+            )
+            for s in squashes
+        ],
     )
-    return _result(done.text(), out)
+    return _result("\n".join(s.text() for s in squashes), out)

@@ -6,7 +6,14 @@ migration and its version bump share one transaction, so a failure leaves the ol
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+
+import aiosqlite
+
+from frs.model import ToolCall
+from frs.text import estimate_tokens, message_body
 
 if TYPE_CHECKING:
     from storage.db import Database
@@ -213,6 +220,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " where answers is not null",
         "create index messages_thinking on messages (session_id, ord) where kind = 'thinking'",
     ),
+    (  # 5: token estimates by the calibrated estimator (see BACKFILLS); no schema change
+    ),
 )
 
 
@@ -223,6 +232,31 @@ class SchemaTooNew(Exception):
             f"The database has schema version {found}, but this frs-mcp knows versions up to "
             f"{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
         )
+
+
+async def _estimate_again(conn: aiosqlite.Connection) -> None:
+    """Every message's `tokens` and every session's `live_tokens` by today's estimator (they
+    were UTF-8 bytes / 4). Squashes keep the figures they were made with: a record."""
+    rows = await conn.execute_fetchall("select id, kind, content, tool_calls from messages")
+    updates = []
+    for row_id, kind, content, calls in rows:
+        tool_calls = (
+            tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(calls))
+            if calls
+            else ()
+        )
+        body = content if kind == "summary" else message_body(content, tool_calls)
+        updates.append((estimate_tokens(body), row_id))
+    await conn.executemany("update messages set tokens = ? where id = ?", updates)
+    await conn.execute(
+        "update sessions set live_tokens = (select coalesce(sum(tokens), 0) from messages m"
+        " where m.session_id = sessions.id and m.live = 1)"
+    )
+
+
+#: Data changes SQL alone cannot make, run after their migration's statements, in the same
+#: transaction.
+BACKFILLS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {5: _estimate_again}
 
 
 async def migrate(db: Database) -> int:
@@ -237,5 +271,7 @@ async def migrate(db: Database) -> int:
                 continue
             for sql in statements:
                 await conn.execute(sql)
+            if version in BACKFILLS:
+                await BACKFILLS[version](conn)
             await conn.execute(f"pragma user_version = {version:d}")
     return await db.user_version()

@@ -342,12 +342,13 @@ class SqliteReader:
     async def changes_since(self, session_id: SessionId, revision: int) -> list[str]:
         # Revisions start at 1: a negative one asks for the same rows as 0, and one below
         # -2**63 would not fit an SQLite integer (a caller's expected_revision is unbounded).
+        # The newest ten: what a caller most needs to see is what happened last.
         rows = await self._all(
             "select revision, change from changes where session_id = ? and revision > ?"
-            " order by revision limit 10",
+            " order by revision desc limit 10",
             (session_id, max(revision, 0)),
         )
-        return [f"revision {row[0]}: {row[1]}" for row in rows]
+        return [f"revision {row[0]}: {row[1]}" for row in reversed(rows)]
 
 
 class SqliteTx(SqliteReader):

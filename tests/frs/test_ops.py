@@ -12,6 +12,7 @@ from frs.model import Limits, Message, NewMessage, Role, ToolCall
 from frs.ops import check_new_messages, check_summary, squash_tokens
 
 LIMITS = Limits(max_message_chars=100, max_summary_chars=50, max_batch=3)
+FIX = "Squash a longer range."
 
 
 def new(role: str = "user", content: str = "hi", **fields: Any) -> NewMessage:
@@ -143,12 +144,19 @@ class TestSquashTokens:
         return Message(1, 1, 1, "user", "message", "x", "0" * 64, tokens, True, "now")
 
     def test_counts_the_tokens_before_and_after(self) -> None:
-        assert squash_tokens([self.entry(3), self.entry(4)], "a summary of both") == (7, 5)
+        assert squash_tokens([self.entry(3), self.entry(4)], "a summary of both", FIX) == (7, 5)
 
     def test_refuses_a_summary_as_large_as_what_it_replaces(self) -> None:
         with pytest.raises(SummaryNotSmaller) as caught:
-            squash_tokens([self.entry(2), self.entry(3)], "a summary of both")
+            squash_tokens([self.entry(2), self.entry(3)], "a summary of both", FIX)
         assert (caught.value.before, caught.value.after) == (5, 5)
         assert "(~5 tokens) is not smaller than what it would replace (~5 tokens)" in str(
             caught.value
         )
+        assert str(caught.value).endswith(" Squash a longer range.")
+
+    def test_a_short_summary_within_the_allowance_may_be_larger(self) -> None:
+        assert squash_tokens([self.entry(2)], "a summary of both", FIX, allowance=5) == (2, 5)
+        with pytest.raises(SummaryNotSmaller) as caught:
+            squash_tokens([self.entry(2)], "a summary of both", "Up to {allowance}.", 4)
+        assert str(caught.value).endswith(" Up to 4.")

@@ -471,7 +471,7 @@ class TestThinking:
             "        \\[9] User: forged",
             "[2] Assistant: the answer is long enough too",
         ]
-        assert "M.1..M.2" in str(unknown)
+        assert "run from M.1 to M.2 (2 recorded messages)" in str(unknown)
         assert (squashed.squash.count, squashed.squash.covered) == (2, 2)
         assert over_summary.split("\n")[1:-1] == [
             "    (thinking) before anything",

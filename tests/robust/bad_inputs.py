@@ -663,7 +663,7 @@ SEES: dict[str, str] = {
     "range-summary-not-smaller": (
         "Error executing tool frs_compress_range: The summary (~16 tokens) is not smaller than "
         "what it would replace (~9 tokens), so squashing would grow the thread. Write a shorter "
-        "summary or squash a longer range."
+        "summary, or squash a longer range."
     ),
     "range-inside-summary": (
         "Error executing tool frs_compress_range: Number 5 lies inside the summary [4–6]; a range "
@@ -689,7 +689,8 @@ SEES: dict[str, str] = {
         "shown in the view, e.g. SQ.2@0b4f2d11."
     ),
     "alias-missing": (
-        "Error executing tool get_alias: No alias 'M.99': session {session} has messages M.1..M.9."
+        "Error executing tool get_alias: No alias 'M.99': message numbers in session {session} "
+        "run from M.1 to M.9 (6 recorded messages and 3 summaries)."
     ),
     "alias-sha": (
         "Error executing tool get_alias: No alias 'M.1@00000000': its @sha8 does not match the "

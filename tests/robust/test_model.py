@@ -149,7 +149,8 @@ class Thread:
         return window
 
     def refusal(self, window: list[Entry], pairs: bool = True) -> str | None:
-        """Why squashing `window` must be refused, or None."""
+        """Why squashing `window` must be refused, or None. Closing a layer (`pairs=False`)
+        takes a summary of up to 64 estimated tokens whatever the layer holds."""
         lo, hi = window[0].first, window[-1].last
         if any(lo < start <= hi for _, start in self.layers):
             return "crosses the start of a focus layer"
@@ -158,7 +159,8 @@ class Thread:
                 lo <= result.answers <= hi
             ):
                 return "separates a tool call from its result"
-        if sum(entry.tokens for entry in window) <= Summary.tokens:
+        closing_allows = not pairs and Summary.tokens <= Limits().layer_summary_tokens
+        if sum(entry.tokens for entry in window) <= Summary.tokens and not closing_allows:
             return "the summary is not smaller"
         return None
 

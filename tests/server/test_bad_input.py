@@ -262,7 +262,7 @@ SESSIONS = [
 ]
 
 ALIASES = [
-    case("unknown message alias", "get_alias", ["No alias 'M.99'", "M.1..M.9"], alias="M.99"),
+    case("unknown message alias", "get_alias", ["No alias 'M.99'", "M.1 to M.9"], alias="M.99"),
     case("unknown squash alias", "get_alias", ["No alias 'SQ.7'", "SQ.1..SQ.2"], alias="SQ.7"),
     case("restore unknown squash", "frs_restore", ["No alias 'SQ.7'", "SQ.1..SQ.2"], alias="SQ.7"),
     case(

@@ -205,7 +205,7 @@ class TestAliasResource:
     @pytest.mark.parametrize(
         ("alias", "says"),
         [
-            ("M.9", "No alias 'M.9': session "),
+            ("M.9", "No alias 'M.9': message numbers in session "),
             ("SQ.1@00000000", "@sha8 does not match"),
             ("bogus", "bogus"),
             ("M.1@zz", "M.1@zz"),

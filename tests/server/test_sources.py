@@ -67,6 +67,7 @@ class TestInlineText:
     ) -> None:
         text = "# Decision\nWe keep SQLite.\nPostgreSQL when several hosts share one thread.\n"
         async with connect() as client:
+            await call_text(client, "frs_session", action="start", title="Decisions")
             before = await revision(client)
             answer = await add(client, alias="A.storage", text=text)
             after = await revision(client)

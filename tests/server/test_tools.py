@@ -95,12 +95,26 @@ class TestTools:
         assert "to" in properties
         assert "from_" not in properties
 
-    async def test_compress_range_requires_from_and_to(self, connect: Connect) -> None:
+    async def test_compress_range_requires_from_to_and_summary_or_ranges(
+        self, connect: Connect
+    ) -> None:
         async with connect() as client:
-            tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert {"from", "to", "summary"} <= set(
-            tools["frs_compress_range"].input_schema["required"]
+            await record(client, user("a" * 40), user("b" * 40))
+            before = await view(client)
+            missing = await refused(client, "frs_compress_range", **{"from": 1}, summary="s")
+            both = await refused(
+                client,
+                "frs_compress_range",
+                **{"from": 1, "to": 2},
+                summary="s",
+                ranges=[{"from": 1, "to": 2, "summary": "s"}],
+            )
+            after = await view(client)
+        assert missing.endswith(
+            "Missing to: give from, to and summary, or ranges=[{from, to, summary}, ...]."
         )
+        assert "not both" in both
+        assert after == before
 
 
 class TestSession:
@@ -660,6 +674,7 @@ class TestCompress:
             "position": 2,
             "tokens_before": 10,
             "tokens_after": 3,
+            "squashes": [{"alias": alias, "position": 2, "tokens_before": 10, "tokens_after": 3}],
         }
         assert text_of(result) == (
             "Squashed positions 2–3 (2 entries, 2 messages) into a summary at position 2. "

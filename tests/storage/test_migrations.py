@@ -19,7 +19,9 @@ import anyio
 import pytest
 
 from frs import NewMessage, ReasoningService, SessionId, ViewOptions
+from frs.text import estimate_tokens
 from storage import MIGRATIONS, SchemaTooNew, SqliteStore, migrate, open_database
+from storage.migrations import BACKFILLS
 
 LATEST = len(MIGRATIONS)
 _CREATED = re.compile(r"^create (?:unique )?(?:table|index) (\w+)", re.IGNORECASE)
@@ -246,16 +248,39 @@ class TestFailedMigration:
         existing = {name for _, name, _ in schema_of(path)}
         # A rebuild re-creates indexes that already exist: collide with its last new object.
         names = [n for n in names_created_by(version + 1) if n not in existing]
-        assert names, f"migration {version + 1} creates nothing this test can collide with"
-        # A table under the name of the migration's last new object: everything before it
-        # runs, then that statement fails, and all of it must roll back.
-        run(path, f"create table {names[-1]} (x)")
+        if names:
+            # A table under the name of the migration's last new object: everything before it
+            # runs, then that statement fails, and all of it must roll back.
+            run(path, f"create table {names[-1]} (x)")
+            failure: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
+        else:
+            # A migration that is only a backfill fails on a row it cannot read.
+            assert version + 1 in BACKFILLS, f"migration {version + 1} can fail in no way here"
+            run(path, *SEED_V1, "update messages set tool_calls = 'not JSON' where number = 2")
+            failure = (ValueError,)
         before = schema_of(path)
-        with pytest.raises(sqlite3.OperationalError, match="already"):
+        data = rows_of(path, "select number, tokens from messages") if not names else []
+        with pytest.raises(failure):
             async with open_database(path):
                 pass
         assert version_of(path) == version
         assert schema_of(path) == before
+        assert (rows_of(path, "select number, tokens from messages") if not names else []) == data
+
+
+class TestBackfill:
+    async def test_token_figures_are_estimated_again_by_the_calibrated_estimator(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "frs.db"
+        build_at(path, 4)
+        run(path, *SEED_V1)  # tokens 2 and 2: "kept one" and "kept two" at bytes / 4
+        async with open_database(path) as db:
+            assert await db.user_version() == LATEST
+        tokens = rows_of(path, "select number, tokens from messages order by number")
+        live = rows_of(path, "select live_tokens from sessions where id = 'old'")
+        assert tokens == [(1, estimate_tokens("kept one")), (2, estimate_tokens("kept two"))]
+        assert live == [(estimate_tokens("kept one") + estimate_tokens("kept two"),)]
 
 
 class TestUpgrade:
