@@ -354,13 +354,86 @@ def _tokens(section: dict[str, Any]) -> list[str]:
     ]
     if has_budget:
         lines.append(
-            "The budget is checked in the estimator's units (the unit the server promises);"
-            " `est` is that figure, the first number the BPE count."
+            "The budget is held in the estimator's units (the unit the server promises); `est`"
+            " is that figure, the first number the BPE count. In real tokens:"
+        )
+        lines.append("")
+        bpe_rows = [
+            [
+                f"{int(b):,}",
+                encoding,
+                str(check["over"]),
+                f"{check['largest_share']:.1%}",
+                f"{check['mean_overshoot']:.1%}",
+                f"{check['max_overshoot']:.1%}",
+            ]
+            for b in budgets
+            for encoding, check in t.get(f"budget {b}", {}).get("bpe", {}).items()
+        ]
+        lines += _table(
+            [
+                "budget",
+                "encoding",
+                "views over",
+                "largest view / budget",
+                "estimate over real, mean",
+                "largest",
+            ],
+            bpe_rows,
         )
     for name, why in unavailable.items():
         lines.append(f"- `{name}`: {why}.")
     lines.append("")
     return lines
+
+
+def _cache(section: dict[str, Any]) -> list[str]:
+    """The kept prefix: how much of a view a host's prompt cache reuses after appends."""
+    sizes = [
+        s for s, figures in section.items() if isinstance(figures, dict) and "views" in figures
+    ]
+    if not sizes:
+        return []
+    rows = []
+    for size in sizes:
+        figures = section[size]
+        for view, kept in figures["views"].items():
+            rows.append(
+                [
+                    f"{int(size):,}",
+                    view,
+                    f"{kept['after_1']:.1%}",
+                    f"{kept['after_1_min']:.1%}",
+                    f"{kept['after_10']:.1%}",
+                    f"{kept['after_10_min']:.1%}",
+                    f"{kept['tokens']:,}",
+                ]
+            )
+    trials = section[sizes[0]]["trials"]
+    return [
+        "## 4b. Kept prefix: what a prompt cache reuses after the thread grows",
+        "",
+        "Threads of corpus text (5-message steps: a user turn, two calls with their results);"
+        " each trial renders the view, appends by turns (a user message, or an assistant call"
+        " with its result), renders it again and counts the bytes of the first view that are a"
+        f" byte-identical prefix of the second. Median (and lowest) of {trials} trials at"
+        " different starting points (`python -m bench.cache` reproduces it). Targets: median"
+        " ≥ 90% after one append, ≥ 75% after ten.",
+        "",
+        *_table(
+            [
+                "messages",
+                "view",
+                "after 1",
+                "lowest",
+                "after 10",
+                "lowest",
+                "view tokens (est.)",
+            ],
+            rows,
+        ),
+        "",
+    ]
 
 
 def _peers(section: dict[str, Any]) -> list[str]:
@@ -503,6 +576,7 @@ def render(results: dict[str, Any]) -> str:
         *_scaling_note(latency),
         *_throughput(results.get("throughput", {})),
         *_tokens(results.get("tokens", {})),
+        *_cache(results.get("cache", {})),
         *_peers(results.get("peers", {})),
         *_memory(results.get("memory", {}), latency),
         *_plans(results.get("plans", {})),

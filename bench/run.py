@@ -1,6 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
-Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, peers.
+Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
+peers.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -20,13 +21,14 @@ from typing import Any
 
 import anyio
 
-from bench import latency, machine, memory, peers, plans, report, throughput, tokens
+from bench import cache, latency, machine, memory, peers, plans, report, throughput, tokens
 from bench.corpus import REPO, corpus_dir, load_corpus
 from bench.targets import judge
 from bench.threads import TextPool
+from bench.tokenizer import PINNED_SHA256, verified
 from bench.tokenizer import load as load_tokenizer
 
-SECTIONS = ("plans", "memory", "latency", "throughput", "tokens", "peers")
+SECTIONS = ("plans", "memory", "latency", "throughput", "tokens", "cache", "peers")
 FULL = {
     "latency": latency.Plan(
         rounds=200,
@@ -40,6 +42,7 @@ FULL = {
     "peer_items": 100_000,
     "peer_rounds": 200,
     "thinking_calls": 300,
+    "cache_trials": 30,
 }
 QUICK = {
     "latency": latency.Plan(
@@ -54,6 +57,7 @@ QUICK = {
     "peer_items": 10_000,
     "peer_rounds": 15,
     "thinking_calls": 30,
+    "cache_trials": 3,
 }
 
 
@@ -106,7 +110,11 @@ async def measure(
         )
     if "tokens" in sections:
         t = time.perf_counter()
-        stamp("tokens", await tokens.run(folder, corpus, load_tokenizer(), log), t)
+        checks = [verified(encoding) for encoding in PINNED_SHA256]
+        stamp("tokens", await tokens.run(folder, corpus, load_tokenizer(), log, checks), t)
+    if "cache" in sections:
+        t = time.perf_counter()
+        stamp("cache", await cache.run(folder, pool, settings["cache_trials"]), t)
     if "peers" in sections:
         t = time.perf_counter()
         items, rounds = settings["peer_items"], settings["peer_rounds"]

@@ -113,15 +113,45 @@ def _token_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
     budgets = [k for k in totals if k.startswith("budget ")]
     if not budgets:
         out.append(_row("budget_tokens view never over its budget", "not available", None))
+    views = len(section.get("rows", []))
     for key in budgets:
-        over = totals[key]["over"]
-        out.append(
-            _row(
-                f"budget_tokens={key.split()[1]} view never over its budget (estimator units)",
-                f"{over} of {len(section.get('rows', []))} transcripts over",
-                over == 0,
+        budget = key.split()[1]
+        for encoding, bpe in totals[key].get("bpe", {}).items():
+            out.append(
+                _row(
+                    f"budget_tokens={int(budget):,}: no view over its budget in {encoding}",
+                    f"{bpe['over']} of {views} over; the largest is {bpe['largest_share']:.0%}"
+                    " of the budget",
+                    bpe["over"] == 0,
+                )
             )
-        )
+            out.append(
+                _row(
+                    f"budget_tokens={int(budget):,}: estimate's mean overshoot of {encoding} ≤ 15%",
+                    f"{bpe['mean_overshoot']:.1%} (largest {bpe['max_overshoot']:.1%})",
+                    bpe["mean_overshoot"] <= 0.15,
+                )
+            )
+    return out
+
+
+def _cache_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kept prefix after 1 and 10 appends, per thread size and view (DESIGN §5)."""
+    out = []
+    for size, figures in section.items():
+        if not isinstance(figures, dict) or "views" not in figures:
+            continue
+        for view, kept in figures["views"].items():
+            for after, goal in (("after_1", 0.90), ("after_10", 0.75)):
+                out.append(
+                    _row(
+                        f"kept prefix {after.replace('_', ' ')} append(s) ≥ {goal:.0%}:"
+                        f" {view}, {int(size):,} messages",
+                        f"{kept[after]:.1%} median of {figures['trials']}"
+                        f" (lowest {kept[after + '_min']:.1%})",
+                        kept[after] >= goal,
+                    )
+                )
     return out
 
 
@@ -158,5 +188,6 @@ def judge(results: dict[str, Any]) -> list[dict[str, Any]]:
         *_throughput_rows(results.get("throughput", {})),
         *_peer_rows(results.get("peers", {})),
         *_token_rows(results.get("tokens", {})),
+        *_cache_rows(results.get("cache", {})),
         *_memory_rows(results.get("memory", {}), latency),
     ]

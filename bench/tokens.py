@@ -11,7 +11,7 @@ assistant line, each cut to 150 characters. No model is involved, so every figur
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from frs import FrsError, ReasoningService, SessionId, ViewOptions
 from frs.text import estimate_tokens
 from storage import SqliteStore, open_database
 
-BUDGETS = (1_000, 4_000)
+BUDGETS = (1_000, 4_000, 20_000)
 LINE_CHARS = 150
 
 
@@ -92,12 +92,31 @@ async def _distill(
     return {"completed_runs": len(completed), "squashed": squashed, "kept": kept, "why": refused}
 
 
+def _bpe_totals(views: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """Per BPE encoding: views over the budget in real tokens, and how far the estimate lies
+    above the real count on average (its overshoot: a view that much smaller than it could be)."""
+    out: dict[str, Any] = {}
+    for name in views[0].get("bpe", {}) if views else ():
+        real = [view["bpe"][name] for view in views]
+        overshoot = [view["est"] / count - 1 for view, count in zip(views, real, strict=True)]
+        out[name] = {
+            "over": sum(count > budget for count in real),
+            "largest_share": round(max(real) / budget, 3),
+            "mean_overshoot": round(sum(overshoot) / len(overshoot), 3),
+            "max_overshoot": round(max(overshoot), 3),
+        }
+    return out
+
+
 async def run(
     folder: Path,
     corpus: list[Transcript],
     tokenizer: Tokenizer,
     log: Callable[[str], None],
+    checks: Sequence[Tokenizer] = (),
 ) -> dict[str, Any]:
+    """`checks`: more BPE tokenizers every budgeted view is counted in (o200k_base and
+    cl100k_base), so a budget is checked in real tokens, not only in the estimator's."""
     fields = view_fields()
     has_merge = "merge_runs" in fields
     has_budget = "budget_tokens" in fields
@@ -131,8 +150,10 @@ async def run(
                 row["budget"] = {}
                 for budget in BUDGETS:
                     options = view_options(budget_tokens=budget)
-                    counted: dict[str, Any] = both(await service.view(options, sid))
+                    text = await service.view(options, sid)
+                    counted: dict[str, Any] = both(text)
                     counted["over"] = counted["est"] > budget
+                    counted["bpe"] = {check.name: check.count(text) for check in checks}
                     row["budget"][str(budget)] = counted
             row["distill"] = await _distill(service, sid, transcript)
             row["distilled"] = both(await service.view(ViewOptions(), sid))
@@ -150,6 +171,7 @@ async def run(
                 for unit in ("tokens", "est")
             }
             totals[key]["over"] = sum(r["budget"][str(budget)]["over"] for r in rows)
+            totals[key]["bpe"] = _bpe_totals([r["budget"][str(budget)] for r in rows], budget)
     return {
         "tokenizer": tokenizer.name,
         "tokenizer_note": tokenizer.note,
