@@ -259,6 +259,7 @@ def _starts_block(position: int, block: int) -> bool:
 # -- a budgeted view -------------------------------------------------------------------------
 
 _CHUNK = 64  # entries read at a time as the walk goes back
+_LEAST_ENTRY_TOKENS = 5
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
 _MARKER = "… older entries left out here (the last line says which)"
 _STAMP = " [2025-01-02 10:00]"
@@ -284,6 +285,13 @@ class Candidates:
         if self.selection.shown is not None:
             return self.selection.shown[index].position
         return self.selection.first + index
+
+    def positions(self, lo: int, hi: int) -> Sequence[int]:
+        """The positions of candidates `lo`..`hi - 1`: a range for a stretch of the thread,
+        which names 100,000 left-out positions without listing them."""
+        if self.selection.shown is None:
+            return range(self.selection.first + lo, self.selection.first + hi)
+        return [s.position for s in self.selection.shown[lo:hi]]
 
     def anchor(self, index: int) -> int:
         return self.selection.first + index if self.selection.shown is None else index + 1
@@ -378,7 +386,9 @@ def tier_lines(entry: Entry, tier: Tier, preview: int) -> list[str]:
 
 
 def weigh(lines: Sequence[str]) -> float:
-    """Estimated tokens of lines joined by newlines, counting one newline after each."""
+    """Estimated tokens of lines joined by newlines, counting one newline after each. One call
+    for them all: the estimate of a whole is at most the sum of its parts', so the weights of
+    an entry's lines, summed over entries, never fall short of the view's."""
     return sum(token_weight(line) for line in lines) + len(lines) * token_weight("\n")
 
 
@@ -408,6 +418,10 @@ async def _task(request: Request, budget: int) -> Pinned:
 async def fits_whole(candidates: Candidates, room: float) -> bool:
     """Whether every candidate whole fits `room`; reads back from the newest only as far as
     the room reaches, so a long thread far over it costs what its last entries cost."""
+    # An entry whole is at least its label, role and newline, some 6 estimated tokens: a
+    # selection of more entries than that leaves room for cannot fit, and is not read.
+    if candidates.count * _LEAST_ENTRY_TOKENS > room:
+        return False
     used = 0.0
     for index in range(candidates.count - 1, -1, -1):
         used += await candidates.size(index, "whole")
@@ -424,7 +438,7 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
     room = budget - fixed
     shape = await fit(candidates, room)
     if shape is not None and _pins(pinned, candidates, shape):
-        # The task is left out: pin it, in room the entries give up.
+        # The task is not shown as an entry of its own: pin it, in room the entries give up.
         room -= weigh(pinned.task_lines)
         shape = await fit(candidates, room)
     for _ in range(_TRIES):
@@ -499,7 +513,7 @@ async def _assemble(
     top = shape.first + grouped  # the first candidate shown as an entry of its own
     groups = await _group_lines(request, candidates, shape, top)
     entries, trailing, counts = await _entries(request, candidates, shape, top)
-    left_out = [candidates.position(i) for i in range(shape.first)]
+    left_out = candidates.positions(0, shape.first)
     figures = (shape.count("whole"), shape.count("card"), shape.count("line"), grouped)
     note = _note(request, budget, figures, left_out, [])
     shown = [candidates.position(i) for i in range(shape.first, candidates.count)]
@@ -598,7 +612,7 @@ def _note(
     shown += [f"{n:,} {what}" for n, what in ((cards, "cards"), (lines, "one-line")) if n]
     shown += [f"{grouped:,} grouped"] if grouped else []
     text = f"Budget ~{budget:,} tokens: {', '.join(shown)}"
-    positions = list(left_out or widest)
+    positions = left_out or widest
     if not positions:
         return text
     text += f"; {spans(positions)} out"
