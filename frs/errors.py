@@ -3,8 +3,10 @@
     FrsError
     ├── NotFound          SessionNotFound, AliasNotFound
     ├── Conflict          StaleRevision, AlreadyRestored, CoveredByLaterSquash, AliasTaken
-    └── InvalidRequest    PositionOutOfRange, SplitsToolCall, SummaryTooLarge, SummaryNotSmaller,
-                          InvalidContent, InvalidAlias, NothingToSquash, SourceRefused
+    ├── InvalidRequest    PositionOutOfRange, SplitsToolCall, SummaryTooLarge, SummaryNotSmaller,
+    │                     InvalidContent, InvalidAlias, NothingToSquash, SourceRefused
+    └── StoreError        StoreUnavailable, StoreReadOnly, StoreFull (the store failed, not the
+                          request; raised by a store, with the engine's own words)
 
 The server turns any FrsError into a tool error whose text is `str(exc)`; anything else is a bug.
 """
@@ -173,3 +175,20 @@ class AliasTaken(Conflict):
 
 class SourceRefused(InvalidRequest):
     """A file source that may not or cannot be read; the message says which rule refused it."""
+
+
+class StoreError(FrsError):
+    """The store failed, not the request, and rolled back: nothing was changed. `str(exc)` is
+    the engine's own message; the edge says what to check."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached, opened or locked in time, or its disk failed."""
+
+
+class StoreReadOnly(StoreError):
+    """The store takes no writes (a read-only file, a standby)."""
+
+
+class StoreFull(StoreError):
+    """The store's disk or quota is full."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sqlite3
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 
 # First of ours, again: if a foreign server/__init__.py replaced ours, it did not run the check.
 import server.origin  # noqa: F401
+from frs import StoreError
 from server import exporter, importer
 from server.app import build_server, version
 from server.deps import open_deps
@@ -313,7 +313,7 @@ def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: objec
     except SchemaTooNew as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
-    except (sqlite3.Error, OSError) as exc:
+    except (StoreError, OSError) as exc:
         print(f"frs-mcp: cannot open the database {settings.database}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
-from frs import FrsError, InvalidRequest, NotFound, SessionNotFound
+from frs import FrsError, InvalidRequest, NotFound, SessionNotFound, StoreError
 
 
 @contextmanager
@@ -18,6 +17,13 @@ def tool_errors() -> Iterator[None]:
     """Turn domain failures into tool errors the model can read and act on."""
     try:
         yield
+    except StoreError as exc:
+        # The store failed, not the request (a full disk, a read-only file, a lock held past
+        # the busy timeout); the transaction was rolled back.
+        raise ToolError(
+            f"The database failed: {exc}. Nothing was changed. Check that the disk has room "
+            "and that the database file is writable, then call again."
+        ) from exc
     except FrsError as exc:
         raise ToolError(str(exc)) from exc
     except UnicodeEncodeError as exc:
@@ -26,13 +32,6 @@ def tool_errors() -> Iterator[None]:
         raise ToolError(
             "An argument contains an unpaired surrogate (a half of a UTF-16 pair), which is "
             "not valid Unicode text. Send valid UTF-8 text."
-        ) from exc
-    except sqlite3.OperationalError as exc:
-        # The file failed, not the request (a full disk, a read-only file, a lock held past the
-        # busy timeout); the transaction was rolled back.
-        raise ToolError(
-            f"The database failed: {exc}. Nothing was changed. Check that the disk has room "
-            "and that the database file is writable, then call again."
         ) from exc
 
 

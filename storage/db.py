@@ -18,6 +18,7 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
+from frs.errors import StoreError, StoreFull, StoreReadOnly, StoreUnavailable
 from storage.migrations import MIGRATIONS, SchemaTooNew, migrate
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,11 @@ class Database:
                 yield self._writer
                 with anyio.CancelScope(shield=True):
                     await self._writer.commit()
-            except BaseException:
+            except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await self._writer.rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise store_error(exc) from exc
                 raise
 
     @asynccontextmanager
@@ -63,6 +66,8 @@ class Database:
             try:  # BEGIN inside, for the reason given in `transaction`
                 await self._reader.execute("begin")
                 yield self._reader
+            except sqlite3.Error as exc:
+                raise store_error(exc) from exc
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._reader.rollback()
@@ -136,6 +141,19 @@ async def _enter_wal(conn: aiosqlite.Connection, path: str) -> None:
         log.warning("%s: SQLite kept journal mode %r instead of WAL", path, mode)
 
 
+def store_error(error: sqlite3.Error) -> StoreError:
+    """The domain's word for what SQLite said, by its result code; the message stays
+    SQLite's own."""
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == sqlite3.SQLITE_READONLY:
+        return StoreReadOnly(str(error))
+    if code == sqlite3.SQLITE_FULL:
+        return StoreFull(str(error))
+    # Busy or locked past the timeout, an I/O error (a disk full under a quota reports one),
+    # a file that cannot be opened or is not a database.
+    return StoreUnavailable(str(error))
+
+
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
     if code is not None:
@@ -165,11 +183,17 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
                 f"{file.parent} is not a folder (a file of that name is in the way)"
             ) from None
         where = str(file)
-    writer = await _connect(where)
+    try:
+        writer = await _connect(where)
+    except sqlite3.Error as exc:
+        raise store_error(exc) from exc
     reader = writer
     try:
         if where != MEMORY:
-            reader = await _connect(where)
+            try:
+                reader = await _connect(where)
+            except sqlite3.Error as exc:
+                raise store_error(exc) from exc
         db = Database(where, writer, reader)
         version = await migrate(db)
         log.info("database %s ready (schema version %d)", where, version)

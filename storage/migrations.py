@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
 
 import aiosqlite
 
 from frs.model import ToolCall
 from frs.text import estimate_tokens, message_body
 
-if TYPE_CHECKING:
-    from storage.db import Database
+
+class Migratable(Protocol):
+    """What `migrate` needs of a database (`storage.db.Database` is one)."""
+
+    async def user_version(self, conn: aiosqlite.Connection | None = None) -> int: ...
+    def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]: ...
+
 
 _MESSAGE_COLUMNS_V1 = (
     "id, session_id, number, ord, ord_last, live, role, kind, lane, content, name, tool_calls,"
@@ -259,7 +265,7 @@ async def _estimate_again(conn: aiosqlite.Connection) -> None:
 BACKFILLS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {5: _estimate_again}
 
 
-async def migrate(db: Database) -> int:
+async def migrate(db: Migratable) -> int:
     """Bring the schema to the newest version; returns the version reached."""
     current = await db.user_version()
     if current > len(MIGRATIONS):
