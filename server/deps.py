@@ -25,6 +25,11 @@ class Deps:
 DepsContext = Context[Deps]
 
 
+def service(ctx: DepsContext) -> ReasoningService:
+    """The service a handler's request runs against."""
+    return ctx.request_context.lifespan_context.service
+
+
 @asynccontextmanager
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the database and the service; close them on exit."""

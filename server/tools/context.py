@@ -1,0 +1,112 @@
+"""What frames the thread: the plan and its checkpoints, and context sources."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from frs import PlanStep
+from frs.render import escape_inline
+from server.deps import DepsContext, service
+from server.errors import tool_errors
+from server.tools.arguments import RevisionArg, SessionArg, StepIn, choices, session_of
+from server.tools.results import Revision, result
+
+
+async def frs_plan(
+    ctx: DepsContext,
+    steps: Annotated[
+        list[StepIn] | None,
+        Field(description="The whole plan, replacing the old one: [{text, status}]."),
+    ] = None,
+    checkpoint: Annotated[
+        str | None, Field(description="Name a checkpoint after the newest entry.")
+    ] = None,
+    expected_revision: RevisionArg = None,
+    session_id: SessionArg = None,
+) -> Annotated[CallToolResult, Revision]:
+    """Set the plan (shown under the title: ✓ done · ▶ doing · ○ todo) and/or add a checkpoint.
+
+    Example: frs_plan(steps=[{"text": "reproduce", "status": "done"},
+      {"text": "find cause", "status": "doing"}, {"text": "fix"}], checkpoint="reproduced")
+    """
+    plan = [PlanStep(s.text, s.status) for s in steps] if steps is not None else None  # type: ignore[arg-type]
+    with tool_errors():
+        session, current = await service(ctx).update_plan(
+            plan, checkpoint, session_of(session_id), expected_revision
+        )
+    shown = " · ".join(f"{s.status}: {s.text}" for s in current) or "no steps"
+    marked = f"; checkpoint {checkpoint.strip()!r} added" if checkpoint else ""
+    return result(
+        f"Plan: {shown}{marked} · revision {session.revision}",
+        Revision(session_id=session.id, revision=session.revision),
+    )
+
+
+async def frs_source(
+    ctx: DepsContext,
+    action: Annotated[
+        str,
+        Field(
+            description="add: register text or a file under an alias; list: every source; "
+            "verify: re-hash every file and list the changed ones; remove: forget one.",
+            json_schema_extra=choices(("add", "list", "verify", "remove")),
+        ),
+    ] = "list",
+    alias: Annotated[
+        str | None,
+        Field(
+            description="PREFIX.name, e.g. H.main (code), S.entities (schema), D.readme "
+            "(docs), A.adr1 (decision), T.contract (tests), P (prep), PR (profiles); for a "
+            "file, a prefix alone (H) or nothing derives the name from the file name."
+        ),
+    ] = None,
+    text: Annotated[str | None, Field(description="add: the text, registered inline.")] = None,
+    path: Annotated[
+        str | None,
+        Field(description="add: a file under a folder the operator allowed (--allow-root)."),
+    ] = None,
+    expected_revision: RevisionArg = None,
+    session_id: SessionArg = None,
+) -> str:
+    """Register large artifacts (files, schemas, decisions) under short aliases.
+
+    The view then lists one line per source instead of the whole text, and get_alias(alias)
+    returns the full current text; a file that changed since registration is reported with
+    its old and new sha8.
+    Example: frs_source(action="add", path="handlers/main.py") -> H.main@9f8e7d6c
+    """
+    sid = session_of(session_id)
+    with tool_errors():
+        if action == "add":
+            source, revision = await service(ctx).add_source(
+                alias, text, path, sid, expected_revision
+            )
+            size = f"{source.lines:,} {'line' if source.lines == 1 else 'lines'}"
+            return (
+                f"Registered {source.alias}@{source.sha8} {escape_inline(source.where)} · "
+                f"{size} · {source.chars:,} chars. Read it with "
+                f'get_alias(alias="{source.alias}") · revision {revision}'
+            )
+        if action == "remove":
+            if alias is None:
+                raise ToolError("action='remove' needs alias, e.g. alias='H.main'.")
+            source, revision = await service(ctx).remove_source(alias, sid, expected_revision)
+            where = escape_inline(source.where)
+            return f"Removed source {source.alias} ({where}) · revision {revision}"
+        if action in ("list", "verify"):
+            session, states = await service(ctx).source_states(sid, check=action == "verify")
+            if not states:
+                return (
+                    f"No sources in session {session.id}. Register one with "
+                    "frs_source(action='add', alias=..., text=... or path=...)."
+                )
+            lines = [state.line() for state in states]
+            if action == "verify":
+                changed = sum(1 for s in states if s.changed or s.sha256 is None)
+                lines.append(f"{changed} of {len(states)} sources changed or unreadable")
+            return "\n".join(lines)
+    raise ToolError(f"action is {action!r}; use add, list, verify or remove.")
