@@ -7,7 +7,6 @@ the session's revision by one; a stale `expected_revision` changes nothing.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -54,10 +53,9 @@ from frs.ops import (
 )
 from frs.ports import FileReader, Store, ThreadReader, ThreadTx
 from frs.render import (
-    Entry,
     escape_inline,
     plural,
-    render_entry,
+    render_originals,
 )
 from frs.selection import check_view_options
 from frs.sources import SourceState, count_lines, source_alias
@@ -497,7 +495,7 @@ class ReasoningService:
     ) -> Squashed:
         before, after = squash_tokens(window, summary)
         now = self.clock()
-        originals = _render_originals(window)
+        originals = render_originals(window)
         squash = Squash(
             n=session.next_squash,
             summary_number=session.next_number,
@@ -800,7 +798,7 @@ class ReasoningService:
                 if not sha_matches(ref, squash.sha256):
                     raise _sha_mismatch(alias, squash.alias)
                 members = await reader.squash_members(session.id, squash.n)
-                text = _render_originals(members)
+                text = render_originals(members)
                 state = " · restored" if squash.restored else ""
                 heading = (
                     f"{squash.alias} · the {squash.count} entries squashed into one summary "
@@ -1072,19 +1070,6 @@ class ReasoningService:
             )
         check_text(value, what)
         return value
-
-
-def _render_originals(entries: Sequence[Message]) -> str:
-    """What a squash replaced, as full entries labelled by their permanent numbers."""
-    lines: list[str] = []
-    for message in entries:
-        label = (
-            f"{message.ord}–{message.ord_last}"
-            if message.ord_last != message.ord
-            else str(message.ord)
-        )
-        lines.extend(render_entry(Entry(label, message), preview_chars=math.inf))  # type: ignore[arg-type]
-    return "\n".join(lines)
 
 
 def _span(unit: str, first: int, last: int) -> str:

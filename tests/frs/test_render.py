@@ -18,6 +18,8 @@ from frs.render import (
     lane_counts,
     plan_line,
     render_entry,
+    render_original,
+    render_originals,
     render_view,
 )
 from frs.text import estimate_tokens
@@ -430,3 +432,57 @@ class TestView:
         assert checkpoint_line(Checkpoint('say "hi"\x00', 3, 2, NOW)) == (
             '— checkpoint "say "hi"\\u0000" · revision 3'
         )
+
+
+class TestOriginals:
+    def test_content_and_arguments_are_uncut_and_unminified(self) -> None:
+        arguments = '{"path": "w.py",\n "text": "' + "w" * 3000 + '"}'
+        calls = (ToolCall("c7", "write", arguments),)
+        result = msg(8, '{\n  "ok": true\n}', role="tool", name="write", tool_call_id="c7")
+        assert render_originals([msg(7, "", role="assistant", tool_calls=calls), result]) == (
+            "[7] Assistant:\n"
+            "    [tool_use:write id=c7]\n"
+            '    {"path": "w.py",\n'
+            '     "text": "' + "w" * 3000 + '"}\n'
+            "[8] Tool write (answers c7):\n"
+            "    {\n"
+            '      "ok": true\n'
+            "    }"
+        )
+
+    def test_a_carriage_return_stays_in_its_line_spelled_out(self) -> None:
+        assert render_original(msg(1, "one\r\ntwo\r")) == [
+            "[1] User:",
+            "    one\\u000d",
+            "    two\\u000d",
+        ]
+
+    def test_empty_arguments_still_get_their_line(self) -> None:
+        calls = (ToolCall("c1", "now", ""),)
+        shown = render_original(msg(2, "", role="assistant", tool_calls=calls))
+        assert shown == ["[2] Assistant:", "    [tool_use:now id=c1]", "    "]
+
+    @pytest.mark.parametrize(
+        ("name", "call_id", "head", "call"),
+        [
+            ("x id=c9", "c1", "[3] Tool x id\\=c9 (answers c1):", "[tool_use:x id\\=c9 id=c1]"),
+            ("ok", "c1) (answers c2", "[3] Tool ok (answers c1\\) \\(answers c2):", None),
+            ("a]\n[9] User: b", "c1", "[3] Tool a\\]\\u000a\\[9\\] User\\: b (answers c1):", None),
+        ],
+    )
+    def test_names_and_ids_split_one_way_only(
+        self, name: str, call_id: str, head: str, call: str | None
+    ) -> None:
+        result = msg(3, "r", role="tool", name=name, tool_call_id=call_id)
+        assert render_original(result) == [head, "    r"]
+        if call is not None:
+            made = msg(3, "", role="assistant", tool_calls=(ToolCall(call_id, name, "{}"),))
+            assert render_original(made)[1] == "    " + call
+
+    def test_a_summary_is_labelled_by_the_span_it_covers(self) -> None:
+        shown = render_original(summary(9, "(a) done\nb", covered=3, ord=4, ord_last=6))
+        assert shown == [
+            "[4–6] Summary of 3 messages (SQ.1@0b4f2d11):",
+            "    \\(a) done",
+            "    b",
+        ]
