@@ -221,12 +221,12 @@ class TestRenderSafety:
         assert sum(line.startswith("· ") for line in lines) == 1, view
 
 
-_PLAIN_FIELD = re.compile(r"^[^\\\[\],:→·=()\n]*$")
+_PLAIN_FIELD = re.compile(r"[^\\\[\],:→·=()\n]*")
 
 
 def _plain(field: str) -> bool:
     """A name or id the originals show as it is, nothing escaped or spelled out."""
-    return bool(_PLAIN_FIELD.match(field)) and not _raw_characters(field)
+    return bool(_PLAIN_FIELD.fullmatch(field)) and not _raw_characters(field)
 
 
 async def _originals_of(folder: Path, drawn: list[Drawn]) -> str:
