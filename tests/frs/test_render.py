@@ -3,6 +3,7 @@ entries, footers and whole views (DESIGN.md §5)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -167,10 +168,11 @@ class TestToolAnnotation:
                 "[tool_use:bash, cmd:pytest -k test_sync --count 20]",
             ),
             (
-                '{"path": "src/", "query": "flaky tests", "limit": 5}',
-                "[tool_use:bash, query:flaky tests]",
+                '{"limit": 5, "query": "flaky tests", "path": "src/"}',
+                "[tool_use:bash, path:src/]",
             ),
-            ('{"limit": 5, "path": "src/"}', "[tool_use:bash, limit:5]"),
+            ('{"limit": 5, "query": "flaky tests"}', "[tool_use:bash, query:flaky tests]"),
+            ('{"limit": 5, "all": true}', "[tool_use:bash, limit:5]"),
             ('{"paths": ["a.py", "b.py"]}', '[tool_use:bash, paths:["a.py", "b.py"]]'),
             ('{"cmd": "echo  one\\n\\n   two"}', "[tool_use:bash, cmd:echo one two]"),
             ("ls -la /tmp", "[tool_use:bash, ls -la /tmp]"),
@@ -181,7 +183,7 @@ class TestToolAnnotation:
             ('{"q": "a\\u202eb"}', "[tool_use:bash, q:a\\u202eb]"),
         ],
     )
-    def test_shows_the_query_argument_else_the_first(self, arguments: str, shown: str) -> None:
+    def test_shows_the_telling_argument(self, arguments: str, shown: str) -> None:
         assert annotate_call(ToolCall("c1", "bash", arguments)) == shown
 
     def test_a_long_value_is_shortened_to_sixty_characters(self) -> None:
@@ -218,6 +220,69 @@ class TestToolAnnotation:
     def test_a_tool_name_cannot_pass_for_content_in_its_entry_marker(self) -> None:
         lines = render_entry(Entry("3", msg(3, "ok", role="tool", name="bash: [tool_use:rm]")), 200)
         assert lines == ["[3] Tool bash\\: \\[tool_use\\:rm\\]: ok"]
+
+
+class TestTellingArgument:
+    @pytest.mark.parametrize(
+        ("arguments", "key"),
+        [
+            ({"replace_all": False, "file_path": "a.py", "old_string": "x"}, "file_path"),
+            ({"content": "text", "notebook_path": "n.ipynb"}, "notebook_path"),
+            ({"description": "List", "command": "ls", "timeout": 5}, "command"),
+            ({"code": "print(1)", "url": "https://x.org"}, "code"),
+            ({"headers": {"a": "b"}, "url": "https://x.org", "query": "q"}, "url"),
+            ({"max": 3, "pattern": "*.py", "description": "find"}, "pattern"),
+            ({"todos": [{"content": "a"}], "title": "t"}, "title"),
+            ({"count": 3, "todos": [{"content": "a"}]}, "todos"),
+            ({"replace_all": True, "limit": 3}, "replace_all"),
+            ({"path": "", "query": "q"}, "query"),
+            ({"PATH": "/a", "cmd": "ls"}, "PATH"),
+            ({"cwd": "/repo", "cmd": "ls"}, "cmd"),
+            ({"workdir": "/repo", "command": ["bash", "-lc", "ls"]}, "command"),
+            ({"tags": ["a"], "workdir": "/repo"}, "workdir"),
+            ({"directory": "src", "pattern": "*.py"}, "directory"),
+            ({"cwd": "/repo", "file": "a.py"}, "file"),
+            ({"file_name": "fields.py", "dir": "src"}, "file_name"),
+            ({"command": "view", "path": "/w/src/match.c"}, "path"),
+            ({"pattern": "flush", "query": "Syncer.flush"}, "query"),
+        ],
+    )
+    def test_a_file_then_a_command_folder_url_query_then_text_lists_and_scalars_last(
+        self, arguments: dict[str, Any], key: str
+    ) -> None:
+        shown = annotate_call(ToolCall("c1", "t", json.dumps(arguments)))
+        assert shown.startswith(f"[tool_use:t, {key}:"), shown
+
+    @pytest.mark.parametrize(
+        ("path", "shown"),
+        [
+            (
+                "/home/USER/projects/elixir/spotter/lib/spotter/indexer/transcript_indexer.ex",
+                "…/elixir/spotter/lib/spotter/indexer/transcript_indexer.ex",
+            ),
+            (
+                "/home/USER/projects/" + "d" * 40 + "/lib/spotter/indexer.ex",
+                "…/lib/spotter/indexer.ex",
+            ),
+            ("/" + "a" * 59, "/" + "a" * 59),
+            ("/" + "a" * 80, "…" + "a" * 59),
+            ("C:\\Users\\" + "me\\" * 20 + "main.py", "…\\" + "me\\" * 16 + "main.py"),
+        ],
+    )
+    def test_a_long_path_keeps_its_tail_from_a_separator(self, path: str, shown: str) -> None:
+        annotation = annotate_call(ToolCall("c1", "Read", json.dumps({"file_path": path})))
+        assert annotation == f"[tool_use:Read, file_path:{shown}]"
+        assert len(shown) <= 60
+
+    def test_a_long_folder_keeps_its_tail_too(self) -> None:
+        folder = "/home/USER/projects/" + "p" * 50 + "/crates/core"
+        annotation = annotate_call(ToolCall("c1", "ls", json.dumps({"directory": folder})))
+        assert annotation == "[tool_use:ls, directory:…/crates/core]"
+
+    def test_another_long_value_keeps_its_head(self) -> None:
+        command = "cargo test --workspace " + "--features x " * 10
+        annotation = annotate_call(ToolCall("c1", "Bash", json.dumps({"command": command})))
+        assert annotation == f"[tool_use:Bash, command:{command[:59]}…]"
 
 
 class TestTokens:
@@ -279,7 +344,7 @@ class TestEntry:
     def test_tool_calls_follow_the_text_in_their_order(self) -> None:
         calls = (
             ToolCall("c1", "bash", '{"cmd": "ls"}'),
-            ToolCall("c2", "grep", '{"pattern": "x", "query": "needle"}'),
+            ToolCall("c2", "grep", '{"limit": 3, "query": "needle"}'),
         )
         assert lines_of(msg(2, "Looking.", role="assistant", tool_calls=calls)) == [
             "[2] Assistant: Looking.",

@@ -267,7 +267,7 @@ class TestRecord:
         assert shown.split("\n")[1:6] == [
             "[1] Assistant: Looking.",
             "    [tool_use:bash, cmd:pytest -x]",
-            "    [tool_use:grep, query:def flush]",  # `query` wins over the first key
+            "    [tool_use:grep, path:sync.py]",  # a path wins over the query
             "[2] Tool bash: 1 failed",
             "[3] Tool grep: sync.py:42",
         ]
