@@ -161,6 +161,11 @@ class RecordOut(Revision):
     numbers: Annotated[list[int], _INTEGERS] = Field(
         description="Their permanent numbers (aliases M.<number>), in order (contiguous)."
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Pairing problems the batch was recorded with (a result for an unknown or "
+        "already answered call, a call id made again), each naming messages[index] and the id.",
+    )
 
 
 class SquashOut(Revision):
@@ -335,7 +340,8 @@ def register(server: MCPServer[Any]) -> None:
 
         Record what you say, the tools you call (tool_calls) and their results (role tool with
         tool_call_id), so the thread can be viewed and distilled. thinking messages are kept but
-        never numbered.
+        never numbered. A result for a call id never made or already answered, or a call id made
+        again, is recorded with a Warning line naming messages[index].
         Example: frs_record(messages=[{"role": "user", "content": "Fix the flaky test"},
           {"role": "assistant", "content": "Running it", "tool_calls": [{"id": "c1", "name": "bash",
           "arguments": {"cmd": "pytest -x"}}]}, {"role": "tool", "name": "bash",
@@ -356,6 +362,7 @@ def register(server: MCPServer[Any]) -> None:
             revision=done.revision,
             positions=list(done.positions),
             numbers=list(done.numbers),
+            warnings=list(done.warnings),
         )
         return _result(done.text(), out)
 

@@ -207,7 +207,13 @@ class TestSession:
         assert again_text.endswith("; it existed, so the title given was not applied")
         assert again == first
         assert other != first
-        assert done == {"session_id": first, "revision": 2, "positions": [2], "numbers": [2]}
+        assert done == {
+            "session_id": first,
+            "revision": 2,
+            "positions": [2],
+            "numbers": [2],
+            "warnings": [],
+        }
         assert different not in (first, other)
 
     async def test_a_first_call_without_a_session_creates_one(self, connect: Connect) -> None:
@@ -228,6 +234,7 @@ class TestRecord:
             "revision": 1,
             "positions": [1],
             "numbers": [1],
+            "warnings": [],
         }
 
     async def test_a_batch_answers_with_its_positions(self, connect: Connect) -> None:
@@ -244,6 +251,7 @@ class TestRecord:
             "revision": 3,
             "positions": [2, 3, 4],
             "numbers": [4, 5, 6],
+            "warnings": [],
         }
 
     async def test_tool_calls_with_object_and_string_arguments(self, connect: Connect) -> None:
