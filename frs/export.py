@@ -4,6 +4,11 @@ Summaries become plain assistant text marked as summaries; thinking is left out.
 is answered by the result that follows it; a call not followed by its result gets a short
 placeholder result, and a result with no call right before it becomes plain text, so the output
 always satisfies the providers' pairing rules.
+
+Both shapes send the same call ids, made unique by one rule (`export_call_id`): every character
+outside `[a-zA-Z0-9_-]` becomes `_` (an empty id becomes `call`), and an id already sent earlier
+in the same payload gets the first free suffix `_2`, `_3`, … (`c1`, `c1` → `c1`, `c1_2`). A result
+carries the id sent for the call it answers.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from frs.render import summary_prefix
 # True also when the result was recorded later (after a user turn, say): it then follows as
 # text, since the providers want every result right after its call.
 NO_RESULT = "(no result followed this call directly)"
+_NOT_ID = re.compile(r"[^a-zA-Z0-9_-]")  # what the Messages API refuses in a tool_use id
 
 
 def _summary_text(message: Message) -> str:
@@ -35,26 +41,19 @@ def _orphan_text(message: Message) -> str:
 def to_openai(entries: Sequence[Message]) -> list[dict[str, Any]]:
     """Chat Completions messages: system/user/assistant/tool, tool results right after calls."""
     out: list[dict[str, Any]] = []
-    pending: list[str] = []  # call ids of the last assistant message still awaiting results
+    calls = _Calls()
 
     def close_pending() -> None:
-        for call_id in pending:
-            out.append({"role": "tool", "tool_call_id": call_id, "content": NO_RESULT})
-        pending.clear()
+        for sent in calls.close():
+            out.append({"role": "tool", "tool_call_id": sent, "content": NO_RESULT})
 
     for message in entries:
         if message.kind == "thinking":
             continue
         if message.role == "tool" and message.kind == "message":
-            if message.tool_call_id in pending:
-                pending.remove(message.tool_call_id)
-                out.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": message.tool_call_id,
-                        "content": message.content,
-                    }
-                )
+            sent = calls.answer(message.tool_call_id)
+            if sent is not None:
+                out.append({"role": "tool", "tool_call_id": sent, "content": message.content})
             else:
                 close_pending()
                 out.append({"role": "user", "content": _orphan_text(message)})
@@ -69,7 +68,7 @@ def to_openai(entries: Sequence[Message]) -> list[dict[str, Any]]:
                     "content": message.content or None,
                     "tool_calls": [
                         {
-                            "id": call.id,
+                            "id": calls.make(call.id),
                             "type": "function",
                             "function": {"name": call.name, "arguments": call.arguments or "{}"},
                         }
@@ -77,7 +76,6 @@ def to_openai(entries: Sequence[Message]) -> list[dict[str, Any]]:
                     ],
                 }
             )
-            pending.extend(call.id for call in message.tool_calls)
         else:
             out.append({"role": message.role, "content": message.content})
     close_pending()
@@ -89,8 +87,7 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
     tool_use blocks answered by tool_result blocks in the next user message."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
-    pending: list[tuple[str, str]] = []  # (recorded call id, id sent) awaiting a result
-    ids = _ToolUseIds()
+    calls = _Calls()
 
     def add(role: str, block: dict[str, Any]) -> None:
         if turns and turns[-1]["role"] == role:
@@ -99,16 +96,8 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
             turns.append({"role": role, "content": [block]})
 
     def close_pending() -> None:
-        for _, sent in pending:
+        for sent in calls.close():
             add("user", {"type": "tool_result", "tool_use_id": sent, "content": NO_RESULT})
-        pending.clear()
-
-    def answer(call_id: str | None) -> str | None:
-        for index, (recorded, sent) in enumerate(pending):
-            if recorded == call_id:
-                del pending[index]
-                return sent
-        return None
 
     for message in entries:
         if message.kind == "thinking":
@@ -117,7 +106,7 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
             system.append(message.content)
             continue
         if message.role == "tool" and message.kind == "message":
-            sent = answer(message.tool_call_id)
+            sent = calls.answer(message.tool_call_id)
             if sent is not None:
                 add(
                     "user",
@@ -138,17 +127,15 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
             if message.content.strip():
                 add("assistant", {"type": "text", "text": message.content})
             for call in message.tool_calls:
-                sent = ids.new(call.id)
                 add(
                     "assistant",
                     {
                         "type": "tool_use",
-                        "id": sent,
+                        "id": calls.make(call.id),
                         "name": call.name,
                         "input": _input(call.arguments),
                     },
                 )
-                pending.append((call.id, sent))
             if not message.content.strip() and not message.tool_calls:
                 add("assistant", {"type": "text", "text": "(empty)"})
         else:
@@ -175,18 +162,46 @@ def _nonblank(text: str) -> str:
     return text if text.strip() else "(empty)"
 
 
-class _ToolUseIds:
-    """tool_use ids the Messages API accepts: `[a-zA-Z0-9_-]+`, unique in one payload. Recorded
-    transcripts reuse ids (a call id per turn) and use other characters (`run/call-1`)."""
+def export_call_id(recorded: str, sent: set[str]) -> str:
+    """The id an export sends for a call recorded as `recorded`, given the ids `sent` before it
+    in the payload: the allowed alphabet, then the first free `_2`, `_3`, … suffix (module
+    docstring). Recorded transcripts reuse ids (a call id per turn) and use other characters
+    (`run/call-1`); the Messages API refuses both, and a Chat Completions pair by a repeated id
+    is ambiguous."""
+    base = _NOT_ID.sub("_", recorded) or "call"
+    candidate, n = base, 1
+    while candidate in sent:
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate
+
+
+class _Calls:
+    """The calls of one payload: the ids sent so far, and the calls of the last assistant
+    message still awaiting their results, as (recorded id, sent id)."""
 
     def __init__(self) -> None:
-        self.used: set[str] = set()
+        self.sent: set[str] = set()
+        self.pending: list[tuple[str, str]] = []
 
-    def new(self, recorded: str) -> str:
-        base = re.sub(r"[^a-zA-Z0-9_-]", "_", recorded) or "call"
-        sent, n = base, 1
-        while sent in self.used:
-            n += 1
-            sent = f"{base}_{n}"
-        self.used.add(sent)
+    def make(self, recorded: str) -> str:
+        """A new call: the id to send for it; it now awaits its result."""
+        sent = export_call_id(recorded, self.sent)
+        self.sent.add(sent)
+        self.pending.append((recorded, sent))
         return sent
+
+    def answer(self, recorded: str | None) -> str | None:
+        """The sent id of the first pending call recorded as `recorded` (now answered), or None
+        when no pending call has that id: the result is then sent as plain text."""
+        for index, (call_id, sent) in enumerate(self.pending):
+            if call_id == recorded:
+                del self.pending[index]
+                return sent
+        return None
+
+    def close(self) -> list[str]:
+        """The sent ids of the calls left unanswered (each gets a placeholder); none wait now."""
+        unanswered = [sent for _, sent in self.pending]
+        self.pending.clear()
+        return unanswered

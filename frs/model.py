@@ -48,6 +48,14 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class CallRecord:
+    """The latest call made in a session with one id, and the first result that answers it."""
+
+    number: int  # the message that made the call
+    answered_by: int | None = None  # the number of its first result; None while unanswered
+
+
+@dataclass(frozen=True, slots=True)
 class NewMessage:
     """A message as a caller hands it in, before it has a number."""
 

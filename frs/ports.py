@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from frs.model import (
+    CallRecord,
     Checkpoint,
     FileText,
     FocusLayer,
@@ -61,8 +62,10 @@ class ThreadReader(Protocol):
         ...
 
     async def message(self, session_id: SessionId, number: int) -> Message | None: ...
-    async def latest_call(self, session_id: SessionId, call_id: str) -> int | None:
-        """Number of the latest message that made a tool call with this id."""
+    async def latest_calls(
+        self, session_id: SessionId, call_ids: Sequence[str]
+    ) -> dict[str, CallRecord]:
+        """For each of these ids a recorded call made: its latest call, and who answered it."""
         ...
 
     async def pair_partners(

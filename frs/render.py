@@ -41,7 +41,26 @@ _INVISIBLE = re.compile(
 _MARKER_START = ("[", "(", "\\")
 _NAME_SHAPE = re.compile(r"[\\\[\],:→·]")
 _VALUE_SHAPE = re.compile(r"\[(?=tool_)|→")
+_FIELD_SHAPE = re.compile(r"[=()]")
 _ANNOTATION_VALUE_CHARS = 60
+# The keys an annotation prefers: best group first and, inside a group, in the order named (a
+# grep's `query` over its `pattern`); a key with one of the group's endings comes after its names.
+_TELLING_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        ("path", "file_path", "filepath", "file", "filename", "file_name", "target_file"),
+        ("_path", "_file"),
+    ),
+    (("command", "cmd", "script", "code"), ()),
+    # A folder says where a command ran, less than the command itself.
+    (("dir", "directory", "cwd", "workdir"), ("_dir", "_directory")),
+    (("url", "uri"), ("_url", "_uri")),
+    (("query", "q", "pattern", "regex", "glob", "search"), ("_query", "_pattern")),
+)
+_PATHS = (0, 2)  # the groups whose values keep their tail when cut
+_COMMAND = 1  # a command may be an argv list: `["bash", "-lc", "ls"]`
+_TEXT = len(_TELLING_KEYS)  # a string under any other key
+_OTHER = _TEXT + 1  # lists, objects, null, blank strings
+_SCALAR = _TEXT + 2  # booleans and numbers
 _CARD_LINE_CHARS = 240
 _CARD_LINES = 3  # at most this many lines of head, and of tail
 _GIST_CHARS = 60
@@ -114,25 +133,68 @@ def format_tokens(tokens: int) -> str:
 
 
 def annotate_call(call: ToolCall) -> str:
-    """`[tool_use:NAME, KEY:VALUE]`: the `query` argument if there is one, else the first."""
-    key, value = "", ""
+    """`[tool_use:NAME, KEY:VALUE]`: the argument that tells most (see `_telling`), its value cut
+    to 60 characters (a path keeps its tail, `…/lib/spotter/indexer.ex`; others their head)."""
+    key, value, rank = "", "", _OTHER
     try:
         args = json.loads(call.arguments) if call.arguments.strip() else {}
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         args = call.arguments
     if isinstance(args, dict) and args:
-        key = "query" if "query" in args else next(iter(args))
+        key, rank = _telling(args)
         raw = args[key]
         value = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     elif isinstance(args, str) and args:
         value = args
     elif args not in ({}, "", None):
         value = json.dumps(args, ensure_ascii=False)
-    value = _shorten(" ".join(value.split()), _ANNOTATION_VALUE_CHARS)
+    value = " ".join(value.split())
+    if rank in _PATHS:
+        value = _path_tail(value, _ANNOTATION_VALUE_CHARS)
+    else:
+        value = _shorten(value, _ANNOTATION_VALUE_CHARS)
     inside = escape_name(call.name)
     if value:
         inside += f", {escape_name(key) + ':' if key else ''}{_escape_value(value)}"
     return "[tool_use:" + inside + "]"
+
+
+def _telling(args: dict[str, object]) -> tuple[str, int]:
+    """The key whose value tells most about a call, and its group: a file, then a command, a
+    folder, a URL, a query or pattern, any other text, lists and objects, and last booleans and
+    numbers (an Edit's `replace_all:false` says nothing). Ties go to the first key."""
+    ranked = [(*_rank(key, value), index, key) for index, (key, value) in enumerate(args.items())]
+    group, _, _, key = min(ranked)
+    return key, group
+
+
+def _rank(key: str, value: object) -> tuple[int, int]:
+    """(group, place inside the group): lower tells more."""
+    if isinstance(value, bool | int | float):
+        return _SCALAR, 0
+    text = isinstance(value, str) and value.strip() != ""
+    if not (text or (isinstance(value, list) and value)):
+        return _OTHER, 0
+    name = key.lower()
+    for group, (names, endings) in enumerate(_TELLING_KEYS):
+        if not text and group != _COMMAND:
+            continue
+        if name in names:
+            return group, names.index(name)
+        if name.endswith(endings):
+            return group, len(names)
+    return (_TEXT, 0) if text else (_OTHER, 0)
+
+
+def _path_tail(path: str, limit: int) -> str:
+    """A long path cut from the start at a `/` (or `\\`) boundary, so its file name survives."""
+    if len(path) <= limit:
+        return path
+    tail = path[-(limit - 2) :]
+    cut = min((i for i in (tail.find("/"), tail.find("\\")) if i >= 0), default=-1)
+    if cut < 0:  # one name longer than the limit: its end, with no separator to keep
+        return "…" + path[-(limit - 1) :]
+    return "…" + tail[cut:]
 
 
 def card(text: str, cap: int) -> list[str]:
@@ -268,6 +330,66 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
             name = escape_name(member.name or "tool")
             lines.append(INDENT + f"[tool_result:{name} → {_reference(member)}]")
     return lines
+
+
+def render_originals(messages: Sequence[Message]) -> str:
+    """What a squash replaced, message by message, whole: what `get_alias("SQ.n")` pages.
+
+    Each message gets a header at column 0, `[n] Role:` (n its permanent number; a summary
+    `[a–b] Summary of k messages (SQ.m@sha8):`, a tool result `[n] Tool NAME (answers ID):`),
+    then every line of its text indented by 4 spaces: the content uncut and as recorded (a
+    result's JSON is not reformatted), then for each tool call a `[tool_use:NAME id=ID]` line and
+    its arguments. As in the views, a text line that starts like a marker (`[`, `(`, `\\`) gets
+    a backslash and an invisible or control character is spelled `\\uXXXX`, so no stored text
+    can forge a header or a call. To recover a message's text, drop each line's 4-space indent
+    and then one leading backslash: that gives `get_alias("M.n")` byte for byte, unless the text
+    holds an invisible character (spelled out) or a name or id holds `[ ] , : → · = ( ) \\`
+    (each shown after a backslash); `M.n` always gives the exact bytes.
+    """
+    lines: list[str] = []
+    for message in messages:
+        lines.extend(render_original(message))
+    return "\n".join(lines)
+
+
+def render_original(message: Message) -> list[str]:
+    """One original message: its header and its indented, escaped lines (see above)."""
+    lines = [f"[{_original_label(message)}] {_original_role(message)}:"]
+    if message.content:
+        lines.extend(_original_lines(message.content))
+    for call in message.tool_calls:
+        lines.append(f"{INDENT}[tool_use:{_escape_field(call.name)} id={_escape_field(call.id)}]")
+        lines.extend(_original_lines(call.arguments))
+    return lines
+
+
+def _original_label(message: Message) -> str:
+    if message.ord_last != message.ord:
+        return f"{message.ord}–{message.ord_last}"
+    return str(message.ord)
+
+
+def _original_role(message: Message) -> str:
+    if message.kind == "summary":
+        alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
+        return f"{summary_prefix(message)} ({alias})"
+    role = _ROLE_LABEL[message.role]
+    if message.name:
+        role += " " + _escape_field(message.name)
+    if message.tool_call_id is not None:
+        role += f" (answers {_escape_field(message.tool_call_id)})"
+    return role
+
+
+def _original_lines(text: str) -> list[str]:
+    # Split on "\n" only: a "\r" stays in its line (spelled out), so a CRLF text keeps its bytes.
+    return [INDENT + escape(line) for line in text.split("\n")]
+
+
+def _escape_field(text: str) -> str:
+    """A name or id in an original's header or call line: as `escape_name`, and `= ( )` too, so
+    `[tool_use:NAME id=ID]` and `Tool NAME (answers ID):` split one way only."""
+    return _FIELD_SHAPE.sub(r"\\\g<0>", escape_name(text))
 
 
 def one_line(entry: Entry, width: int = 100) -> str:

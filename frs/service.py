@@ -8,7 +8,6 @@ the session's revision by one; a stale `expected_revision` changes nothing.
 from __future__ import annotations
 
 import itertools
-import math
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -53,12 +52,12 @@ from frs.ops import (
     check_summary,
     squash_tokens,
 )
+from frs.pairing import Pairing, call_ids
 from frs.ports import FileReader, Store, ThreadReader, ThreadTx
 from frs.render import (
-    Entry,
     escape_inline,
     plural,
-    render_entry,
+    render_originals,
 )
 from frs.selection import check_view_options
 from frs.sources import SourceState, count_lines, source_alias
@@ -69,6 +68,7 @@ Clock = Callable[[], str]
 #: `progress(done, total)`: called as long work advances; it must return at once.
 Progress = Callable[[int, int], None]
 _RECORD_CHUNK = 500  # messages written between two progress reports
+_WARNINGS_SHOWN = 20  # a batch of reused ids would otherwise flood the model's context
 EXPORT_FORMATS = ("openai", "anthropic", "text")
 _FRAMES_KEPT = 64
 
@@ -101,8 +101,18 @@ class Recorded:
     numbers: tuple[int, ...]
     thinking: int
     revision: int
+    warnings: tuple[str, ...] = ()  # pairing problems, recorded anyway (frs.pairing)
 
     def text(self) -> str:
+        """The answer's line, then each warning on its own line (the first few; all are in
+        `warnings`)."""
+        shown = list(self.warnings[:_WARNINGS_SHOWN])
+        if len(self.warnings) > _WARNINGS_SHOWN:
+            more = len(self.warnings) - _WARNINGS_SHOWN
+            shown.append(f"… and {plural(more, 'more warning')} like these.")
+        return "\n".join([self._line(), *shown])
+
+    def _line(self) -> str:
         if not self.positions:
             where = "no numbered messages"
         elif len(self.positions) == 1:
@@ -292,7 +302,8 @@ class ReasoningService:
 
         `progress(done, total)` is called after each chunk of messages is written (inside the
         transaction, so it must not block: a relay forwards it); nothing is visible to readers
-        until the whole batch commits.
+        until the whole batch commits. A result pairs with the latest call of its id; one that
+        cannot pair cleanly is recorded all the same, with a warning (`frs.pairing`).
         """
         check_new_messages(messages, self.limits)
         async with self.store.transaction() as tx:
@@ -300,7 +311,7 @@ class ReasoningService:
             await self._check_revision(tx, session, expected_revision)
             now = self.clock()
             number = session.next_number
-            batch_calls: dict[str, int] = {}
+            pairing = Pairing(await tx.latest_calls(session.id, call_ids(messages)))
             positions: list[int] = []
             lanes = dict(session.lanes)
             tokens = session.live_tokens
@@ -310,7 +321,7 @@ class ReasoningService:
             after: int | None = None
             for start in range(0, len(messages), _RECORD_CHUNK):
                 stored: list[Message] = []
-                for new in messages[start : start + _RECORD_CHUNK]:
+                for index, new in enumerate(messages[start : start + _RECORD_CHUNK], start):
                     body = message_body(new.content, new.tool_calls)
                     if new.kind == "thinking":
                         if after is None:
@@ -319,13 +330,7 @@ class ReasoningService:
                         thinking += 1
                         continue
                     after = number
-                    answers = None
-                    if new.tool_call_id is not None:
-                        answers = batch_calls.get(new.tool_call_id)
-                        if answers is None:
-                            answers = await tx.latest_call(session.id, new.tool_call_id)
-                    for call in new.tool_calls:
-                        batch_calls[call.id] = number
+                    answers = pairing.add(index, new, number)
                     message = self._message(new, number, number, body, answers)
                     stored.append(message)
                     positions.append(session.live_count + len(positions) + 1)
@@ -353,6 +358,7 @@ class ReasoningService:
                 tuple(range(session.next_number, number)),
                 thinking,
                 updated.revision,
+                tuple(pairing.warnings),
             )
 
     @staticmethod
@@ -578,7 +584,7 @@ class ReasoningService:
         its summary's number, when not the next ones."""
         before, after = squash_tokens(window, summary, fix, allowance)
         now = self.clock()
-        originals = _render_originals(window)
+        originals = render_originals(window)
         n, number = at or (session.next_squash, session.next_number)
         squash = Squash(
             n=n,
@@ -882,7 +888,7 @@ class ReasoningService:
                 if not sha_matches(ref, squash.sha256):
                     raise _sha_mismatch(alias, squash.alias)
                 members = await reader.squash_members(session.id, squash.n)
-                text = _render_originals(members)
+                text = render_originals(members)
                 state = " · restored" if squash.restored else ""
                 heading = (
                     f"{squash.alias} · the {squash.count} entries squashed into one summary "
@@ -1160,19 +1166,6 @@ class ReasoningService:
             )
         check_text(value, what)
         return value
-
-
-def _render_originals(entries: Sequence[Message]) -> str:
-    """What a squash replaced, as full entries labelled by their permanent numbers."""
-    lines: list[str] = []
-    for message in entries:
-        label = (
-            f"{message.ord}–{message.ord_last}"
-            if message.ord_last != message.ord
-            else str(message.ord)
-        )
-        lines.extend(render_entry(Entry(label, message), preview_chars=math.inf))  # type: ignore[arg-type]
-    return "\n".join(lines)
 
 
 _RANGE_FIX = "Write a shorter summary, or squash a longer range."

@@ -17,6 +17,7 @@ from typing import Any
 import aiosqlite
 
 from frs.model import (
+    CallRecord,
     Checkpoint,
     FocusLayer,
     Message,
@@ -60,6 +61,23 @@ _UPDATE_SESSION = (
     " recorded = ?, created_at = ?, updated_at = ? where id = ?"
 )
 _SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
+# Ids per `latest_calls` query: well under SQLite's oldest limit of 999 bound parameters, and
+# one query for a typical batch.
+_IDS_PER_QUERY = 500
+
+
+def _latest_calls_sql(count: int) -> str:
+    """The latest call per id (primary key of `calls`), and its first answer, found through the
+    `messages_answers` index (a result stores the number of the call it answers); `count`
+    placeholders for the ids, after the session id."""
+    marks = ", ".join("?" * count)
+    return (
+        "with latest (call_id, number) as (select call_id, max(number) from calls"
+        f" where session_id = ?1 and call_id in ({marks}) group by call_id)"
+        " select call_id, number, (select min(m.number) from messages m"
+        " indexed by messages_answers where m.session_id = ?1 and m.answers = latest.number"
+        " and m.tool_call_id = latest.call_id) from latest"
+    )
 
 
 class SqliteReader:
@@ -227,12 +245,16 @@ class SqliteReader:
         )
         return found[0] if found else None
 
-    async def latest_call(self, session_id: SessionId, call_id: str) -> int | None:
-        row = await self._one(
-            "select max(number) from calls where session_id = ? and call_id = ?",
-            (session_id, call_id),
-        )
-        return row[0] if row else None
+    async def latest_calls(
+        self, session_id: SessionId, call_ids: Sequence[str]
+    ) -> dict[str, CallRecord]:
+        found: dict[str, CallRecord] = {}
+        ids = list(dict.fromkeys(call_ids))
+        for start in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[start : start + _IDS_PER_QUERY]
+            rows = await self._all(_latest_calls_sql(len(chunk)), (session_id, *chunk))
+            found.update((row[0], CallRecord(row[1], row[2])) for row in rows)
+        return found
 
     async def pair_partners(
         self, session_id: SessionId, lo: int, hi: int

@@ -27,6 +27,11 @@ class RecordOut(Revision):
     numbers: Annotated[list[int], _INTEGERS] = Field(
         description="Their permanent numbers (aliases M.<number>), in order (contiguous)."
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Pairing problems the batch was recorded with (a result for an unknown or "
+        "already answered call, a call id made again), each naming messages[index] and the id.",
+    )
 
 
 class SquashDone(BaseModel):

@@ -35,7 +35,8 @@ async def frs_record(
 
     Record what you say, the tools you call (tool_calls) and their results (role tool with
     tool_call_id), so the thread can be viewed and distilled. thinking messages are kept but
-    never numbered.
+    never numbered. A result for a call id never made or already answered, or a call id made
+    again, is recorded with a Warning line naming messages[index].
     Example: frs_record(messages=[{"role": "user", "content": "Fix the flaky test"},
       {"role": "assistant", "content": "Running it", "tool_calls": [{"id": "c1", "name": "bash",
       "arguments": {"cmd": "pytest -x"}}]}, {"role": "tool", "name": "bash",
@@ -55,6 +56,7 @@ async def frs_record(
         revision=done.revision,
         positions=list(done.positions),
         numbers=list(done.numbers),
+        warnings=list(done.warnings),
     )
     return result(done.text(), out)
 

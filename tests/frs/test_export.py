@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frs.export import NO_RESULT, to_anthropic, to_openai
+from frs.export import NO_RESULT, export_call_id, to_anthropic, to_openai
 from frs.model import Message, ToolCall
 from frs.text import estimate_tokens
 
@@ -193,6 +193,18 @@ def anthropic_id_problems(payload: dict[str, Any]) -> list[str]:
                 problems.append(f"messages[{i}] tool_use id {call_id!r} repeats")
             seen.add(call_id)
     return problems
+
+
+def sent_ids(openai: list[dict[str, Any]], anthropic: dict[str, Any]) -> list[list[str]]:
+    """The call ids each shape sends, and the ids its results carry, in payload order:
+    [OpenAI calls, OpenAI results, Anthropic calls, Anthropic results]."""
+    blocks = [b for turn in anthropic["messages"] for b in turn["content"]]
+    return [
+        [call["id"] for m in openai for call in m.get("tool_calls") or ()],
+        [m["tool_call_id"] for m in openai if m["role"] == "tool"],
+        [b["id"] for b in blocks if b["type"] == "tool_use"],
+        [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"],
+    ]
 
 
 # -- hand-built threads -----------------------------------------------------------------------
@@ -615,6 +627,47 @@ class TestAnthropic:
         assert anthropic_problems(to_anthropic(Thread().user("  \n").entries)) == []
 
 
+class TestCallIds:
+    def test_both_shapes_send_the_same_unique_ids_by_one_rule(self) -> None:
+        thread = (
+            Thread()
+            .user("Go")
+            .assistant("", ("c1", "bash", bash("ls")), ("run/1", "bash", bash("pwd")))
+            .tool("c1", "first")
+            .tool("run/1", "/w")
+            .assistant("", ("c1", "bash", bash("ls -a")), ("run_1", "bash", bash("id")))
+            .tool("run_1", "uid=0")
+            .tool("c1", "second")
+            .assistant("", ("", "bash", bash("true")))
+        )
+        openai, anthropic = both_valid(thread)
+        calls = ["c1", "run_1", "c1_2", "run_1_2", "call"]
+        assert sent_ids(openai, anthropic) == [
+            calls,
+            ["c1", "run_1", "run_1_2", "c1_2", "call"],
+            calls,
+            ["c1", "run_1", "run_1_2", "c1_2", "call"],
+        ]
+        results = [m["content"] for m in openai if m["role"] == "tool"]
+        assert results == ["first", "/w", "uid=0", "second", NO_RESULT]
+
+    @pytest.mark.parametrize(
+        ("recorded", "sent", "expected"),
+        [
+            ("toolu_01A-b", set(), "toolu_01A-b"),
+            ("call 1/ä", set(), "call_1__"),
+            ("", set(), "call"),
+            ("c1", {"c1"}, "c1_2"),
+            ("c1", {"c1", "c1_2", "c1_3"}, "c1_4"),
+            ("c1_2", {"c1", "c1_2"}, "c1_2_2"),
+        ],
+    )
+    def test_an_id_keeps_the_allowed_alphabet_and_takes_the_first_free_suffix(
+        self, recorded: str, sent: set[str], expected: str
+    ) -> None:
+        assert export_call_id(recorded, sent) == expected
+
+
 # -- any thread -------------------------------------------------------------------------------
 
 _STEPS = st.lists(
@@ -655,6 +708,12 @@ class TestAnyThread:
         openai = to_openai(thread.entries)
         assert openai_problems(openai) == []
         if any(m.kind != "thinking" and m.role != "system" for m in thread.entries):
-            assert anthropic_problems(to_anthropic(thread.entries)) == []
+            anthropic = to_anthropic(thread.entries)
+            assert anthropic_problems(anthropic) == []
+            assert anthropic_id_problems(anthropic) == []
+            ids = sent_ids(openai, anthropic)
+            assert ids[0] == ids[2], "both shapes send the same call ids"
+            assert ids[1] == ids[3], "and pair the same results with them"
+            assert len(set(ids[0])) == len(ids[0])
         calls = sum(len(m.tool_calls) for m in thread.entries)
         assert sum(len(m.get("tool_calls") or ()) for m in openai) == calls

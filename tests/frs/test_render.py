@@ -3,6 +3,7 @@ entries, footers and whole views (DESIGN.md §5)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,6 +19,8 @@ from frs.render import (
     lane_counts,
     plan_line,
     render_entry,
+    render_original,
+    render_originals,
     render_view,
 )
 from frs.text import estimate_tokens
@@ -165,10 +168,11 @@ class TestToolAnnotation:
                 "[tool_use:bash, cmd:pytest -k test_sync --count 20]",
             ),
             (
-                '{"path": "src/", "query": "flaky tests", "limit": 5}',
-                "[tool_use:bash, query:flaky tests]",
+                '{"limit": 5, "query": "flaky tests", "path": "src/"}',
+                "[tool_use:bash, path:src/]",
             ),
-            ('{"limit": 5, "path": "src/"}', "[tool_use:bash, limit:5]"),
+            ('{"limit": 5, "query": "flaky tests"}', "[tool_use:bash, query:flaky tests]"),
+            ('{"limit": 5, "all": true}', "[tool_use:bash, limit:5]"),
             ('{"paths": ["a.py", "b.py"]}', '[tool_use:bash, paths:["a.py", "b.py"]]'),
             ('{"cmd": "echo  one\\n\\n   two"}', "[tool_use:bash, cmd:echo one two]"),
             ("ls -la /tmp", "[tool_use:bash, ls -la /tmp]"),
@@ -179,7 +183,7 @@ class TestToolAnnotation:
             ('{"q": "a\\u202eb"}', "[tool_use:bash, q:a\\u202eb]"),
         ],
     )
-    def test_shows_the_query_argument_else_the_first(self, arguments: str, shown: str) -> None:
+    def test_shows_the_telling_argument(self, arguments: str, shown: str) -> None:
         assert annotate_call(ToolCall("c1", "bash", arguments)) == shown
 
     def test_a_long_value_is_shortened_to_sixty_characters(self) -> None:
@@ -216,6 +220,69 @@ class TestToolAnnotation:
     def test_a_tool_name_cannot_pass_for_content_in_its_entry_marker(self) -> None:
         lines = render_entry(Entry("3", msg(3, "ok", role="tool", name="bash: [tool_use:rm]")), 200)
         assert lines == ["[3] Tool bash\\: \\[tool_use\\:rm\\]: ok"]
+
+
+class TestTellingArgument:
+    @pytest.mark.parametrize(
+        ("arguments", "key"),
+        [
+            ({"replace_all": False, "file_path": "a.py", "old_string": "x"}, "file_path"),
+            ({"content": "text", "notebook_path": "n.ipynb"}, "notebook_path"),
+            ({"description": "List", "command": "ls", "timeout": 5}, "command"),
+            ({"code": "print(1)", "url": "https://x.org"}, "code"),
+            ({"headers": {"a": "b"}, "url": "https://x.org", "query": "q"}, "url"),
+            ({"max": 3, "pattern": "*.py", "description": "find"}, "pattern"),
+            ({"todos": [{"content": "a"}], "title": "t"}, "title"),
+            ({"count": 3, "todos": [{"content": "a"}]}, "todos"),
+            ({"replace_all": True, "limit": 3}, "replace_all"),
+            ({"path": "", "query": "q"}, "query"),
+            ({"PATH": "/a", "cmd": "ls"}, "PATH"),
+            ({"cwd": "/repo", "cmd": "ls"}, "cmd"),
+            ({"workdir": "/repo", "command": ["bash", "-lc", "ls"]}, "command"),
+            ({"tags": ["a"], "workdir": "/repo"}, "workdir"),
+            ({"directory": "src", "pattern": "*.py"}, "directory"),
+            ({"cwd": "/repo", "file": "a.py"}, "file"),
+            ({"file_name": "fields.py", "dir": "src"}, "file_name"),
+            ({"command": "view", "path": "/w/src/match.c"}, "path"),
+            ({"pattern": "flush", "query": "Syncer.flush"}, "query"),
+        ],
+    )
+    def test_a_file_then_a_command_folder_url_query_then_text_lists_and_scalars_last(
+        self, arguments: dict[str, Any], key: str
+    ) -> None:
+        shown = annotate_call(ToolCall("c1", "t", json.dumps(arguments)))
+        assert shown.startswith(f"[tool_use:t, {key}:"), shown
+
+    @pytest.mark.parametrize(
+        ("path", "shown"),
+        [
+            (
+                "/home/USER/projects/elixir/spotter/lib/spotter/indexer/transcript_indexer.ex",
+                "…/elixir/spotter/lib/spotter/indexer/transcript_indexer.ex",
+            ),
+            (
+                "/home/USER/projects/" + "d" * 40 + "/lib/spotter/indexer.ex",
+                "…/lib/spotter/indexer.ex",
+            ),
+            ("/" + "a" * 59, "/" + "a" * 59),
+            ("/" + "a" * 80, "…" + "a" * 59),
+            ("C:\\Users\\" + "me\\" * 20 + "main.py", "…\\" + "me\\" * 16 + "main.py"),
+        ],
+    )
+    def test_a_long_path_keeps_its_tail_from_a_separator(self, path: str, shown: str) -> None:
+        annotation = annotate_call(ToolCall("c1", "Read", json.dumps({"file_path": path})))
+        assert annotation == f"[tool_use:Read, file_path:{shown}]"
+        assert len(shown) <= 60
+
+    def test_a_long_folder_keeps_its_tail_too(self) -> None:
+        folder = "/home/USER/projects/" + "p" * 50 + "/crates/core"
+        annotation = annotate_call(ToolCall("c1", "ls", json.dumps({"directory": folder})))
+        assert annotation == "[tool_use:ls, directory:…/crates/core]"
+
+    def test_another_long_value_keeps_its_head(self) -> None:
+        command = "cargo test --workspace " + "--features x " * 10
+        annotation = annotate_call(ToolCall("c1", "Bash", json.dumps({"command": command})))
+        assert annotation == f"[tool_use:Bash, command:{command[:59]}…]"
 
 
 class TestTokens:
@@ -277,7 +344,7 @@ class TestEntry:
     def test_tool_calls_follow_the_text_in_their_order(self) -> None:
         calls = (
             ToolCall("c1", "bash", '{"cmd": "ls"}'),
-            ToolCall("c2", "grep", '{"pattern": "x", "query": "needle"}'),
+            ToolCall("c2", "grep", '{"limit": 3, "query": "needle"}'),
         )
         assert lines_of(msg(2, "Looking.", role="assistant", tool_calls=calls)) == [
             "[2] Assistant: Looking.",
@@ -430,3 +497,57 @@ class TestView:
         assert checkpoint_line(Checkpoint('say "hi"\x00', 3, 2, NOW)) == (
             '— checkpoint "say "hi"\\u0000" · revision 3'
         )
+
+
+class TestOriginals:
+    def test_content_and_arguments_are_uncut_and_unminified(self) -> None:
+        arguments = '{"path": "w.py",\n "text": "' + "w" * 3000 + '"}'
+        calls = (ToolCall("c7", "write", arguments),)
+        result = msg(8, '{\n  "ok": true\n}', role="tool", name="write", tool_call_id="c7")
+        assert render_originals([msg(7, "", role="assistant", tool_calls=calls), result]) == (
+            "[7] Assistant:\n"
+            "    [tool_use:write id=c7]\n"
+            '    {"path": "w.py",\n'
+            '     "text": "' + "w" * 3000 + '"}\n'
+            "[8] Tool write (answers c7):\n"
+            "    {\n"
+            '      "ok": true\n'
+            "    }"
+        )
+
+    def test_a_carriage_return_stays_in_its_line_spelled_out(self) -> None:
+        assert render_original(msg(1, "one\r\ntwo\r")) == [
+            "[1] User:",
+            "    one\\u000d",
+            "    two\\u000d",
+        ]
+
+    def test_empty_arguments_still_get_their_line(self) -> None:
+        calls = (ToolCall("c1", "now", ""),)
+        shown = render_original(msg(2, "", role="assistant", tool_calls=calls))
+        assert shown == ["[2] Assistant:", "    [tool_use:now id=c1]", "    "]
+
+    @pytest.mark.parametrize(
+        ("name", "call_id", "head", "call"),
+        [
+            ("x id=c9", "c1", "[3] Tool x id\\=c9 (answers c1):", "[tool_use:x id\\=c9 id=c1]"),
+            ("ok", "c1) (answers c2", "[3] Tool ok (answers c1\\) \\(answers c2):", None),
+            ("a]\n[9] User: b", "c1", "[3] Tool a\\]\\u000a\\[9\\] User\\: b (answers c1):", None),
+        ],
+    )
+    def test_names_and_ids_split_one_way_only(
+        self, name: str, call_id: str, head: str, call: str | None
+    ) -> None:
+        result = msg(3, "r", role="tool", name=name, tool_call_id=call_id)
+        assert render_original(result) == [head, "    r"]
+        if call is not None:
+            made = msg(3, "", role="assistant", tool_calls=(ToolCall(call_id, name, "{}"),))
+            assert render_original(made)[1] == "    " + call
+
+    def test_a_summary_is_labelled_by_the_span_it_covers(self) -> None:
+        shown = render_original(summary(9, "(a) done\nb", covered=3, ord=4, ord_last=6))
+        assert shown == [
+            "[4–6] Summary of 3 messages (SQ.1@0b4f2d11):",
+            "    \\(a) done",
+            "    b",
+        ]

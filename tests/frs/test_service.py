@@ -400,11 +400,19 @@ class TestNestedSquash:
             "Restore SQ.3 first, then SQ.1."
         )
         assert originals.text.split("\n") == [
-            f"[2–3] Summary of 2 messages ({first.squash.alias}): b-c",
-            f"[4] User: {WORDS[3]}",
-            f"[5–6] Summary of 2 messages ({second.squash.alias}): e-f",
+            f"[2–3] Summary of 2 messages ({first.squash.alias}):",
+            "    b-c",
+            "[4] User:",
+            f"    {WORDS[3]}",
+            f"[5–6] Summary of 2 messages ({second.squash.alias}):",
+            "    e-f",
         ]
-        assert inner.text.split("\n") == [f"[2] User: {WORDS[1]}", f"[3] User: {WORDS[2]}"]
+        assert inner.text.split("\n") == [
+            "[2] User:",
+            f"    {WORDS[1]}",
+            "[3] User:",
+            f"    {WORDS[2]}",
+        ]
         assert (restored.first, restored.last) == (2, 4)
         assert entry_lines(middle)[1:] == [
             f"[2] Summary of 2 messages ({first.squash.alias}): b-c",

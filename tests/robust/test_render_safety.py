@@ -5,7 +5,9 @@ names and thinking are drawn from text built to forge the view's own structure (
 tool annotations, summary headers, plan and checkpoint lines, footers) and from invisible and
 bidirectional characters. The rendered view is parsed back: one marker line per entry, with the
 right role, one annotation per tool call, a plan or goal line only when there is one, nothing
-else at column 0, and no raw control, format (bidi, zero-width) or separator character.
+else at column 0, and no raw control, format (bidi, zero-width) or separator character. The
+originals of a squash (`get_alias("SQ.n")`) are parsed back the same way, and each message's
+lines, unindented and unescaped, give its text back.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frs import FrsError, NewMessage, PlanStep, ReasoningService, ToolCall, ViewOptions
+from frs.text import message_body
 from storage import SqliteStore, open_database
 
 FORGERIES = (
@@ -216,3 +219,66 @@ class TestRenderSafety:
         assert sum(line.startswith("Plan: ") for line in column_zero) == (1 if steps else 0)
         assert sum(line.startswith("— checkpoint ") for line in column_zero) == marks
         assert sum(line.startswith("· ") for line in lines) == 1, view
+
+
+_PLAIN_FIELD = re.compile(r"[^\\\[\],:→·=()\n]*")
+
+
+def _plain(field: str) -> bool:
+    """A name or id the originals show as it is, nothing escaped or spelled out."""
+    return bool(_PLAIN_FIELD.fullmatch(field)) and not _raw_characters(field)
+
+
+async def _originals_of(folder: Path, drawn: list[Drawn]) -> str:
+    """Record the drawn messages and a long last one, squash them all; the SQ.1 text."""
+    async with open_database(folder / "originals.db") as db:
+        service = ReasoningService(SqliteStore(db))
+        session, _ = await service.start_session("originals")
+        batch = [
+            NewMessage(
+                "assistant" if item.calls else item.role,  # type: ignore[arg-type]
+                item.content,
+                name=item.name,
+                tool_calls=tuple(
+                    ToolCall(f"c{i}.{k}", name, args) for k, (name, args) in enumerate(item.calls)
+                ),
+            )
+            for i, item in enumerate(drawn)
+        ]
+        # A long last message, so a one-word summary is always smaller than what it replaces.
+        batch.append(NewMessage("user", "long " * 200))
+        await service.record(batch, session.id)
+        await service.compress_last(len(batch), "squashed", session.id)
+        page = await service.get_alias("SQ.1", max_chars=100_000, session_id=session.id)
+        return page.text
+
+
+class TestOriginalsSafety:
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(drawn=st.lists(message, min_size=1, max_size=5))
+    def test_the_originals_show_exactly_the_stored_messages(self, drawn: list[Drawn]) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            text = anyio.run(_originals_of, Path(folder), drawn)
+        assert _raw_characters(text) == [], text
+        lines = text.split("\n")
+        headers = [i for i, line in enumerate(lines) if not line.startswith("    ")]
+        assert len(headers) == len(drawn) + 1, text
+        assert lines[headers[-1]] == f"[{len(drawn) + 1}] User:"
+        for number, (item, index) in enumerate(zip(drawn, headers, strict=False), start=1):
+            role = "Assistant" if item.calls else _ROLE[item.role].rstrip(":")
+            assert lines[index].startswith(f"[{number}] {role}"), text
+            if item.name is None or _plain(item.name):
+                name = f" {item.name}" if item.name else ""
+                assert lines[index] == f"[{number}] {role}{name}:", text
+        spans = zip(headers, [*headers[1:], len(lines)], strict=True)
+        for item, (start, end) in zip(drawn, spans, strict=False):
+            shown = lines[start + 1 : end]
+            calls = [line for line in shown if line.startswith("    [tool_use:")]
+            assert len(calls) == len(item.calls), text
+            body = message_body(
+                item.content, tuple(ToolCall(f"c{k}", n, a) for k, (n, a) in enumerate(item.calls))
+            )
+            if _raw_characters(body) or not all(_plain(n) for n, _ in item.calls):
+                continue  # spelled out or escaped: the rule gives back the plain ones only
+            recovered = "\n".join(line[4:].removeprefix("\\") for line in shown)
+            assert re.sub(r" id=c\d+\.", " id=c", recovered) == body, text

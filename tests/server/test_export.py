@@ -26,7 +26,12 @@ from frs.export import NO_RESULT
 from tests.calls import call_text
 from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, import_corpus
 from tests.conftest import Connect
-from tests.frs.test_export import anthropic_id_problems, anthropic_problems, openai_problems
+from tests.frs.test_export import (
+    anthropic_id_problems,
+    anthropic_problems,
+    openai_problems,
+    sent_ids,
+)
 
 IMPORTED = re.compile(r" into session (?P<session>[0-9a-f]+) ")
 LABEL = re.compile(r"^\[(\d+)(?:–(\d+))?\] ")
@@ -223,6 +228,38 @@ class TestResources:
         assert templates["frs://sessions/{session_id}/messages/anthropic"] == "application/json"
 
 
+def calling(call_id: str, cmd: str) -> dict[str, Any]:
+    """An assistant message making one bash call."""
+    call = {"id": call_id, "name": "bash", "arguments": {"cmd": cmd}}
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def result(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+class TestReusedCallIds:
+    async def test_both_exports_send_the_same_unique_ids_and_pair_each_result(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            session = await small_thread(client)
+            # c1 (made by THREAD) is made again twice, once per frs_record call.
+            await call_text(
+                client, "frs_record", messages=[calling("c1", "ls"), result("c1", "a.py")]
+            )
+            await call_text(
+                client, "frs_record", messages=[calling("c1", "pwd"), result("c1", "/w")]
+            )
+            openai, anthropic = await exports(client, session)
+        ids = sent_ids(openai, anthropic)
+        assert ids[0] == ids[2] == ["c1", "c2", "c1_2", "c1_3"]
+        assert ids[1] == ids[3] == ["c2", "c1", "c1_2", "c1_3"]
+        assert anthropic_id_problems(anthropic) == []
+        answered = {m["tool_call_id"]: m["content"] for m in openai if m["role"] == "tool"}
+        assert (answered["c1_2"], answered["c1_3"]) == ("a.py", "/w")
+
+
 @pytest.mark.slow
 class TestCommand:
     async def test_the_command_prints_what_the_resources_give(
@@ -381,12 +418,16 @@ class TestCorpus:
         assert json.loads(printed_anthropic.stdout) == anthropic
 
     @pytest.mark.parametrize("file", by_file(TRANSCRIPTS))
-    async def test_the_anthropic_export_has_unique_well_formed_tool_use_ids(
+    async def test_both_exports_send_the_same_unique_well_formed_call_ids(
         self, connect: Connect, corpus: Corpus, file: Path
     ) -> None:
         async with connect(database=str(corpus.database)) as client:
-            _, anthropic = await exports(client, corpus.sessions[file.name])
+            openai, anthropic = await exports(client, corpus.sessions[file.name])
         assert anthropic_id_problems(anthropic) == []
+        calls, results, tool_uses, tool_results = sent_ids(openai, anthropic)
+        assert (calls, results) == (tool_uses, tool_results)
+        recorded = [c["id"] for row in rows_of(file) for c in row.get("tool_calls") or ()]
+        assert len(set(calls)) == len(calls) == len(recorded)
 
     async def test_after_squashing_runs_the_exports_still_validate(
         self, connect: Connect, corpus: Corpus, tmp_path: Path

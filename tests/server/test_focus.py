@@ -165,10 +165,10 @@ class TestClose:
             originals = text_of(await call(client, "get_alias", alias="SQ.1"))
             restored = await call(client, "frs_restore", alias="SQ.1")
             shown = await view(client)
-        assert [line for line in originals.split("\n") if line.startswith("[")] == [
-            note("E", 5),
-            note("F", 6),
-            note("G", 7),
+        assert originals.split("\n")[1:] == [
+            line
+            for letter, number in zip("EFG", (5, 6, 7), strict=True)
+            for line in (f"[{number}] User:", f"    Note {letter}: something worth keeping.")
         ]
         assert text_of(restored).startswith("Restored SQ.1: positions 5–7 hold its 3 entries")
         assert body(shown) == [

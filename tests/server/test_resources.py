@@ -190,7 +190,7 @@ class TestAliasResource:
             source = await read(client, f"frs://sessions/{sid}/aliases/D.notes")
         assert message == long
         assert pinned == "third"
-        assert originals.startswith("[1] User: first\n[2] User: line 0: ")
+        assert originals.startswith("[1] User:\n    first\n[2] User:\n    line 0: ")
         assert originals.endswith("\n    line 399: " + "x" * 90)
         assert len(originals) > 40_000  # whole, where the tool pages it:
         assert 'get_alias(alias="SQ.1' in paged

@@ -272,7 +272,7 @@ class TestMergeRuns:
         )
         assert labels(window) == ["4–8", "9"]
 
-    async def test_a_call_is_annotated_with_its_query_else_its_first_argument_shortened(
+    async def test_a_call_is_annotated_with_its_telling_argument_shortened(
         self, connect: Connect
     ) -> None:
         long_cmd = "python -c 'print(1)' " * 10
@@ -294,7 +294,7 @@ class TestMergeRuns:
         notes = [line.strip().split(" → ")[0] for line in body(merged) if "[tool_use:" in line]
         shortened = " ".join(long_cmd.split())[:59] + "…"
         assert notes == [
-            "[tool_use:search, query:needle in src",
+            "[tool_use:search, path:src",  # a path tells more than a query
             f"[tool_use:bash, cmd:{shortened}",
             "[tool_use:note, free words, not JSON",
             "[tool_use:now",

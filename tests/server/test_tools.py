@@ -221,7 +221,13 @@ class TestSession:
         assert again_text.endswith("; it existed, so the title given was not applied")
         assert again == first
         assert other != first
-        assert done == {"session_id": first, "revision": 2, "positions": [2], "numbers": [2]}
+        assert done == {
+            "session_id": first,
+            "revision": 2,
+            "positions": [2],
+            "numbers": [2],
+            "warnings": [],
+        }
         assert different not in (first, other)
 
     async def test_a_first_call_without_a_session_creates_one(self, connect: Connect) -> None:
@@ -242,6 +248,7 @@ class TestRecord:
             "revision": 1,
             "positions": [1],
             "numbers": [1],
+            "warnings": [],
         }
 
     async def test_a_batch_answers_with_its_positions(self, connect: Connect) -> None:
@@ -258,6 +265,7 @@ class TestRecord:
             "revision": 3,
             "positions": [2, 3, 4],
             "numbers": [4, 5, 6],
+            "warnings": [],
         }
 
     async def test_tool_calls_with_object_and_string_arguments(self, connect: Connect) -> None:
@@ -281,7 +289,7 @@ class TestRecord:
         assert shown.split("\n")[1:6] == [
             "[1] Assistant: Looking.",
             "    [tool_use:bash, cmd:pytest -x]",
-            "    [tool_use:grep, query:def flush]",  # `query` wins over the first key
+            "    [tool_use:grep, path:sync.py]",  # a path wins over the query
             "[2] Tool bash: 1 failed",
             "[3] Tool grep: sync.py:42",
         ]
@@ -731,7 +739,8 @@ class TestCompress:
         ]
         assert entries(absolute)[0].startswith("[1–3] Summary of 3 messages")
         assert page_text(originals) == (
-            f"[1] User: A A A A A A A A\n[2–3] Summary of 2 messages ({inner['alias']}): BC"
+            f"[1] User:\n    A A A A A A A A\n[2–3] Summary of 2 messages ({inner['alias']}):\n"
+            "    BC"
         )
 
     async def test_a_summary_not_smaller_than_the_range_is_refused(self, connect: Connect) -> None:
@@ -779,18 +788,27 @@ class TestGetAlias:
     async def test_a_squash_alias_gives_the_originals_as_they_were(self, connect: Connect) -> None:
         async with connect() as client:
             await record(client, *_pinned_thread())
-            before = await view(client)
             done = await squash(client, 2, 5, "Ran it: 2/20 fail; flush() at sync.py:42.")
             page = text_of(await call(client, "get_alias", alias="SQ.1"))
-        lines = before.split("\n")
-        as_they_were = "\n".join(
-            lines[lines.index(next(x for x in lines if x.startswith("[2]"))) :]
-        )
-        as_they_were = as_they_were[: as_they_were.index("\n[6]")]
         assert page.split("\n")[0].startswith(
             f"{done['alias']} · the 4 entries squashed into one summary (numbers 2–5)"
         )
-        assert page_text(page) == as_they_were
+        assert page_text(page) == "\n".join(
+            [
+                "[2] Assistant:",
+                "    Let me run it 20 times.",
+                "    [tool_use:bash id=c1]",
+                '    {"cmd": "pytest -k test_sync --count 20"}',
+                "[3] Tool bash (answers c1):",
+                "    18 passed, 2 failed",
+                "[4] Assistant:",
+                "    Reading the code.",
+                "    [tool_use:grep id=c2]",
+                '    {"path": "sync.py", "query": "flush"}',
+                "[5] Tool grep (answers c2):",
+                "    sync.py:42: def flush",
+            ]
+        )
         assert done["alias"] == f"SQ.1@{sha8(page_text(page))}"
 
     async def test_a_correct_sha8_is_accepted(self, connect: Connect) -> None:
@@ -801,7 +819,7 @@ class TestGetAlias:
             upper = text_of(await call(client, "get_alias", alias=f"M.3@{sha8('C C C C').upper()}"))
             originals = text_of(await call(client, "get_alias", alias=done["alias"]))
         assert page_text(message) == page_text(upper) == "C C C C"
-        assert page_text(originals).startswith("[1] User: A A A A")
+        assert page_text(originals).startswith("[1] User:\n    A A A A")
 
     async def test_pages_chain_until_the_whole_text_is_read(self, connect: Connect) -> None:
         content = "\n".join(f"row {i}: " + "abc " * 12 for i in range(60))

@@ -22,9 +22,10 @@ import aiosqlite
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService, SessionId, ViewOptions
+from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs.model import CallRecord
 from storage import Database, SqliteStore, open_database
-from storage.stores import BLOCK_BITS
+from storage.stores import BLOCK_BITS, _latest_calls_sql
 from tests.frs.conftest import NOW
 
 BLOCK = 1 << BLOCK_BITS
@@ -225,6 +226,54 @@ class TestPositionsAtScale:
         first_3000 = [e for e in final if e.ord <= 3000]
         assert first_3000 == original
         assert [e.tag for e in final[3000:]] == [f"m{n:05d}" for n in range(3006, 4106)]
+
+
+def calls(*ids: str) -> NewMessage:
+    return NewMessage("assistant", "", tool_calls=tuple(ToolCall(i, "f", "{}") for i in ids))
+
+
+def answer(call_id: str) -> NewMessage:
+    return NewMessage("tool", "ok", tool_call_id=call_id)
+
+
+class TestLatestCalls:
+    async def test_each_id_gives_its_latest_call_and_that_calls_first_answer(
+        self, tmp_path: Path
+    ) -> None:
+        async with opened(tmp_path / "frs.db") as (db, service):
+            session, _ = await service.start_session("calls")
+            other, _ = await service.start_session("other")
+            # 1 makes a, 2 answers it, 3 makes a again and b, 4 and 5 answer that a, b unanswered
+            await service.record(
+                [calls("a"), answer("a"), calls("a", "b"), answer("a"), answer("a")], session.id
+            )
+            await service.record([calls("c"), answer("c")], other.id)
+            async with SqliteStore(db).snapshot() as reader:
+                found = await reader.latest_calls(session.id, ["a", "b", "c", "z", "a"])
+        assert found == {"a": CallRecord(3, 4), "b": CallRecord(3, None)}
+
+    async def test_more_ids_than_one_query_takes_are_all_answered(self, tmp_path: Path) -> None:
+        ids = [f"id{i}" for i in range(1_234)]
+        async with opened(tmp_path / "frs.db") as (db, service):
+            session, _ = await service.start_session("many")
+            await service.record([calls(*ids[i : i + 10]) for i in range(0, 1_234, 10)], session.id)
+            await service.record([answer(i) for i in ids[::2]], session.id)
+            async with SqliteStore(db).snapshot() as reader:
+                found = await reader.latest_calls(session.id, [*ids, "none"])
+        assert len(found) == 1_234
+        assert found["id0"] == CallRecord(1, 125)
+        assert found["id1233"] == CallRecord(124, None)
+        assert sum(record.answered_by is not None for record in found.values()) == 617
+
+    async def test_the_query_seeks_by_key_and_by_the_answers_index(self, tmp_path: Path) -> None:
+        async with open_database(tmp_path / "frs.db") as db, db.snapshot() as conn:
+            rows = await conn.execute_fetchall(
+                "explain query plan " + _latest_calls_sql(3), ("s", "a", "b", "c")
+            )
+        plan = [row[3] for row in rows]
+        assert "SEARCH calls USING PRIMARY KEY (session_id=? AND call_id=?)" in plan
+        assert "SEARCH m USING INDEX messages_answers (session_id=? AND answers=?)" in plan
+        assert not [step for step in plan if step.startswith("SCAN") and "latest" not in step]
 
 
 class TestDatabase:
