@@ -403,7 +403,8 @@ class Pinned:
 
 async def _task(request: Request, budget: int) -> Pinned:
     reader, session = request.reader, request.session
-    found = await reader.first_in_lane(session.id, "user")
+    first = await reader.entries_between(session.id, 0, session.next_number, ("user",), limit=1)
+    found = first[0] if first else None
     if found is None:
         return Pinned(None, [])
     (position,) = await reader.positions_of(session.id, [found.ord])

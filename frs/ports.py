@@ -1,8 +1,16 @@
 """What the domain needs from storage, as Protocols; `storage` implements them.
 
-Positions are never stored: a reader maps positions to live entries (ordered by `ord`) and back,
-in time logarithmic in the thread's size. A transaction sees and changes one consistent state;
-everything it does commits together or not at all.
+A store holds sessions and, per session, its messages (originals and summaries), squashes,
+plan, checkpoints, focus layers, sources and change log. Terms the promises below use:
+- an entry is a live message (in the thread now); entries are ordered by `ord`, and a
+  summary spans `ord..ord_last`;
+- a position is 1-based and contiguous over the entries, in that order. Positions are never
+  stored: a store maps them to entries and back in time that does not grow with the thread;
+- every method reads or writes one session, named by id, and a session id from another
+  session's rows never matches.
+A transaction sees and changes one consistent state; everything it does commits together or
+not at all, and no other transaction's write lands between its reads and its writes. Any
+store must pass the contract suite in `tests/storage/contract.py`.
 """
 
 from __future__ import annotations
@@ -26,46 +34,80 @@ from frs.model import (
 
 
 class ThreadReader(Protocol):
-    async def find_session(self, session_id: SessionId) -> Session | None: ...
-    async def find_conversation(self, interface: str, conversation: str) -> Session | None: ...
-    async def current_session_id(self) -> SessionId | None: ...
+    # -- sessions ---------------------------------------------------------------------------
+
+    async def find_session(self, session_id: SessionId) -> Session | None:
+        """The session with this id, or None."""
+        ...
+
+    async def find_conversation(self, interface: str, conversation: str) -> Session | None:
+        """The one session of this interface's conversation, or None."""
+        ...
+
     async def current_session(self) -> Session | None:
-        """The current session in one read (None when none is set)."""
+        """The session marked current (`ThreadTx.set_current`), or None."""
         ...
 
     async def list_sessions(self, limit: int, offset: int = 0) -> list[Session]:
         """Sessions by `updated_at` descending (then id), `limit` of them from `offset`."""
         ...
 
-    async def count_sessions(self) -> int: ...
+    async def count_sessions(self) -> int:
+        """How many sessions there are."""
+        ...
+
+    # -- entries ----------------------------------------------------------------------------
+
     async def entries_at(self, session_id: SessionId, position: int, count: int) -> list[Message]:
-        """Live entries from `position` (1-based) on, at most `count`, in thread order."""
+        """Entries from `position` (1-based) on, at most `count`, in thread order."""
         ...
 
-    async def entries_between(self, session_id: SessionId, lo: int, hi: int) -> list[Message]:
-        """Live entries whose ord lies in lo..hi, in thread order."""
-        ...
-
-    async def entry_covering(self, session_id: SessionId, ord_: int) -> Message | None:
-        """The live entry whose span holds `ord_` (the last one starting at or before it)."""
+    async def entries_between(
+        self,
+        session_id: SessionId,
+        lo: int,
+        hi: int,
+        lanes: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Message]:
+        """Entries whose ord lies in lo..hi, of `lanes` only when given (a role or 'summary'),
+        the first `limit` of them when given, in thread order."""
         ...
 
     async def last_entries(
         self, session_id: SessionId, count: int, lanes: Sequence[str] | None
-    ) -> list[Message]: ...
-    async def lane_entries(
-        self, session_id: SessionId, lanes: Sequence[str], lo: int, hi: int
-    ) -> list[Message]: ...
-    async def positions_of(self, session_id: SessionId, ords: Sequence[int]) -> list[int]: ...
-    async def first_in_lane(self, session_id: SessionId, lane: str) -> Message | None:
-        """The oldest live entry of `lane` (a role, or 'summary'), if any."""
+    ) -> list[Message]:
+        """The newest `count` entries (of `lanes` only when given), in thread order."""
         ...
 
-    async def message(self, session_id: SessionId, number: int) -> Message | None: ...
+    async def run_entries(self, session_id: SessionId, run_id: str) -> list[Message]:
+        """Every entry recorded with this run id, in thread order."""
+        ...
+
+    async def entry_covering(self, session_id: SessionId, ord_: int) -> Message | None:
+        """The entry whose span holds `ord_` (the last one starting at or before it)."""
+        ...
+
+    async def positions_of(self, session_id: SessionId, ords: Sequence[int]) -> list[int]:
+        """The position of the entry starting at each ord, in the order given."""
+        ...
+
+    async def message(self, session_id: SessionId, number: int) -> Message | None:
+        """The message with this permanent number, live or squashed, or None."""
+        ...
+
+    async def thinking(self, session_id: SessionId, lo: int, hi: int) -> list[Message]:
+        """Thinking blocks (never entries) recorded after an entry whose ord lies in lo..hi
+        (0 for before the first), in the order recorded."""
+        ...
+
+    # -- tool calls -------------------------------------------------------------------------
+
     async def latest_calls(
         self, session_id: SessionId, call_ids: Sequence[str]
     ) -> dict[str, CallRecord]:
-        """For each of these ids a recorded call made: its latest call, and who answered it."""
+        """For each call id ever made in the session, the latest message that made it and
+        whether a result already answers that message's call."""
         ...
 
     async def pair_partners(
@@ -75,18 +117,32 @@ class ThreadReader(Protocol):
         and the highest answer after hi to a call made inside (None when there is none)."""
         ...
 
-    async def squash(self, session_id: SessionId, n: int) -> Squash | None: ...
-    async def squash_members(self, session_id: SessionId, n: int) -> list[Message]: ...
-    async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
-        """The active squash that has message `number` among its originals."""
+    # -- squashes ---------------------------------------------------------------------------
+
+    async def squash(self, session_id: SessionId, n: int) -> Squash | None:
+        """Squash `n` (alias SQ.n), restored or not, or None."""
         ...
 
-    async def squashes(self, session_id: SessionId) -> list[Squash]: ...
-    async def plan(self, session_id: SessionId) -> list[PlanStep]: ...
-    async def checkpoints(self, session_id: SessionId) -> list[Checkpoint]: ...
-    async def thinking(self, session_id: SessionId, lo: int, hi: int) -> list[Message]: ...
-    async def changes_since(self, session_id: SessionId, revision: int) -> list[str]:
-        """The newest (at most ten) changes after `revision`, oldest of them first."""
+    async def squash_members(self, session_id: SessionId, n: int) -> list[Message]:
+        """The entries squash `n` replaced, in thread order (a member may be a summary)."""
+        ...
+
+    async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
+        """The unrestored squash that has message `number` among its members, or None."""
+        ...
+
+    async def squashes(self, session_id: SessionId) -> list[Squash]:
+        """Every squash of the session, by n."""
+        ...
+
+    # -- plan, marks, layers, changes, sources ------------------------------------------------
+
+    async def plan(self, session_id: SessionId) -> list[PlanStep]:
+        """The plan's steps, in order."""
+        ...
+
+    async def checkpoints(self, session_id: SessionId) -> list[Checkpoint]:
+        """Every checkpoint, in the order they were added."""
         ...
 
     async def open_layers(self, session_id: SessionId) -> list[FocusLayer]:
@@ -97,26 +153,43 @@ class ThreadReader(Protocol):
         """The n of the newest focus layer ever opened, 0 if none."""
         ...
 
-    async def run_entries(self, session_id: SessionId, run_id: str) -> list[Message]: ...
-    async def sources(self, session_id: SessionId) -> list[Source]: ...
-    async def source(self, session_id: SessionId, alias: str) -> Source | None: ...
+    async def changes_since(self, session_id: SessionId, revision: int) -> list[str]:
+        """The newest (at most ten) changes after `revision`, oldest of them first, each as
+        `revision N: what changed`."""
+        ...
+
+    async def sources(self, session_id: SessionId) -> list[Source]:
+        """Every registered source, by alias."""
+        ...
 
 
 class ThreadTx(ThreadReader, Protocol):
-    async def create_session(self, session: Session) -> None: ...
-    async def set_current(self, session_id: SessionId) -> None: ...
+    async def create_session(self, session: Session) -> None:
+        """Store a new session (its id unused, its conversation not yet another session's)."""
+        ...
+
+    async def set_current(self, session_id: SessionId) -> None:
+        """Mark this session as the current one."""
+        ...
+
     async def save_session(self, session: Session, change: str) -> None:
         """Store the session row (counters, revision) and log `change` at its revision."""
         ...
 
-    async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None: ...
+    async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None:
+        """Store new messages (live ones become entries at their ords) and their call ids."""
+        ...
+
     async def apply_squash(
         self,
         session_id: SessionId,
         squash: Squash,
         summary: Message,
         members: Sequence[Message],
-    ) -> None: ...
+    ) -> None:
+        """Store the squash and its summary; its members stop being entries (and are kept)."""
+        ...
+
     async def apply_restore(
         self,
         session_id: SessionId,
@@ -124,15 +197,35 @@ class ThreadTx(ThreadReader, Protocol):
         summary: Message,
         members: Sequence[Message],
         restored_at: str,
-    ) -> None: ...
-    async def replace_plan(self, session_id: SessionId, steps: Sequence[PlanStep]) -> None: ...
-    async def add_checkpoint(self, session_id: SessionId, checkpoint: Checkpoint) -> None: ...
-    async def add_source(self, session_id: SessionId, source: Source) -> None: ...
-    async def open_layer(self, session_id: SessionId, layer: FocusLayer) -> None: ...
+    ) -> None:
+        """Mark the squash restored: its summary stops being an entry, its members are again."""
+        ...
+
+    async def replace_plan(self, session_id: SessionId, steps: Sequence[PlanStep]) -> None:
+        """The plan becomes exactly `steps`."""
+        ...
+
+    async def add_checkpoint(self, session_id: SessionId, checkpoint: Checkpoint) -> None:
+        """Store a checkpoint after the ones there are."""
+        ...
+
+    async def open_layer(self, session_id: SessionId, layer: FocusLayer) -> None:
+        """Store a newly opened focus layer."""
+        ...
+
     async def close_layer(
         self, session_id: SessionId, n: int, closed_at: str, squash_n: int | None
-    ) -> None: ...
-    async def remove_source(self, session_id: SessionId, alias: str) -> None: ...
+    ) -> None:
+        """Mark layer `n` closed, by squash `squash_n` (None: it was empty)."""
+        ...
+
+    async def add_source(self, session_id: SessionId, source: Source) -> None:
+        """Store a source under its alias (free in this session)."""
+        ...
+
+    async def remove_source(self, session_id: SessionId, alias: str) -> None:
+        """Forget the source under this alias."""
+        ...
 
 
 class FileReader(Protocol):
@@ -144,9 +237,10 @@ class FileReader(Protocol):
 
 class Store(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[ThreadTx]:
-        """One write transaction; no other writer runs until it commits or rolls back."""
+        """One write transaction; no other writer runs until it commits or rolls back. An
+        engine failure leaves it as a `frs.errors.StoreError`, rolled back."""
         ...
 
     def snapshot(self) -> AbstractAsyncContextManager[ThreadReader]:
-        """One consistent read of the database."""
+        """One consistent read of the store."""
         ...

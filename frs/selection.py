@@ -154,7 +154,7 @@ async def select(request: Request) -> Selection:
         count = min(options.last, live)
         return Selection(None, live - count + 1, count, f"last {options.last}")
     if lanes:
-        entries = await reader.lane_entries(sid, lanes, 0, session.next_number)
+        entries = await reader.entries_between(sid, 0, session.next_number, lanes)
         positions = await reader.positions_of(sid, [m.ord for m in entries])
         shown = [Shown(p, m) for p, m in zip(positions, entries, strict=True)]
         return Selection(shown, 0, len(shown), "role filter")
@@ -177,7 +177,7 @@ async def _window(request: Request) -> Selection:
         hi = min(options.end, top) if options.end is not None else top
         check_numbers(session, lo, hi)
         if lanes:
-            entries = await reader.lane_entries(sid, lanes, lo, hi)
+            entries = await reader.entries_between(sid, lo, hi, lanes)
         else:
             entries = await reader.entries_between(sid, lo, hi)
         # A summary that starts before `from` and reaches into the window is shown whole.

@@ -245,7 +245,8 @@ class ReasoningService:
                     "Use an offset from 0 to the total."
                 )
             found = await reader.list_sessions(limit, offset)
-            return SessionPage(tuple(found), await reader.current_session_id(), total, offset)
+            current = await reader.current_session()
+            return SessionPage(tuple(found), current.id if current else None, total, offset)
 
     async def find_session(self, session_id: SessionId | None = None) -> Session | None:
         """The given session (raises SessionNotFound), else the current one; None when there
@@ -959,7 +960,7 @@ class ReasoningService:
         async with self.store.transaction() as tx:
             session = await self._resolve(tx, session_id)
             await self._check_revision(tx, session, expected_revision)
-            taken = await tx.source(session.id, name)
+            taken = await _find_source(tx, session.id, name)
             if taken is not None:
                 raise AliasTaken(name, f"{taken.where} (@{taken.sha8})")
             await tx.add_source(session.id, source)
@@ -1021,7 +1022,7 @@ class ReasoningService:
         return found.text, heading
 
     async def _get_source(self, reader: ThreadReader, session: Session, name: str) -> Source:
-        source = await reader.source(session.id, name)
+        source = await _find_source(reader, session.id, name)
         if source is None:
             known = [s.alias for s in await reader.sources(session.id)]
             listed = ", ".join(known) if known else "none yet"
@@ -1239,3 +1240,7 @@ def _sha_mismatch(given: str, actual: str) -> AliasNotFound:
         f"its @sha8 does not match the stored text, which is {actual}. The text you saw may be "
         f"from another session or database; use {actual} or view the thread again.",
     )
+
+
+async def _find_source(reader: ThreadReader, session_id: SessionId, alias: str) -> Source | None:
+    return next((s for s in await reader.sources(session_id) if s.alias == alias), None)

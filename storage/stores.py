@@ -118,10 +118,6 @@ class SqliteReader:
         )
         return session_from_row(row) if row else None
 
-    async def current_session_id(self) -> SessionId | None:
-        row = await self._one("select session_id from current_session where id = 1")
-        return SessionId(row[0]) if row and row[0] else None
-
     async def list_sessions(self, limit: int, offset: int = 0) -> list[Session]:
         rows = await self._all(
             f"select {SESSION_COLUMNS} from sessions order by updated_at desc, id limit ? offset ?",
@@ -181,12 +177,31 @@ class SqliteReader:
             positions.append(earlier + row[0] + 1)
         return positions
 
-    async def entries_between(self, session_id: SessionId, lo: int, hi: int) -> list[Message]:
-        return await self._messages(
-            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and ord between ? and ?"
-            " order by ord",
-            (session_id, lo, hi),
-        )
+    async def entries_between(
+        self,
+        session_id: SessionId,
+        lo: int,
+        hi: int,
+        lanes: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Message]:
+        if not lanes:
+            return await self._messages(
+                f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and ord between ? and ?"
+                " order by ord limit ?",
+                (session_id, lo, hi, -1 if limit is None else limit),
+            )
+        # One range scan per lane (index messages_live_lane), merged in thread order.
+        per_lane = [
+            await self._messages(
+                f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and lane = ?"
+                " and ord between ? and ? order by ord limit ?",
+                (session_id, lane, lo, hi, -1 if limit is None else limit),
+            )
+            for lane in dict.fromkeys(lanes)
+        ]
+        merged = list(heapq.merge(*per_lane, key=lambda m: m.ord))
+        return merged if limit is None else merged[:limit]
 
     async def entry_covering(self, session_id: SessionId, ord_: int) -> Message | None:
         found = await self._messages(
@@ -215,27 +230,6 @@ class SqliteReader:
         ]
         newest = heapq.nlargest(count, (m for ms in per_lane for m in ms), key=lambda m: m.ord)
         return newest[::-1]
-
-    async def first_in_lane(self, session_id: SessionId, lane: str) -> Message | None:
-        found = await self._messages(
-            f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and lane = ?"
-            " order by ord limit 1",
-            (session_id, lane),
-        )
-        return found[0] if found else None
-
-    async def lane_entries(
-        self, session_id: SessionId, lanes: Sequence[str], lo: int, hi: int
-    ) -> list[Message]:
-        per_lane = [
-            await self._messages(
-                f"{_SELECT_MESSAGE} where session_id = ? and live = 1 and lane = ?"
-                " and ord between ? and ? order by ord",
-                (session_id, lane, lo, hi),
-            )
-            for lane in dict.fromkeys(lanes)
-        ]
-        return list(heapq.merge(*per_lane, key=lambda m: m.ord))
 
     # messages and pairs
 
@@ -353,13 +347,6 @@ class SqliteReader:
             (session_id,),
         )
         return [source_from_row(row) for row in rows]
-
-    async def source(self, session_id: SessionId, alias: str) -> Source | None:
-        row = await self._one(
-            f"select {SOURCE_COLUMNS} from sources where session_id = ? and alias = ?",
-            (session_id, alias),
-        )
-        return source_from_row(row) if row else None
 
     async def changes_since(self, session_id: SessionId, revision: int) -> list[str]:
         # Revisions start at 1: a negative one asks for the same rows as 0, and one below
