@@ -111,7 +111,7 @@ async def render_corpus(
     async with open_database(folder / "calibrate.db") as db:
         service = ReasoningService(SqliteStore(db), clock=lambda: _CLOCK)
         for transcript in corpus:
-            session, _ = await service.start_session(title=transcript.name)
+            session = (await service.start_session(title=transcript.name)).session
             sid = session.id
             news = [line.to_new() for line in transcript.lines]
             await service.record(news, sid)

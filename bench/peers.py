@@ -98,7 +98,7 @@ async def sqlite_session(
         stdio_client(folder / "frs-mcp.db") as client,
     ):
         service = ReasoningService(SqliteStore(db))
-        api_sid = (await service.start_session(title="peers"))[0].id
+        api_sid = (await service.start_session(title="peers")).session.id
         rng = random.Random(5)
         for start in range(0, items, batch):
             pairs = [_item(texts, i) for i in range(start, min(items, start + batch))]
@@ -223,7 +223,7 @@ async def _start_session(db: Path, title: str) -> str:
     """A new session in `db`, made through the Python API before a server opens the file."""
     async with open_database(db) as database:
         service = ReasoningService(SqliteStore(database))
-        return str((await service.start_session(title=title))[0].id)
+        return str((await service.start_session(title=title)).session.id)
 
 
 def _installed_version() -> str | None:

@@ -126,7 +126,7 @@ async def run(db: Path, session: str, size: int, log: Callable[[str], None]) -> 
         store = _TracingStore(database)
         service = ReasoningService(store)
         store.op = "start_session"
-        scratch = (await service.start_session(title="plans scratch"))[0].id
+        scratch = (await service.start_session(title="plans scratch")).session.id
 
         async def step(name: str, action: Callable[[], Any]) -> None:
             store.op = name

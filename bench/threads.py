@@ -94,7 +94,7 @@ async def build_database(
     async with open_database(path) as db:
         service = ReasoningService(SqliteStore(db))
         for index in range(sessions):
-            session, _ = await service.start_session(title=f"bench {size} #{index}")
+            session = (await service.start_session(title=f"bench {size} #{index}")).session
             for chunk in pool.batches(size, batch, tag=f"s{index}-"):
                 await service.record(chunk, session.id)
             ids.append(session.id)

@@ -41,7 +41,7 @@ async def prepare(db: Path, titles: tuple[str, ...]) -> tuple[dict[str, str], di
                 sync = (await cursor.fetchone() or (-1,))[0]
         service = ReasoningService(SqliteStore(database))
         sessions = {
-            title: str((await service.start_session(title=title))[0].id) for title in titles
+            title: str((await service.start_session(title=title)).session.id) for title in titles
         }
     settings = {
         "journal_mode": str(journal).upper(),

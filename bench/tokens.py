@@ -128,7 +128,7 @@ async def run(
     async with open_database(folder / "tokens.db") as db:
         service = ReasoningService(SqliteStore(db))
         for transcript in corpus:
-            session, _ = await service.start_session(title=transcript.name)
+            session = (await service.start_session(title=transcript.name)).session
             sid = session.id
             await service.record([line.to_new() for line in transcript.lines], sid)
             row: dict[str, Any] = {

@@ -26,6 +26,7 @@ from frs.errors import (
     SummaryNotSmaller,
     SummaryTooLarge,
 )
+from frs.focus import LayerClosed, LayerOpened
 from frs.model import (
     LANES,
     ROLES,
@@ -41,7 +42,12 @@ from frs.model import (
     Squash,
     ToolCall,
 )
-from frs.service import ReasoningService, Recorded, Restored, SessionPage, Squashed
+from frs.plans import PlanUpdated
+from frs.recording import Recorded
+from frs.service import ReasoningService
+from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
+from frs.sources import SourceChanged, SourceStates
+from frs.squashes import Restored, Squashed
 from frs.views import ViewOptions
 
 __all__ = [
@@ -57,13 +63,17 @@ __all__ = [
     "InvalidAlias",
     "InvalidContent",
     "InvalidRequest",
+    "LayerClosed",
+    "LayerOpened",
     "Limits",
+    "LiveThread",
     "Message",
     "NewMessage",
     "NotFound",
     "Numbering",
     "Page",
     "PlanStep",
+    "PlanUpdated",
     "PositionOutOfRange",
     "ReasoningService",
     "Recorded",
@@ -73,8 +83,12 @@ __all__ = [
     "SessionId",
     "SessionNotFound",
     "SessionPage",
+    "SessionStarted",
+    "SourceChanged",
+    "SourceStates",
     "SplitsToolCall",
     "Squash",
+    "SquashLog",
     "Squashed",
     "StaleRevision",
     "StoreError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from frs.errors import InvalidAlias
+from frs.errors import AliasNotFound, InvalidAlias
 
 RESERVED = ("M", "SQ")
 #: The seed's source families; any other capitalised prefix is allowed too.
@@ -100,6 +100,15 @@ def derive_prefix(file_name: str) -> str:
 
 def sha_matches(ref: AliasRef, sha256: str) -> bool:
     return ref.sha8 is None or sha256.startswith(ref.sha8)
+
+
+def sha_mismatch(given: str, actual: str) -> AliasNotFound:
+    """The refusal of an alias whose @sha8 names other text than the stored one (`actual`)."""
+    return AliasNotFound(
+        given,
+        f"its @sha8 does not match the stored text, which is {actual}. The text you saw may be "
+        f"from another session or database; use {actual} or view the thread again.",
+    )
 
 
 def _reserved(family: str) -> str:

@@ -150,3 +150,19 @@ def check_numbers(session: Session, start: int, end: int) -> None:
         )
     if not (start >= 1 and end <= top):
         raise PositionOutOfRange(start, end, 1, top, unit="numbers")
+
+
+def check_line(text: str | None, what: str, limits: Limits, required: bool = False) -> str:
+    """A one-line text (a title, a plan step, a goal, a checkpoint's name), stripped; refuses
+    an empty one when `required`, a line break, or more than the title limit."""
+    value = (text or "").strip()
+    if required and not value:
+        raise InvalidRequest(f"{what} is empty; give a short line of text.")
+    if "\n" in value or "\r" in value:
+        raise InvalidRequest(f"{what} must be one line; remove the line breaks.")
+    if len(value) > limits.max_title_chars:
+        raise InvalidRequest(
+            f"{what} has {len(value)} characters; the limit is {limits.max_title_chars}."
+        )
+    check_text(value, what)
+    return value

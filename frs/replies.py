@@ -6,9 +6,17 @@ have their own modules (`frs.render`, `frs.errors`); everything else the model s
 
 from __future__ import annotations
 
+from frs.focus import LayerClosed, LayerOpened
 from frs.model import Session
+from frs.plans import PlanUpdated
+from frs.ranges import span_name
+from frs.recording import Recorded
 from frs.render import escape_inline, plural
-from frs.service import SessionPage
+from frs.sessions import SessionPage
+from frs.sources import SourceChanged, SourceStates
+from frs.squashes import Restored, Squashed
+
+WARNINGS_SHOWN = 20  # a batch of reused ids would otherwise flood the model's context
 
 NO_SESSION = (
     "No session yet. Start one with frs_session(action='start', title=...), or record "
@@ -33,6 +41,10 @@ def session_started(
         were = "was" if len(given) == 1 else "were"
         text += f"; it existed, so the {' and '.join(given)} given {were} not applied"
     return text
+
+
+def session_used(session: Session) -> str:
+    return f'Session {session.id} "{session.title}" is now current · revision {session.revision}'
 
 
 def session_info(session: Session) -> str:
@@ -70,3 +82,94 @@ def session_list(page: SessionPage, limit: int) -> str:
         size = f", limit={limit}" if limit != 50 else ""
         more = f"; next page: frs_session(action='list', offset={page.next_offset}{size})"
     return "\n".join([*lines, f"{where} (* = current){more}"])
+
+
+def recorded(done: Recorded) -> str:
+    """Where the batch landed, then each pairing warning on its own line (the first
+    `WARNINGS_SHOWN`; all are in `done.warnings`)."""
+    if not done.positions:
+        where = "no numbered messages"
+    elif len(done.positions) == 1:
+        where = f"1 message at position {done.positions[0]}"
+    else:
+        where = (
+            f"{len(done.positions)} messages at positions {done.positions[0]}–{done.positions[-1]}"
+        )
+    if done.thinking:
+        where += f" and {plural(done.thinking, 'thinking block')} (not numbered)"
+    lines = [f"Recorded {where} in session {done.session_id} · revision {done.revision}"]
+    lines += done.warnings[:WARNINGS_SHOWN]
+    if len(done.warnings) > WARNINGS_SHOWN:
+        more = len(done.warnings) - WARNINGS_SHOWN
+        lines.append(f"… and {plural(more, 'more warning')} like these.")
+    return "\n".join(lines)
+
+
+def squashed(done: Squashed) -> str:
+    """What was squashed, where its summary sits, how to read or undo it, what it saved."""
+    sq = done.squash
+    saved = sq.tokens_before - sq.tokens_after
+    return (
+        f"Squashed {done.replaced} ({plural(sq.count, 'entry')}, "
+        f"{plural(sq.covered, 'message')}) into a summary at position {done.position}. "
+        f'Originals: get_alias(alias="{sq.alias}"); undo: frs_restore(alias="SQ.{sq.n}"). '
+        f"Tokens ~{sq.tokens_before:,} → ~{sq.tokens_after:,} (saved ~{saved:,}). "
+        f"The thread now has {plural(done.live_count, 'entry')} · revision {done.revision}"
+    )
+
+
+def restored(done: Restored) -> str:
+    hold = "holds" if done.first == done.last else "hold"
+    return (
+        f"Restored SQ.{done.squash.n}: {span_name('position', done.first, done.last)} {hold} "
+        f"its {plural(done.squash.count, 'entry')} again · revision {done.revision}"
+    )
+
+
+def layer_opened(done: LayerOpened) -> str:
+    return (
+        f"Opened focus layer {done.layer.depth} ({done.layer.goal!r}); messages recorded now "
+        f"belong to it · revision {done.revision}"
+    )
+
+
+def layer_closed(done: LayerClosed) -> str:
+    closed = f"Closed focus layer {done.layer.depth} ({done.layer.goal!r}). "
+    if done.squashed is None:
+        return closed + f"It was empty · revision {done.revision}"
+    return closed + squashed(done.squashed)
+
+
+def plan_updated(done: PlanUpdated, checkpoint: str | None) -> str:
+    """The plan as it now is, step by step, and the checkpoint added, if any."""
+    shown = " · ".join(f"{step.status}: {step.text}" for step in done.steps) or "no steps"
+    marked = f"; checkpoint {checkpoint.strip()!r} added" if checkpoint else ""
+    return f"Plan: {shown}{marked} · revision {done.session.revision}"
+
+
+def source_added(done: SourceChanged) -> str:
+    source = done.source
+    return (
+        f"Registered {source.alias}@{source.sha8} {escape_inline(source.where)} · "
+        f"{plural(source.lines, 'line')} · {source.chars:,} chars. Read it with "
+        f'get_alias(alias="{source.alias}") · revision {done.revision}'
+    )
+
+
+def source_removed(done: SourceChanged) -> str:
+    where = escape_inline(done.source.where)
+    return f"Removed source {done.source.alias} ({where}) · revision {done.revision}"
+
+
+def source_list(found: SourceStates, verified: bool) -> str:
+    """One line per source, drift marked; after a verify, how many changed."""
+    if not found.states:
+        return (
+            f"No sources in session {found.session.id}. Register one with "
+            "frs_source(action='add', alias=..., text=... or path=...)."
+        )
+    lines = [state.line() for state in found.states]
+    if verified:
+        changed = sum(1 for s in found.states if s.changed or s.sha256 is None)
+        lines.append(f"{changed} of {len(found.states)} sources changed or unreadable")
+    return "\n".join(lines)

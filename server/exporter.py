@@ -17,13 +17,13 @@ from typing import Any, TextIO
 import anyio
 
 from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
-from frs.service import EXPORT_FORMATS
 from server.deps import open_deps
 from server.progress import Progress
 from server.settings import Settings, resolve_database
 
 QUIET_BELOW = 2_000  # messages or lines; smaller exports print no progress lines
 Exported = list[dict[str, Any]] | dict[str, Any] | str
+EXPORT_FORMATS = ("openai", "anthropic", "text")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -35,10 +35,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
     async with open_deps(settings) as deps:
         sid = None if session == "current" else SessionId(session)
-        if sid is None and (await deps.service.list_sessions(1)).current is None:
+        service = deps.service
+        if await service.find_session(sid) is None:
             # A read must not create the session it was asked to show.
             raise InvalidRequest(f"{settings.database} has no current session; name one.")
-        return await deps.service.export(fmt, sid)
+        if fmt == "openai":
+            return await service.export_openai(sid)
+        if fmt == "anthropic":
+            return await service.export_anthropic(sid)
+        return await service.export_text(sid)
 
 
 # The message list's place in the JSON layout, found by writing a stand-in there first.

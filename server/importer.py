@@ -29,7 +29,7 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
         messages = parse_transcript(handle, settings.limits())
     async with open_deps(settings) as deps:
         service = deps.service
-        session, _ = await service.start_session(title or path.stem)
+        session = (await service.start_session(title or path.stem)).session
         progress = Progress(len(messages), "imported", "messages", quiet_below=4 * BATCH)
         done, revision, numbered = 0, 0, 0
         for start in range(0, len(messages), BATCH):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from frs.service import Progress as Report
+from frs.recording import Progress as Report
 
 T = TypeVar("T")
 BAR_WIDTH = 30

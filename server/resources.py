@@ -79,9 +79,7 @@ def register(mcp: MCPServer[Any]) -> None:
     async def messages(session_id: str, ctx: DepsContext) -> list[dict[str, Any]]:
         service = ctx.request_context.lifespan_context.service
         with resource_errors():
-            exported = await service.export("openai", SessionId(session_id))
-        assert isinstance(exported, list)
-        return exported
+            return await service.export_openai(SessionId(session_id))
 
     @mcp.resource(
         "frs://sessions/{session_id}/messages/anthropic",
@@ -92,9 +90,7 @@ def register(mcp: MCPServer[Any]) -> None:
     async def messages_anthropic(session_id: str, ctx: DepsContext) -> dict[str, Any]:
         service = ctx.request_context.lifespan_context.service
         with resource_errors():
-            exported = await service.export("anthropic", SessionId(session_id))
-        assert isinstance(exported, dict)
-        return exported
+            return await service.export_anthropic(SessionId(session_id))
 
     @mcp.resource(
         "frs://sessions/{session_id}/aliases/{alias}",
@@ -116,9 +112,9 @@ def register(mcp: MCPServer[Any]) -> None:
     async def squashes(session_id: str, ctx: DepsContext) -> dict[str, Any]:
         service = ctx.request_context.lifespan_context.service
         with resource_errors():
-            session, found = await service.squash_log(SessionId(session_id))
+            log = await service.squash_log(SessionId(session_id))
         return {
-            "session_id": session.id,
+            "session_id": log.session.id,
             "squashes": [
                 {
                     "alias": q.alias,
@@ -132,6 +128,6 @@ def register(mcp: MCPServer[Any]) -> None:
                     "created_at": q.created_at,
                     "restored": q.restored,
                 }
-                for q in found
+                for q in log.squashes
             ],
         }

@@ -8,8 +8,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import PlanStep
-from frs.render import escape_inline
+from frs import PlanStep, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
 from server.tools.arguments import RevisionArg, SessionArg, StepIn, choices, session_of
@@ -35,15 +34,11 @@ async def frs_plan(
     """
     plan = [PlanStep(s.text, s.status) for s in steps] if steps is not None else None  # type: ignore[arg-type]
     with tool_errors():
-        session, current = await service(ctx).update_plan(
+        done = await service(ctx).update_plan(
             plan, checkpoint, session_of(session_id), expected_revision
         )
-    shown = " · ".join(f"{s.status}: {s.text}" for s in current) or "no steps"
-    marked = f"; checkpoint {checkpoint.strip()!r} added" if checkpoint else ""
-    return result(
-        f"Plan: {shown}{marked} · revision {session.revision}",
-        Revision(session_id=session.id, revision=session.revision),
-    )
+    out = Revision(session_id=done.session.id, revision=done.session.revision)
+    return result(replies.plan_updated(done, checkpoint), out)
 
 
 async def frs_source(
@@ -82,31 +77,15 @@ async def frs_source(
     sid = session_of(session_id)
     with tool_errors():
         if action == "add":
-            source, revision = await service(ctx).add_source(
-                alias, text, path, sid, expected_revision
-            )
-            size = f"{source.lines:,} {'line' if source.lines == 1 else 'lines'}"
-            return (
-                f"Registered {source.alias}@{source.sha8} {escape_inline(source.where)} · "
-                f"{size} · {source.chars:,} chars. Read it with "
-                f'get_alias(alias="{source.alias}") · revision {revision}'
-            )
+            added = await service(ctx).add_source(alias, text, path, sid, expected_revision)
+            return replies.source_added(added)
         if action == "remove":
             if alias is None:
                 raise ToolError("action='remove' needs alias, e.g. alias='H.main'.")
-            source, revision = await service(ctx).remove_source(alias, sid, expected_revision)
-            where = escape_inline(source.where)
-            return f"Removed source {source.alias} ({where}) · revision {revision}"
+            removed = await service(ctx).remove_source(alias, sid, expected_revision)
+            return replies.source_removed(removed)
         if action in ("list", "verify"):
-            session, states = await service(ctx).source_states(sid, check=action == "verify")
-            if not states:
-                return (
-                    f"No sources in session {session.id}. Register one with "
-                    "frs_source(action='add', alias=..., text=... or path=...)."
-                )
-            lines = [state.line() for state in states]
-            if action == "verify":
-                changed = sum(1 for s in states if s.changed or s.sha256 is None)
-                lines.append(f"{changed} of {len(states)} sources changed or unreadable")
-            return "\n".join(lines)
+            verify = action == "verify"
+            found = await service(ctx).source_states(sid, check=verify)
+            return replies.source_list(found, verify)
     raise ToolError(f"action is {action!r}; use add, list, verify or remove.")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from frs import Session, SessionId, SessionPage, Squashed
+from frs import Session, SessionId, SessionPage, Squashed, replies
 
 
 class Revision(BaseModel):
@@ -139,8 +140,8 @@ def session_page(page: SessionPage) -> SessionOut:
     )
 
 
-def squash_result(done: Squashed | list[Squashed]) -> CallToolResult:
-    squashes = done if isinstance(done, list) else [done]
+def squash_result(done: Squashed | Sequence[Squashed]) -> CallToolResult:
+    squashes = [done] if isinstance(done, Squashed) else list(done)
     first = squashes[0]
     out = SquashOut(
         session_id=first.session_id,
@@ -159,4 +160,4 @@ def squash_result(done: Squashed | list[Squashed]) -> CallToolResult:
             for s in squashes
         ],
     )
-    return result("\n".join(s.text() for s in squashes), out)
+    return result("\n".join(replies.squashed(s) for s in squashes), out)

@@ -50,13 +50,14 @@ async def frs_session(
     """
     with tool_errors():
         if action == "start":
-            session, created = await service(ctx).start_session(
+            started = await service(ctx).start_session(
                 title or "",
                 goal or "",
                 numbering_of(numbering) or "position",
                 interface,
                 conversation,
             )
+            session, created = started.session, started.created
             return session_result(
                 replies.session_started(session, created, title, goal, numbering),
                 "start",
@@ -71,11 +72,7 @@ async def frs_session(
             if session_id is None:
                 raise ToolError("action='use' needs session_id; see frs_session(action='list').")
             session = await service(ctx).use_session(SessionId(session_id))
-            text = (
-                f'Session {session.id} "{session.title}" is now current'
-                f" · revision {session.revision}"
-            )
-            return session_result(text, "use", session, current=True)
+            return session_result(replies.session_used(session), "use", session, current=True)
         if action == "info":
             found = await service(ctx).find_session(session_of(session_id))
             if found is None:

@@ -8,6 +8,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from frs import replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
 from server.tools.arguments import (
@@ -100,7 +101,7 @@ async def frs_restore(
     out = RestoreOut(
         session_id=done.session_id, revision=done.revision, first=done.first, last=done.last
     )
-    return result(done.text(), out)
+    return result(replies.restored(done), out)
 
 
 async def frs_focus(
@@ -129,20 +130,11 @@ async def frs_focus(
     sid = session_of(session_id)
     with tool_errors():
         if action == "open":
-            layer, revision, used = await service(ctx).open_focus(
-                goal or "", sid, expected_revision
-            )
-            text = (
-                f"Opened focus layer {layer.depth} ({layer.goal!r}); messages recorded now "
-                f"belong to it · revision {revision}"
-            )
-        elif action == "close":
-            layer, squashed, revision, used = await service(ctx).close_focus(
-                summary or "", sid, expected_revision
-            )
-            text = f"Closed focus layer {layer.depth} ({layer.goal!r}). " + (
-                squashed.text() if squashed else f"It was empty · revision {revision}"
-            )
-        else:
-            raise ToolError(f"action is {action!r}; use open or close.")
-    return result(text, Revision(session_id=used, revision=revision))
+            opened = await service(ctx).open_focus(goal or "", sid, expected_revision)
+            out = Revision(session_id=opened.session_id, revision=opened.revision)
+            return result(replies.layer_opened(opened), out)
+        if action == "close":
+            closed = await service(ctx).close_focus(summary or "", sid, expected_revision)
+            out = Revision(session_id=closed.session_id, revision=closed.revision)
+            return result(replies.layer_closed(closed), out)
+    raise ToolError(f"action is {action!r}; use open or close.")

@@ -7,7 +7,7 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import LANES, ViewOptions
+from frs import LANES, ViewOptions, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
 from server.progress import with_progress
@@ -58,7 +58,7 @@ async def frs_record(
         numbers=list(done.numbers),
         warnings=list(done.warnings),
     )
-    return result(done.text(), out)
+    return result(replies.recorded(done), out)
 
 
 async def frs_view_thread(

@@ -214,8 +214,8 @@ class Scenario:
         self.next_squash = 1
 
     async def setup(self) -> None:
-        twin, _ = await self.service.start_session("T")
-        main, _ = await self.service.start_session("T")
+        twin = (await self.service.start_session("T")).session
+        main = (await self.service.start_session("T")).session
         self.twin, self.sid = twin.id, main.id
 
     async def state(self) -> tuple[int, str]:

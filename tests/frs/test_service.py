@@ -25,6 +25,7 @@ from frs import (
     StaleRevision,
     SummaryNotSmaller,
     ViewOptions,
+    replies,
 )
 from frs.errors import AliasNotFound, NothingToSquash
 from tests.frs.conftest import (
@@ -492,7 +493,7 @@ class TestThinking:
         async with service_with(tmp_path, []) as service:
             recorded = await service.record([user("q"), thinking("hmm"), assistant("a")])
         assert (recorded.positions, recorded.numbers, recorded.thinking) == ((1, 2), (1, 2), 1)
-        assert recorded.text().startswith(
+        assert replies.recorded(recorded).startswith(
             "Recorded 2 messages at positions 1–2 and 1 thinking block (not numbered)"
         )
 
@@ -536,7 +537,7 @@ class TestThinking:
 class TestCheckpoints:
     async def test_a_checkpoint_stays_after_the_entry_it_followed(self, tmp_path: Path) -> None:
         async with service_with(tmp_path, [user(w) for w in WORDS[:3]]) as service:
-            _, _ = await service.update_plan(checkpoint="found it")
+            await service.update_plan(checkpoint="found it")
             mark = '— checkpoint "found it" · revision 2'
             await service.record([user(w) for w in WORDS[3:]])
             plain = await view_lines(service)
@@ -576,15 +577,15 @@ class TestCheckpoints:
 class TestRevision:
     async def test_every_mutation_adds_one_and_nothing_else_does(self, tmp_path: Path) -> None:
         async with open_service(tmp_path / "frs.db") as service:
-            session, _ = await service.start_session("T")
+            session = (await service.start_session("T")).session
             revisions = [session.revision]
             revisions.append((await service.record([user(w) for w in WORDS[:4]])).revision)
             revisions.append((await service.record([user(w) for w in WORDS[4:]])).revision)
             revisions.append((await service.compress_range(2, 3, "b-c")).revision)
             revisions.append((await service.compress_last(2, "e-f")).revision)
             revisions.append((await service.restore("SQ.2")).revision)
-            plan, _ = await service.update_plan([PlanStep("x")], checkpoint="both at once")
-            revisions.append(plan.revision)
+            plan = await service.update_plan([PlanStep("x")], checkpoint="both at once")
+            revisions.append(plan.session.revision)
             await service.view(ViewOptions(show_thinking=True))
             await service.get_alias("SQ.1")
             await service.use_session(session.id)

@@ -216,10 +216,10 @@ class ThreadMachine(RuleBasedStateMachine):
 
     @initialize(numbering=st.sampled_from(["position", "absolute"]))
     def start(self, numbering: str) -> None:
-        session, _ = self.run(
+        started = self.run(
             lambda: self.service.start_session("model", numbering=numbering)  # type: ignore[arg-type]
         )
-        self.session = session.id
+        self.session = started.session.id
         self.thread = Thread(numbering)
 
     @rule(
@@ -378,7 +378,7 @@ class ThreadMachine(RuleBasedStateMachine):
         if len(self.thread.layers) >= Limits().max_focus_depth:
             self.refused(lambda: self.service.open_focus(goal, self.session), "too deep")
             return
-        _, revision, _ = self.run(lambda: self.service.open_focus(goal, self.session))
+        revision = self.run(lambda: self.service.open_focus(goal, self.session)).revision
         event("focus opened")
         self.thread.layers.append((goal, self.thread.next_number))
         self.thread.revision += 1
@@ -396,7 +396,8 @@ class ThreadMachine(RuleBasedStateMachine):
         if why is not None:
             self.refused(lambda: self.service.close_focus(text, self.session), why)
             return
-        _, done, revision, _ = self.run(lambda: self.service.close_focus(text, self.session))
+        closed = self.run(lambda: self.service.close_focus(text, self.session))
+        done, revision = closed.squashed, closed.revision
         self.thread.layers.pop()
         if window:
             event("focus closed into a squash")

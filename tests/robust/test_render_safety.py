@@ -131,7 +131,7 @@ async def _view_of(
     and how many plan steps and checkpoints were accepted."""
     async with open_database(folder / "render.db") as db:
         service = ReasoningService(SqliteStore(db))
-        session, _ = await service.start_session(title, goal)
+        session = (await service.start_session(title, goal)).session
         batch: list[NewMessage] = []
         for index, item in enumerate(drawn):
             role = "assistant" if item.calls else item.role
@@ -233,7 +233,7 @@ async def _originals_of(folder: Path, drawn: list[Drawn]) -> str:
     """Record the drawn messages and a long last one, squash them all; the SQ.1 text."""
     async with open_database(folder / "originals.db") as db:
         service = ReasoningService(SqliteStore(db))
-        session, _ = await service.start_session("originals")
+        session = (await service.start_session("originals")).session
         batch = [
             NewMessage(
                 "assistant" if item.calls else item.role,  # type: ignore[arg-type]

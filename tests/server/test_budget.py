@@ -65,7 +65,7 @@ async def store_thread(path: Path, count: int) -> None:
     """`count` messages in one new session, 1,000 per transaction, with the Python API."""
     async with open_database(path) as db:
         service = ReasoningService(SqliteStore(db))
-        session, _ = await service.start_session("Long run")
+        session = (await service.start_session("Long run")).session
         for start in range(1, count + 1, 1_000):
             batch = [message(n) for n in range(start, min(count, start + 999) + 1)]
             await service.record(batch, session.id)

@@ -161,7 +161,7 @@ class TestFreshDatabase:
         path = tmp_path / "frs.db"
         async with open_database(path) as db:
             service = ReasoningService(SqliteStore(db))
-            session, _ = await service.start_session("kept")
+            session = (await service.start_session("kept")).session
             await service.record([NewMessage("user", "still here")])
         schema, version = schema_of(path), version_of(path)
         async with open_database(path) as db:

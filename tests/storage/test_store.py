@@ -162,8 +162,8 @@ class TestPositionsAtScale:
         self, tmp_path: Path
     ) -> None:
         async with opened(tmp_path / "frs.db") as (db, service):
-            other, _ = await service.start_session("other")
-            session, _ = await service.start_session("big")
+            other = (await service.start_session("other")).session
+            session = (await service.start_session("big")).session
             sid = session.id
             checker = Checker(db, service, sid)
             for batch in range(3):
@@ -241,8 +241,8 @@ class TestLatestCalls:
         self, tmp_path: Path
     ) -> None:
         async with opened(tmp_path / "frs.db") as (db, service):
-            session, _ = await service.start_session("calls")
-            other, _ = await service.start_session("other")
+            session = (await service.start_session("calls")).session
+            other = (await service.start_session("other")).session
             # 1 makes a, 2 answers it, 3 makes a again and b, 4 and 5 answer that a, b unanswered
             await service.record(
                 [calls("a"), answer("a"), calls("a", "b"), answer("a"), answer("a")], session.id
@@ -255,7 +255,7 @@ class TestLatestCalls:
     async def test_more_ids_than_one_query_takes_are_all_answered(self, tmp_path: Path) -> None:
         ids = [f"id{i}" for i in range(1_234)]
         async with opened(tmp_path / "frs.db") as (db, service):
-            session, _ = await service.start_session("many")
+            session = (await service.start_session("many")).session
             await service.record([calls(*ids[i : i + 10]) for i in range(0, 1_234, 10)], session.id)
             await service.record([answer(i) for i in ids[::2]], session.id)
             async with SqliteStore(db).snapshot() as reader:

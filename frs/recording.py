@@ -1,0 +1,143 @@
+"""Recording: appending messages to a thread, all of a batch or none.
+
+Each numbered message gets the session's next number, which is also its ord, so it lands
+after every entry. A thinking block is never numbered: it is stored after the entry it
+follows. A result pairs with the latest call of its id; one that cannot pair cleanly is
+recorded all the same, with a warning (`frs.pairing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from frs.env import Env
+from frs.model import Message, NewMessage, Session, SessionId
+from frs.mutation import mutation
+from frs.ops import check_new_messages
+from frs.pairing import Pairing, call_ids
+from frs.ports import ThreadReader
+from frs.render import plural
+from frs.text import estimate_tokens, message_body, sha256_hex
+
+#: `progress(done, total)`: called as long work advances; it must return at once.
+Progress = Callable[[int, int], None]
+CHUNK = 500  # messages written between two progress reports
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    session_id: SessionId
+    positions: tuple[int, ...]
+    numbers: tuple[int, ...]
+    thinking: int
+    revision: int
+    warnings: tuple[str, ...] = ()  # pairing problems, recorded anyway (frs.pairing)
+
+
+async def record(
+    env: Env,
+    messages: Sequence[NewMessage],
+    session_id: SessionId | None = None,
+    expected_revision: int | None = None,
+    progress: Progress | None = None,
+) -> Recorded:
+    """Append messages in one transaction; each numbered one gets the next number.
+
+    `progress(done, total)` is called after each chunk of messages is written (inside the
+    transaction, so it must not block: a relay forwards it); nothing is visible to readers
+    until the whole batch commits.
+    """
+    check_new_messages(messages, env.limits)
+    async with mutation(env, session_id, expected_revision) as m:
+        first = m.session
+        batch = _Batch(first, Pairing(await m.tx.latest_calls(first.id, call_ids(messages))))
+        for start in range(0, len(messages), CHUNK):
+            stored = [
+                await batch.add(index, new, m.tx)
+                for index, new in enumerate(messages[start : start + CHUNK], start)
+            ]
+            await m.tx.insert_messages(first.id, stored)
+            if progress is not None:
+                progress(min(start + CHUNK, len(messages)), len(messages))
+        count = len(batch.positions)
+        m.session = replace(
+            first,
+            next_number=batch.number,
+            live_count=first.live_count + count,
+            live_tokens=batch.tokens,
+            lanes=batch.lanes,
+            recorded=first.recorded + count,
+        )
+        m.change = f"recorded {plural(count, 'message')}"
+    return Recorded(
+        first.id,
+        tuple(batch.positions),
+        tuple(range(first.next_number, batch.number)),
+        batch.thinking,
+        m.session.revision,
+        tuple(batch.pairing.warnings),
+    )
+
+
+class _Batch:
+    """What a batch adds up to as its messages are numbered one by one."""
+
+    def __init__(self, session: Session, pairing: Pairing) -> None:
+        self.session, self.pairing = session, pairing
+        self.number = session.next_number
+        self.positions: list[int] = []
+        self.lanes = dict(session.lanes)
+        self.tokens = session.live_tokens
+        self.thinking = 0
+        # A thinking block sits after the last entry; that entry may be a summary, whose
+        # fresh number lies outside the ord space, so anchor on the entry's span instead.
+        self.after: int | None = None
+
+    async def add(self, index: int, new: NewMessage, reader: ThreadReader) -> Message:
+        body = message_body(new.content, new.tool_calls)
+        if new.kind == "thinking":
+            if self.after is None:
+                self.after = await last_ord(reader, self.session)
+            self.thinking += 1
+            return stored_message(new, None, self.after, body, None)
+        number = self.after = self.number
+        message = stored_message(new, number, number, body, self.pairing.add(index, new, number))
+        self.positions.append(self.session.live_count + len(self.positions) + 1)
+        self.lanes[message.lane] = self.lanes.get(message.lane, 0) + 1
+        self.tokens += message.tokens
+        self.number += 1
+        return message
+
+
+async def last_ord(reader: ThreadReader, session: Session) -> int:
+    """The ord the newest entry's span ends at (0 for an empty thread): where a thinking block
+    or a checkpoint recorded now sits."""
+    if session.live_count == 0:
+        return 0
+    last = await reader.entries_at(session.id, session.live_count, 1)
+    return last[0].ord_last if last else 0
+
+
+def stored_message(
+    new: NewMessage, number: int | None, ord_: int, body: str, answers: int | None
+) -> Message:
+    """A recorded message as stored: numbered (None for thinking), hashed and counted."""
+    return Message(
+        number=number,
+        ord=ord_,
+        ord_last=ord_,
+        role=new.role,
+        kind=new.kind,
+        content=new.content,
+        sha256=sha256_hex(body),
+        tokens=estimate_tokens(body),
+        live=number is not None,
+        created_at=new.created_at,
+        name=new.name,
+        tool_calls=new.tool_calls,
+        tool_call_id=new.tool_call_id,
+        answers=answers,
+        run_id=new.run_id,
+        interface_message_id=new.interface_message_id,
+    )

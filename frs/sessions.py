@@ -1,0 +1,194 @@
+"""Sessions: starting, selecting, finding and listing them, and the current one.
+
+A session is one thread. Tools that name none use the current session; a write that finds no
+session at all creates a first one ("Untitled") and makes it current, so an agent can record
+before it starts anything. Reads never create one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from frs.env import Env
+from frs.errors import InvalidRequest, SessionNotFound
+from frs.model import LANES, Message, Numbering, Session, SessionId, Squash
+from frs.ops import check_field, check_line
+from frs.ports import ThreadReader, ThreadTx
+from frs.render import plural
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    session: Session
+    created: bool  # False: get-or-create found the conversation's session
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """A page of sessions, most recently updated first: `sessions` are numbers offset+1.. of
+    `total`."""
+
+    sessions: tuple[Session, ...]
+    current: SessionId | None
+    total: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset of the next page, None on the last."""
+        end = self.offset + len(self.sessions)
+        return end if end < self.total else None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveThread:
+    """Every entry of a session in thread order: what exports and runtimes build from."""
+
+    session: Session
+    entries: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SquashLog:
+    session: Session
+    squashes: tuple[Squash, ...]
+
+
+async def start(
+    env: Env,
+    title: str = "",
+    goal: str = "",
+    numbering: Numbering = "position",
+    interface: str | None = None,
+    conversation: str | None = None,
+) -> SessionStarted:
+    """Create a session and make it current; with interface+conversation, get-or-create."""
+    title = check_line(title, "title", env.limits) or "Untitled"
+    goal = goal.strip()
+    check_field(
+        goal, "goal", env.limits, "State the goal in a sentence or two; record the details."
+    )
+    for name, value in (("interface", interface), ("conversation", conversation)):
+        if value is not None:
+            check_field(value, name, env.limits)
+    if (interface is None) != (conversation is None):
+        raise InvalidRequest(
+            "Give interface and conversation together (e.g. interface='telegram', "
+            "conversation='12345'), or neither."
+        )
+    async with env.store.transaction() as tx:
+        if interface is not None and conversation is not None:
+            found = await tx.find_conversation(interface, conversation)
+            if found is not None:
+                await tx.set_current(found.id)
+                return SessionStarted(found, created=False)
+        session = new_session(env, title, goal, numbering, interface, conversation)
+        await tx.create_session(session)
+        await tx.set_current(session.id)
+        return SessionStarted(session, created=True)
+
+
+async def use(env: Env, session_id: SessionId) -> Session:
+    """Make an existing session current."""
+    async with env.store.transaction() as tx:
+        session = await get(tx, session_id)
+        await tx.set_current(session.id)
+        return session
+
+
+async def page(env: Env, limit: int = 50, offset: int = 0) -> SessionPage:
+    """One page of the sessions, most recently updated first, with the total to page by."""
+    if limit < 1 or offset < 0:
+        raise InvalidRequest(
+            f"limit={limit}, offset={offset}: limit is 1 or more and offset 0 or more."
+        )
+    async with env.store.snapshot() as reader:
+        total = await reader.count_sessions()
+        if offset > total:
+            raise InvalidRequest(
+                f"offset={offset:,} is past the end: there are {plural(total, 'session')}. "
+                "Use an offset from 0 to the total."
+            )
+        found = await reader.list_sessions(limit, offset)
+        current = await reader.current_session()
+        return SessionPage(tuple(found), current.id if current else None, total, offset)
+
+
+async def existing(env: Env, session_id: SessionId | None = None) -> Session:
+    """The given session, else the current one (created if the database has none)."""
+    async with env.store.snapshot() as reader:
+        found = await find(reader, session_id)
+    if found is not None:
+        return found
+    async with env.store.transaction() as tx:
+        return await resolve(env, tx, session_id)
+
+
+async def live_thread(env: Env, session_id: SessionId | None = None) -> LiveThread:
+    """Every entry of the session in thread order, read in one snapshot."""
+    session = await existing(env, session_id)
+    async with env.store.snapshot() as reader:
+        session = await get(reader, session.id)
+        live = session.live_count
+        entries = await reader.entries_at(session.id, 1, live) if live else []
+        return LiveThread(session, tuple(entries))
+
+
+async def squash_log(env: Env, session_id: SessionId | None = None) -> SquashLog:
+    """Every squash of the session, restored or not: the audit trail."""
+    session = await existing(env, session_id)
+    async with env.store.snapshot() as reader:
+        return SquashLog(session, tuple(await reader.squashes(session.id)))
+
+
+async def find(reader: ThreadReader, session_id: SessionId | None) -> Session | None:
+    """The given session (raises SessionNotFound), else the current one, else None."""
+    if session_id is not None:
+        return await get(reader, session_id)
+    return await reader.current_session()
+
+
+async def get(reader: ThreadReader, session_id: SessionId) -> Session:
+    """The session with this id; raises SessionNotFound."""
+    session = await reader.find_session(session_id)
+    if session is None:
+        raise SessionNotFound(session_id)
+    return session
+
+
+async def resolve(env: Env, tx: ThreadTx, session_id: SessionId | None) -> Session:
+    """The given session, else the current one, creating a first session if none exists."""
+    found = await find(tx, session_id)
+    if found is not None:
+        return found
+    session = new_session(env)
+    await tx.create_session(session)
+    await tx.set_current(session.id)
+    return session
+
+
+def new_session(
+    env: Env,
+    title: str = "Untitled",
+    goal: str = "",
+    numbering: Numbering = "position",
+    interface: str | None = None,
+    conversation: str | None = None,
+) -> Session:
+    """A session with a fresh id, nothing in it yet, at revision 0."""
+    now = env.clock()
+    return Session(
+        id=SessionId(uuid.uuid4().hex[:12]),
+        title=title,
+        goal=goal,
+        numbering=numbering,
+        revision=0,
+        created_at=now,
+        updated_at=now,
+        live_count=0,
+        live_tokens=0,
+        lanes=dict.fromkeys(LANES, 0),
+        interface=interface,
+        conversation=conversation,
+    )
