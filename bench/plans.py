@@ -20,7 +20,8 @@ from bench.tokens import view_fields, view_options
 from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
 from storage import open_database
 from storage.db import Database
-from storage.stores import SqliteReader, SqliteTx
+from storage.reads import SqliteReader
+from storage.writes import SqliteTx
 
 _SKIP = re.compile(r"^\s*(begin|commit|rollback|pragma|savepoint|release)\b", re.I)
 

@@ -539,9 +539,9 @@ def _plans(section: dict[str, Any]) -> list[str]:
         "",
         f"The statements the service really issued for each operation on the"
         f" {section.get('size', 0):,}-message thread (recorded through a connection wrapper"
-        " around the real `storage.stores` readers and writers), each explained with its"
-        " parameters on the same file. Flagged: any SCAN (a pass over a whole table or index)"
-        " or TEMP B-TREE (a sort)."
+        " around the real `storage.reads` readers and `storage.writes` writers), each explained"
+        " with its parameters on the same file. Flagged: any SCAN (a pass over a whole table or"
+        " index) or TEMP B-TREE (a sort)."
         f" {section.get('flagged', 0)} of {len(section.get('statements', []))} statements"
         " flagged. (No ANALYZE statistics: sqlite_stat1"
         f" {'present' if section.get('sqlite_stat1') else 'absent'}, as in a real database.)",

@@ -86,66 +86,65 @@ def to_anthropic(entries: Sequence[Message]) -> dict[str, Any]:
     """Messages API payload: a `system` string and alternating user/assistant `messages`,
     tool_use blocks answered by tool_result blocks in the next user message."""
     system: list[str] = []
-    turns: list[dict[str, Any]] = []
+    turns = _Turns()
     calls = _Calls()
-
-    def add(role: str, block: dict[str, Any]) -> None:
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].append(block)
-        else:
-            turns.append({"role": role, "content": [block]})
-
-    def close_pending() -> None:
-        for sent in calls.close():
-            add("user", {"type": "tool_result", "tool_use_id": sent, "content": NO_RESULT})
-
     for message in entries:
         if message.kind == "thinking":
             continue
-        if message.role == "system" and message.kind == "message" and not turns:
+        if message.role == "system" and message.kind == "message" and not turns.turns:
             system.append(message.content)
             continue
-        if message.role == "tool" and message.kind == "message":
-            sent = calls.answer(message.tool_call_id)
-            if sent is not None:
-                add(
-                    "user",
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": sent,
-                        "content": _nonblank(message.content),
-                    },
-                )
-            else:
-                close_pending()
-                add("user", {"type": "text", "text": _orphan_text(message)})
+        answered = message.role == "tool" and message.kind == "message"
+        sent = calls.answer(message.tool_call_id) if answered else None
+        if sent is not None:
+            result = {"type": "tool_result", "tool_use_id": sent}
+            turns.add("user", {**result, "content": _nonblank(message.content)})
             continue
-        close_pending()
-        if message.kind == "summary":
-            add("assistant", {"type": "text", "text": _summary_text(message)})
-        elif message.role == "assistant":
-            if message.content.strip():
-                add("assistant", {"type": "text", "text": message.content})
-            for call in message.tool_calls:
-                add(
-                    "assistant",
-                    {
-                        "type": "tool_use",
-                        "id": calls.make(call.id),
-                        "name": call.name,
-                        "input": _input(call.arguments),
-                    },
-                )
-            if not message.content.strip() and not message.tool_calls:
-                add("assistant", {"type": "text", "text": "(empty)"})
-        else:
-            prefix = "[system] " if message.role == "system" else ""
-            add("user", {"type": "text", "text": prefix + _nonblank(message.content)})
-    close_pending()
-    if turns and turns[0]["role"] != "user":
+        turns.close(calls)
+        for role, block in _blocks(message, calls, answered):
+            turns.add(role, block)
+    turns.close(calls)
+    if turns.turns and turns.turns[0]["role"] != "user":
         # The Messages API starts with a user turn.
-        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": "(continued)"}]})
-    return {"system": "\n\n".join(system), "messages": turns}
+        first = {"role": "user", "content": [{"type": "text", "text": "(continued)"}]}
+        turns.turns.insert(0, first)
+    return {"system": "\n\n".join(system), "messages": turns.turns}
+
+
+class _Turns:
+    """Alternating turns: a block of the role of the last turn joins that turn."""
+
+    def __init__(self) -> None:
+        self.turns: list[dict[str, Any]] = []
+
+    def add(self, role: str, block: dict[str, Any]) -> None:
+        if self.turns and self.turns[-1]["role"] == role:
+            self.turns[-1]["content"].append(block)
+        else:
+            self.turns.append({"role": role, "content": [block]})
+
+    def close(self, calls: _Calls) -> None:
+        """Answer every call still waiting for its result with the placeholder."""
+        for sent in calls.close():
+            self.add("user", {"type": "tool_result", "tool_use_id": sent, "content": NO_RESULT})
+
+
+def _blocks(message: Message, calls: _Calls, orphan: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The blocks an entry other than an answering result becomes, with their roles."""
+    if orphan:
+        return [("user", {"type": "text", "text": _orphan_text(message)})]
+    if message.kind == "summary":
+        return [("assistant", {"type": "text", "text": _summary_text(message)})]
+    if message.role != "assistant":
+        prefix = "[system] " if message.role == "system" else ""
+        return [("user", {"type": "text", "text": prefix + _nonblank(message.content)})]
+    blocks: list[tuple[str, dict[str, Any]]] = []
+    if message.content.strip():
+        blocks.append(("assistant", {"type": "text", "text": message.content}))
+    for call in message.tool_calls:
+        use = {"type": "tool_use", "id": calls.make(call.id), "name": call.name}
+        blocks.append(("assistant", {**use, "input": _input(call.arguments)}))
+    return blocks or [("assistant", {"type": "text", "text": "(empty)"})]
 
 
 def _input(arguments: str) -> dict[str, Any]:

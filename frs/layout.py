@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from frs.escaping import escape, escape_inline
 from frs.model import LANES, Checkpoint, FocusLayer, Message, Numbering, Session
 from frs.render import (
     INDENT,
     Entry,
     checkpoint_line,
-    escape,
-    escape_inline,
     format_tokens,
     lane_counts,
     plural,

@@ -46,43 +46,12 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
         )
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
-        if message.role not in ROLES:
-            raise InvalidContent(
-                f"{where}.role is {message.role!r}; use one of {', '.join(ROLES)}."
-            )
-        size = len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
-        if size > limits.max_message_chars:
-            raise InvalidContent(
-                f"{where} has {size:,} characters; the limit is {limits.max_message_chars:,}. "
-                "Record a shorter excerpt, or split the output into several messages."
-            )
-        check_text(message.content, f"{where}.content")
-        if message.tool_calls and message.role != "assistant":
-            raise InvalidContent(
-                f"{where} has tool_calls but role {message.role!r}; only assistant messages "
-                "make tool calls."
-            )
-        if message.kind == "thinking" and (message.tool_calls or message.role != "assistant"):
-            raise InvalidContent(
-                f"{where} is a thinking block; record it with role 'assistant' and no tool_calls."
-            )
-        seen: set[str] = set()
-        for call_index, call in enumerate(message.tool_calls):
-            at = f"{where}.tool_calls[{call_index}]"
-            for field, value in (("id", call.id), ("name", call.name)):
-                if not value.strip():
-                    raise InvalidContent(
-                        f"{at}.{field} is empty; every tool call needs an {field}."
-                    )
-                check_field(value, f"{at}.{field}", limits)
-            check_text(call.arguments, f"{at}.arguments")
-            if call.id in seen:
-                raise InvalidContent(f"{at}.id {call.id!r} repeats an id of the same message.")
-            seen.add(call.id)
+        _check_shape(message, where, limits)
+        _check_calls(message, where, limits)
         if message.tool_call_id is not None and message.role != "tool":
             raise InvalidContent(
-                f"{where} has tool_call_id but role {message.role!r}; only tool messages answer "
-                "tool calls."
+                f"{where} has tool_call_id but role {message.role!r}; only tool messages "
+                "answer tool calls."
             )
         for label, optional in (
             ("name", message.name),
@@ -101,6 +70,43 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
                     f"{where}.created_at is {message.created_at[:40]!r}, not an ISO-8601 time; "
                     "send e.g. 2025-01-02T10:00:00Z, or leave it out for now."
                 ) from None
+
+
+def _check_shape(message: NewMessage, where: str, limits: Limits) -> None:
+    """Role, size and content, and which roles may make calls and think."""
+    if message.role not in ROLES:
+        raise InvalidContent(f"{where}.role is {message.role!r}; use one of {', '.join(ROLES)}.")
+    size = len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
+    if size > limits.max_message_chars:
+        raise InvalidContent(
+            f"{where} has {size:,} characters; the limit is {limits.max_message_chars:,}. "
+            "Record a shorter excerpt, or split the output into several messages."
+        )
+    check_text(message.content, f"{where}.content")
+    if message.tool_calls and message.role != "assistant":
+        raise InvalidContent(
+            f"{where} has tool_calls but role {message.role!r}; only assistant messages "
+            "make tool calls."
+        )
+    if message.kind == "thinking" and (message.tool_calls or message.role != "assistant"):
+        raise InvalidContent(
+            f"{where} is a thinking block; record it with role 'assistant' and no tool_calls."
+        )
+
+
+def _check_calls(message: NewMessage, where: str, limits: Limits) -> None:
+    """Every call has an id and a name, valid arguments, and an id of its own in the message."""
+    seen: set[str] = set()
+    for call_index, call in enumerate(message.tool_calls):
+        at = f"{where}.tool_calls[{call_index}]"
+        for field, value in (("id", call.id), ("name", call.name)):
+            if not value.strip():
+                raise InvalidContent(f"{at}.{field} is empty; every tool call needs an {field}.")
+            check_field(value, f"{at}.{field}", limits)
+        check_text(call.arguments, f"{at}.arguments")
+        if call.id in seen:
+            raise InvalidContent(f"{at}.id {call.id!r} repeats an id of the same message.")
+        seen.add(call.id)
 
 
 def check_field(

@@ -11,8 +11,9 @@ from frs.aliases import Page, parse_alias, sha_matches, sha_mismatch
 from frs.env import Env
 from frs.errors import AliasNotFound, InvalidRequest
 from frs.model import Message, Session, SessionId
+from frs.originals import render_originals
 from frs.ports import ThreadReader
-from frs.render import plural, render_originals
+from frs.render import plural
 from frs.sessions import existing, find
 from frs.sources import current_text
 from frs.squashes import find_squash

@@ -1,66 +1,32 @@
 """Compact numbered text views of a thread, written for a model to read.
 
-Every entry starts at column 0 as `[label] Role: ...`; every other line the content produces is
-indented, and a content line that starts like one of our own markers (`[`, `(`, `\\`) gets a
-backslash, so stored text can never forge an entry, a tool annotation or a thinking line.
-Inside our lines, a tool's name or an argument key gets a backslash before `[ ] , : → ·`, and
-a value before `[tool_` and `→`, so a name cannot pass for another call or argument either.
-Invisible and bidirectional control characters are shown as `\\uXXXX`, and so is a newline
-inside a one-line field (a tool's name, an argument key, the goal). Volatile facts (counts,
-revision, tokens) sit on the last line only, so a view stays byte-identical up to its first
-changed entry and a host's prompt cache keeps hitting.
+Every entry starts at column 0 as `[label] Role: ...`, every other line is indented, and
+stored text is escaped so it can never forge one of our lines (`frs.escaping`). A message
+shows whole or as a card (head, tail, alias), one line, or inside a group line; a tool call
+by its telling argument (`frs.annotations`). Volatile facts (counts, revision, tokens) sit on
+the last line only, so a view stays byte-identical up to its first changed entry and a host's
+prompt cache keeps hitting.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from frs.annotations import annotate_call
+from frs.escaping import escape, escape_inline, escape_name
 from frs.model import Checkpoint, Message, PlanStep, ToolCall
-from frs.text import minify_json
+from frs.text import minify_json, shorten
 
 INDENT = "    "
 REPLY_INDENT = "  "  # replies under a user message, with show_times
-_ROLE_LABEL = {
+ROLE_LABEL = {
     "system": "System",
     "user": "User",
     "assistant": "Assistant",
     "tool": "Tool",
 }
 _STEP_MARK = {"done": "✓", "doing": "▶", "todo": "○"}
-# Every control, format (bidi, zero-width, tags), line and paragraph separator character but
-# tab; a newline reaches `escape` only inside one-line fields (a tool's name, an argument key).
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
-    "\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
-    "\U000e0000-\U000e007f]"
-)
-_MARKER_START = ("[", "(", "\\")
-_NAME_SHAPE = re.compile(r"[\\\[\],:→·]")
-_VALUE_SHAPE = re.compile(r"\[(?=tool_)|→")
-_FIELD_SHAPE = re.compile(r"[=()]")
-_ANNOTATION_VALUE_CHARS = 60
-# The keys an annotation prefers: best group first and, inside a group, in the order named (a
-# grep's `query` over its `pattern`); a key with one of the group's endings comes after its names.
-_TELLING_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (
-        ("path", "file_path", "filepath", "file", "filename", "file_name", "target_file"),
-        ("_path", "_file"),
-    ),
-    (("command", "cmd", "script", "code"), ()),
-    # A folder says where a command ran, less than the command itself.
-    (("dir", "directory", "cwd", "workdir"), ("_dir", "_directory")),
-    (("url", "uri"), ("_url", "_uri")),
-    (("query", "q", "pattern", "regex", "glob", "search"), ("_query", "_pattern")),
-)
-_PATHS = (0, 2)  # the groups whose values keep their tail when cut
-_COMMAND = 1  # a command may be an argv list: `["bash", "-lc", "ls"]`
-_TEXT = len(_TELLING_KEYS)  # a string under any other key
-_OTHER = _TEXT + 1  # lists, objects, null, blank strings
-_SCALAR = _TEXT + 2  # booleans and numbers
 _CARD_LINE_CHARS = 240
 _CARD_LINES = 3  # at most this many lines of head, and of tail
 _GIST_CHARS = 60
@@ -80,43 +46,8 @@ class Entry:
     reply: bool = False  # shown indented under the user message it answers
 
 
-def escape(line: str) -> str:
-    """One line made safe to show: invisible characters spelled out, markers defused."""
-    if not (line.isascii() and line.isprintable()):  # printable ASCII holds nothing to spell
-        line = _INVISIBLE.sub(_spell, line)
-    return "\\" + line if line.startswith(_MARKER_START) else line
-
-
-def escape_inline(text: str) -> str:
-    """Text inside one of our own lines (a name in `Tool NAME:` or `[tool_use:NAME]`): invisible
-    characters and newlines spelled out; it cannot start a line, so markers need no defusing."""
-    return _INVISIBLE.sub(_spell, text)
-
-
-def escape_name(text: str) -> str:
-    """A tool's name or an argument key inside our own lines: also every character that gives
-    `[tool_use:NAME, KEY:VALUE]`, `Tool NAME:` or `→ M.n` their shape gets a backslash, so a
-    name like `bash, cmd:ls` cannot pass for a call with that argument."""
-    return escape_inline(_NAME_SHAPE.sub(r"\\\g<0>", text))
-
-
-def _escape_value(text: str) -> str:
-    """An argument's value, last in its annotation: what could start another annotation or a
-    result's reference gets a backslash; brackets of code and JSON stay as they are."""
-    return escape_inline(_VALUE_SHAPE.sub(r"\\\g<0>", text))
-
-
-def _spell(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
 def split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").split("\n")
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def plural(count: int, word: str) -> str:
@@ -132,71 +63,6 @@ def format_tokens(tokens: int) -> str:
     return f"~{tokens / 1000:.1f}k tokens" if tokens >= 1000 else f"~{tokens} tokens"
 
 
-def annotate_call(call: ToolCall) -> str:
-    """`[tool_use:NAME, KEY:VALUE]`: the argument that tells most (see `_telling`), its value cut
-    to 60 characters (a path keeps its tail, `…/lib/spotter/indexer.ex`; others their head)."""
-    key, value, rank = "", "", _OTHER
-    try:
-        args = json.loads(call.arguments) if call.arguments.strip() else {}
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
-        args = call.arguments
-    if isinstance(args, dict) and args:
-        key, rank = _telling(args)
-        raw = args[key]
-        value = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
-    elif isinstance(args, str) and args:
-        value = args
-    elif args not in ({}, "", None):
-        value = json.dumps(args, ensure_ascii=False)
-    value = " ".join(value.split())
-    if rank in _PATHS:
-        value = _path_tail(value, _ANNOTATION_VALUE_CHARS)
-    else:
-        value = _shorten(value, _ANNOTATION_VALUE_CHARS)
-    inside = escape_name(call.name)
-    if value:
-        inside += f", {escape_name(key) + ':' if key else ''}{_escape_value(value)}"
-    return "[tool_use:" + inside + "]"
-
-
-def _telling(args: dict[str, object]) -> tuple[str, int]:
-    """The key whose value tells most about a call, and its group: a file, then a command, a
-    folder, a URL, a query or pattern, any other text, lists and objects, and last booleans and
-    numbers (an Edit's `replace_all:false` says nothing). Ties go to the first key."""
-    ranked = [(*_rank(key, value), index, key) for index, (key, value) in enumerate(args.items())]
-    group, _, _, key = min(ranked)
-    return key, group
-
-
-def _rank(key: str, value: object) -> tuple[int, int]:
-    """(group, place inside the group): lower tells more."""
-    if isinstance(value, bool | int | float):
-        return _SCALAR, 0
-    text = isinstance(value, str) and value.strip() != ""
-    if not (text or (isinstance(value, list) and value)):
-        return _OTHER, 0
-    name = key.lower()
-    for group, (names, endings) in enumerate(_TELLING_KEYS):
-        if not text and group != _COMMAND:
-            continue
-        if name in names:
-            return group, names.index(name)
-        if name.endswith(endings):
-            return group, len(names)
-    return (_TEXT, 0) if text else (_OTHER, 0)
-
-
-def _path_tail(path: str, limit: int) -> str:
-    """A long path cut from the start at a `/` (or `\\`) boundary, so its file name survives."""
-    if len(path) <= limit:
-        return path
-    tail = path[-(limit - 2) :]
-    cut = min((i for i in (tail.find("/"), tail.find("\\")) if i >= 0), default=-1)
-    if cut < 0:  # one name longer than the limit: its end, with no separator to keep
-        return "…" + path[-(limit - 1) :]
-    return "…" + tail[cut:]
-
-
 def card(text: str, cap: int) -> list[str]:
     """Head and tail of a long text with the middle counted; lines are not yet indented."""
     lines = split_lines(text)
@@ -210,14 +76,14 @@ def card(text: str, cap: int) -> list[str]:
     for line in lines:
         if head and (used + len(line) > half or len(head) == _CARD_LINES):
             break
-        head.append(_shorten(line, _CARD_LINE_CHARS))
+        head.append(shorten(line, _CARD_LINE_CHARS))
         used += len(line)
     tail: list[str] = []
     used = 0
     for line in reversed(lines[len(head) :]):
         if tail and (used + len(line) > half or len(tail) == _CARD_LINES):
             break
-        tail.append(_shorten(line, _CARD_LINE_CHARS))
+        tail.append(shorten(line, _CARD_LINE_CHARS))
         used += len(line)
     tail.reverse()
     omitted = len(lines) - len(head) - len(tail)
@@ -265,7 +131,7 @@ def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
         prefix = f"{summary_prefix(message)} ({alias})"
         first, *rest = split_lines(message.content)
     else:
-        prefix = _ROLE_LABEL[message.role]
+        prefix = ROLE_LABEL[message.role]
         if message.role == "tool" and message.name:
             prefix += " " + escape_name(message.name)
         first, rest = _body_lines(message, preview_chars)
@@ -332,76 +198,16 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
     return lines
 
 
-def render_originals(messages: Sequence[Message]) -> str:
-    """What a squash replaced, message by message, whole: what `get_alias("SQ.n")` pages.
-
-    Each message gets a header at column 0, `[n] Role:` (n its permanent number; a summary
-    `[a–b] Summary of k messages (SQ.m@sha8):`, a tool result `[n] Tool NAME (answers ID):`),
-    then every line of its text indented by 4 spaces: the content uncut and as recorded (a
-    result's JSON is not reformatted), then for each tool call a `[tool_use:NAME id=ID]` line and
-    its arguments. As in the views, a text line that starts like a marker (`[`, `(`, `\\`) gets
-    a backslash and an invisible or control character is spelled `\\uXXXX`, so no stored text
-    can forge a header or a call. To recover a message's text, drop each line's 4-space indent
-    and then one leading backslash: that gives `get_alias("M.n")` byte for byte, unless the text
-    holds an invisible character (spelled out) or a name or id holds `[ ] , : → · = ( ) \\`
-    (each shown after a backslash); `M.n` always gives the exact bytes.
-    """
-    lines: list[str] = []
-    for message in messages:
-        lines.extend(render_original(message))
-    return "\n".join(lines)
-
-
-def render_original(message: Message) -> list[str]:
-    """One original message: its header and its indented, escaped lines (see above)."""
-    lines = [f"[{_original_label(message)}] {_original_role(message)}:"]
-    if message.content:
-        lines.extend(_original_lines(message.content))
-    for call in message.tool_calls:
-        lines.append(f"{INDENT}[tool_use:{_escape_field(call.name)} id={_escape_field(call.id)}]")
-        lines.extend(_original_lines(call.arguments))
-    return lines
-
-
-def _original_label(message: Message) -> str:
-    if message.ord_last != message.ord:
-        return f"{message.ord}–{message.ord_last}"
-    return str(message.ord)
-
-
-def _original_role(message: Message) -> str:
-    if message.kind == "summary":
-        alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
-        return f"{summary_prefix(message)} ({alias})"
-    role = _ROLE_LABEL[message.role]
-    if message.name:
-        role += " " + _escape_field(message.name)
-    if message.tool_call_id is not None:
-        role += f" (answers {_escape_field(message.tool_call_id)})"
-    return role
-
-
-def _original_lines(text: str) -> list[str]:
-    # Split on "\n" only: a "\r" stays in its line (spelled out), so a CRLF text keeps its bytes.
-    return [INDENT + escape(line) for line in text.split("\n")]
-
-
-def _escape_field(text: str) -> str:
-    """A name or id in an original's header or call line: as `escape_name`, and `= ( )` too, so
-    `[tool_use:NAME id=ID]` and `Tool NAME (answers ID):` split one way only."""
-    return _FIELD_SHAPE.sub(r"\\\g<0>", escape_name(text))
-
-
 def one_line(entry: Entry, width: int = 100) -> str:
     """The entry shrunk to one line: its first words, its calls by name, its alias. The alias
     goes without its @sha8 (a third of the line's tokens); `get_alias` takes it either way."""
     message = entry.message
-    first = _shorten(" ".join(message.content.split()), width)
+    first = shorten(" ".join(message.content.split()), width)
     calls = "".join(f" [tool_use:{escape_name(c.name)}]" for c in message.tool_calls)
     if message.kind == "summary":
         what = f"{summary_prefix(message)} (SQ.{message.squash_n})"
         return f"{_marker(entry, what, '')} {escape(first)}"
-    role = _ROLE_LABEL[message.role]
+    role = ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
         role += " " + escape_name(message.name)
     return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}"
@@ -426,10 +232,10 @@ def group_line(label: str, members: Sequence[Message]) -> str:
     text = f"[{label}] {held}"
     if calls:
         top = sorted(calls.items(), key=lambda item: (-item[1], item[0]))[:3]
-        text += "; " + ", ".join(_times(escape_name(_shorten(n, 24)), c) for n, c in top)
+        text += "; " + ", ".join(_times(escape_name(shorten(n, 24)), c) for n, c in top)
     said = next((m for m in members if m.role != "tool" and m.content.strip()), None)
     if said is not None:
-        text += " · " + escape_inline(_shorten(" ".join(said.content.split()), _GIST_CHARS))
+        text += " · " + escape_inline(shorten(" ".join(said.content.split()), _GIST_CHARS))
     return text
 
 

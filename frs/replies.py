@@ -6,12 +6,13 @@ have their own modules (`frs.render`, `frs.errors`); everything else the model s
 
 from __future__ import annotations
 
+from frs.escaping import escape_inline
 from frs.focus import LayerClosed, LayerOpened
 from frs.model import Session
 from frs.plans import PlanUpdated
 from frs.ranges import span_name
 from frs.recording import Recorded
-from frs.render import escape_inline, plural
+from frs.render import plural
 from frs.sessions import SessionPage
 from frs.sources import SourceChanged, SourceStates
 from frs.squashes import Restored, Squashed

@@ -2,8 +2,9 @@
 
 A view reads only what it shows: a window or the last N come from position lookups, and the
 whole thread over a budget is read lazily, from the newest entry back, only as far as the
-budget reaches (`frs.budgets`). `last=N` is exact, so its first entry moves with every append;
-`from=` a fixed position is the window a prompt cache keeps (the tool's description says so).
+budget reaches (`frs.candidates`). `last=N` is exact, so its first entry moves with every
+append; `from=` a fixed position is the window a prompt cache keeps (the tool's description
+says so).
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ from frs.aliases import (
 )
 from frs.env import Env
 from frs.errors import AliasNotFound, AliasTaken, FrsError, InvalidAlias, InvalidRequest
+from frs.escaping import escape_inline
 from frs.model import FileText, Session, SessionId, Source
 from frs.mutation import mutation
 from frs.ports import ThreadReader
-from frs.render import escape_inline
 from frs.sessions import existing
 from frs.text import check_text, sha256_hex
 

@@ -17,9 +17,9 @@ from frs.errors import AliasNotFound, AlreadyRestored, CoveredByLaterSquash, Inv
 from frs.model import Message, Numbering, Session, SessionId, Squash
 from frs.mutation import Mutation, mutation
 from frs.ops import check_summary, squash_tokens
+from frs.originals import render_originals
 from frs.ports import ThreadReader
 from frs.ranges import Range, check_apart, check_pairs, plan_range, span_name
-from frs.render import render_originals
 from frs.text import sha256_hex
 
 RANGE_FIX = "Write a shorter summary, or squash a longer range."

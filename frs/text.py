@@ -224,3 +224,8 @@ def minify_json(text: str) -> str:
         return json.dumps(json.loads(stripped), ensure_ascii=False, separators=(",", ":"))
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return text
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the last one `…` when anything was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

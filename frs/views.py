@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frs.budgets import Candidates, budgeted, fits_whole
+from frs.budgets import budgeted, fits_whole
+from frs.candidates import Candidates
 from frs.layout import Shown, attach, focus_headings, footer_line, label, merge_runs, stamp
 from frs.model import Limits, Session
 from frs.ports import ThreadReader
@@ -37,8 +38,7 @@ async def render_thread(
     request = Request.of(reader, session, options, limits, sources, frame)
     selection = await select(request)
     budget = options.budget_tokens
-    capped = budget is None and options.whole_thread and options.last is None
-    if capped:
+    if budget is None and options.whole_thread and options.last is None:
         # A view of the whole thread never exceeds the server's cap (a host's cap on tool
         # output is about 25,000 tokens); a thread under it is shown as it is.
         budget = limits.view_tokens

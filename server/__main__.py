@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 
 import anyio
 from pydantic import ValidationError
@@ -16,226 +15,15 @@ from pydantic import ValidationError
 import server.origin  # noqa: F401
 from frs import StoreError
 from server import exporter, importer
-from server.app import build_server, version
+from server.app import build_server
+from server.cli import parser
 from server.deps import open_deps
-from server.http import (
-    DEFAULT_PORT,
-    HostPolicy,
-    HttpOptions,
-    bind_socket,
-    serve_http,
-    unsafe_bind,
-)
-from server.settings import PREVIEW_MIN, Settings, resolve_database
+from server.hosts import HostPolicy, unsafe_bind
+from server.http import HttpOptions, bind_socket, serve_http
+from server.settings import Settings, resolve_database
 from storage import SchemaTooNew
 
 log = logging.getLogger("frs-mcp")
-_HTTP = HttpOptions()  # the defaults
-
-
-LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
-
-
-def _common(*, suppress: bool) -> argparse.ArgumentParser:
-    """The options every command takes, before or after the subcommand's name.
-
-    The subcommands' copy has `suppress=True`: an option a subparser knows is otherwise set to
-    its default there, over the value given before the subcommand (`--db x.db import F`).
-    """
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument(
-        "--db",
-        metavar="PATH",
-        default=argparse.SUPPRESS if suppress else None,
-        help="SQLite database file (default: $FRS_DB, else $XDG_DATA_HOME/frs-mcp/frs.db "
-        "or ~/.local/share/frs-mcp/frs.db)",
-    )
-    p.add_argument(
-        "--log-level",
-        choices=LOG_LEVELS,
-        default=argparse.SUPPRESS if suppress else None,
-        help="stderr log level (default INFO when serving, WARNING for import and export)",
-    )
-    return p
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="frs-mcp",
-        description="FRS MCP server: a numbered, distillable reasoning thread for LLM agents. "
-        "With no command, serves MCP (stdio by default). --db and --log-level go before or "
-        "after a command.",
-        parents=[_common(suppress=False)],
-    )
-    p.add_argument("--version", action="version", version=f"frs-mcp {version()}")
-    p.add_argument(
-        "--transport",
-        choices=["stdio", "sse", "streamable-http", "both-http"],
-        default="stdio",
-        help="how clients connect: stdio (default), sse (GET /sse), streamable-http (/mcp), "
-        "or both-http (/mcp and /sse on one port)",
-    )
-    http = p.add_argument_group("HTTP transports (sse, streamable-http, both-http)")
-    http.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1; any other needs a token)",
-    )
-    http.add_argument(
-        "--port",
-        type=_port,
-        default=DEFAULT_PORT,
-        help=f"port to listen on (default {DEFAULT_PORT}; 0 picks a free one)",
-    )
-    http.add_argument(
-        "--token",
-        default=None,
-        help="bearer token every request must carry (default $FRS_TOKEN; prefer the variable, "
-        "a flag shows in the process list)",
-    )
-    http.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT|:*]",
-        help="another name clients may use in Host/Origin (repeatable); loopback names and the "
-        "bound address are always allowed",
-    )
-    http.add_argument(
-        "--max-body-bytes",
-        type=_positive,
-        default=_HTTP.max_body_bytes,
-        metavar="N",
-        help="largest request body (default %(default)s); larger gets 413",
-    )
-    http.add_argument(
-        "--max-sse-connections",
-        type=_positive,
-        default=_HTTP.max_sse_connections,
-        metavar="N",
-        help="open SSE streams at once (default %(default)s); one more gets 503",
-    )
-    http.add_argument(
-        "--max-sessions",
-        type=_positive,
-        default=_HTTP.max_sessions,
-        metavar="N",
-        help="open Streamable HTTP sessions (default %(default)s); one more gets 503",
-    )
-    http.add_argument(
-        "--session-idle-timeout",
-        type=_seconds,
-        default=_HTTP.session_idle_timeout,
-        metavar="SECONDS",
-        help="close Streamable HTTP sessions idle this long (default %(default)s)",
-    )
-    p.add_argument(
-        "--allow-root",
-        action="append",
-        type=_folder,
-        default=[],
-        metavar="DIR",
-        help="a folder whose files frs_source may read (repeatable; none by default)",
-    )
-    p.add_argument(
-        "--max-line-bytes",
-        type=_at_least(1024),
-        default=None,
-        metavar="N",
-        help="stdio: a request line longer than this is refused (default 16 MiB)",
-    )
-    p.add_argument(
-        "--max-view-tokens",
-        type=_at_least(500),
-        default=None,
-        metavar="N",
-        help="a whole-thread view larger than this is budgeted to it (default 20000)",
-    )
-    p.add_argument(
-        "--preview-chars",
-        type=_preview_chars,
-        default=None,
-        metavar="N",
-        help="messages longer than this are shown as cards (default 1200)",
-    )
-    commands = p.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-    common = _common(suppress=True)
-    importer.configure(
-        commands.add_parser(
-            "import",
-            parents=[common],
-            help="record a JSONL transcript into a new session",
-            description="Record a JSONL transcript into a new session.",
-        )
-    )
-    exporter.configure(
-        commands.add_parser(
-            "export",
-            parents=[common],
-            help="print a session's live thread (--format openai|anthropic|text)",
-            description="Print a session's live thread as chat messages a runtime can send to "
-            "a model.",
-        )
-    )
-    return p
-
-
-# argparse names a type function in its message ("invalid _port value"), so each one explains
-# a value that is not a number itself.
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-
-def _port(text: str) -> int:
-    value = _whole(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (0..65535)")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _whole(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
-def _at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum:,}")
-        return value
-
-    parse.__name__ = "number"  # argparse names the type in its message
-    return parse
-
-
-def _folder(text: str) -> str:
-    try:
-        return str(Path(text).expanduser().resolve())
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a usable folder path: {exc}") from None
-
-
-def _preview_chars(text: str) -> int:
-    value = _whole(text)
-    if value < PREVIEW_MIN:
-        raise argparse.ArgumentTypeError(f"{value} must be at least {PREVIEW_MIN}")
-    return value
 
 
 async def serve(settings: Settings) -> None:
@@ -259,26 +47,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return importer.run(args)
     if args.command == "export":
         return exporter.run(args)
-    options: dict[str, object] = {
-        "database": resolve_database(args.db),
-        "log_level": level,
-    }
-    if args.preview_chars is not None:
-        options["preview_chars"] = args.preview_chars
-    if args.max_line_bytes is not None:
-        options["max_line_bytes"] = args.max_line_bytes
-    if args.max_view_tokens is not None:
-        options["max_view_tokens"] = args.max_view_tokens
-    options["allow_roots"] = tuple(args.allow_root)
     try:
-        settings = Settings.model_validate(options)
+        settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         print(f"frs-mcp: invalid settings: {problems}", file=sys.stderr)
         return 2
     if args.transport == "stdio":
         return _run(serve, settings)
-    http = HttpOptions(
+    return _listen(settings, _http_options(args))
+
+
+def _settings(args: argparse.Namespace, level: str) -> Settings:
+    """The server's settings from its flags; a flag left out keeps the settings' default."""
+    options: dict[str, object] = {
+        "database": resolve_database(args.db),
+        "log_level": level,
+        "allow_roots": tuple(args.allow_root),
+    }
+    for name in ("preview_chars", "max_line_bytes", "max_view_tokens"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    return Settings.model_validate(options)
+
+
+def _http_options(args: argparse.Namespace) -> HttpOptions:
+    return HttpOptions(
         transport=args.transport,
         host=args.host,
         port=args.port,
@@ -289,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_sessions=args.max_sessions,
         session_idle_timeout=args.session_idle_timeout,
     )
+
+
+def _listen(settings: Settings, http: HttpOptions) -> int:
+    """Serve over HTTP: refuse an unsafe bind or a bad host name first, then bind the port."""
     refusal = unsafe_bind(http.host, http.token)
     if refusal is not None:
         print(f"frs-mcp: {refusal}", file=sys.stderr)

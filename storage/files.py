@@ -48,6 +48,22 @@ class LocalFiles:
         return await anyio.to_thread.run_sync(self._read, path)
 
     def _read(self, path: str) -> FileText:
+        real, root = self._resolve(path)
+        data = self._bytes(path, real, root)
+        if b"\x00" in data:
+            raise SourceRefused(
+                f"{path} is a binary file (it contains NUL bytes); only text files can be sources."
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SourceRefused(
+                f"{path} is not UTF-8 text; only text files can be sources."
+            ) from None
+        return FileText(str(real), real.relative_to(root).as_posix(), text, sha256_hex(text))
+
+    def _resolve(self, path: str) -> tuple[Path, Path]:
+        """The real path (symlinks resolved) and the allowed root it lies under."""
         if not self.roots:
             raise SourceRefused(_NO_ROOTS)
         allowed = ", ".join(str(root) for root in self.roots)
@@ -76,6 +92,10 @@ class LocalFiles:
             )
         if real in self.forbidden:
             raise SourceRefused(f"{path} is the server's own database; it cannot be a source.")
+        return real, root
+
+    def _bytes(self, path: str, real: Path, root: Path) -> bytes:
+        """The file's bytes, opened without following a link and checked on the descriptor."""
         try:
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except IsADirectoryError:
@@ -109,17 +129,7 @@ class LocalFiles:
             os.close(fd)
         if len(data) > self.max_bytes:
             raise SourceRefused(f"{path} grew past the limit of {self.max_bytes:,} bytes.")
-        if b"\x00" in data:
-            raise SourceRefused(
-                f"{path} is a binary file (it contains NUL bytes); only text files can be sources."
-            )
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SourceRefused(
-                f"{path} is not UTF-8 text; only text files can be sources."
-            ) from None
-        return FileText(str(real), real.relative_to(root).as_posix(), text, sha256_hex(text))
+        return data
 
 
 def _opened_path(fd: int) -> Path | None:

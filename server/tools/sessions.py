@@ -15,6 +15,8 @@ from server.tools.arguments import NumberingArg, SessionArg, choices, numbering_
 from server.tools.results import SessionOut, result, session_page, session_result
 
 
+# Longer than most functions: its signature is the tool's input schema, and the four
+# actions share it (one tool keeps the tools list short for the model).
 async def frs_session(
     ctx: DepsContext,
     action: Annotated[

@@ -61,6 +61,7 @@ async def frs_record(
     return result(replies.recorded(done), out)
 
 
+# Longer than most functions: its signature is the tool's input schema, a field per option.
 async def frs_view_thread(
     ctx: DepsContext,
     numbering: NumberingArg = None,

@@ -8,19 +8,18 @@ from typing import Any
 
 import pytest
 
+from frs.annotations import annotate_call
+from frs.escaping import escape
 from frs.model import Checkpoint, Message, PlanStep, ToolCall
+from frs.originals import render_original, render_originals
 from frs.render import (
     Entry,
-    annotate_call,
     card,
     checkpoint_line,
-    escape,
     format_tokens,
     lane_counts,
     plan_line,
     render_entry,
-    render_original,
-    render_originals,
     render_view,
 )
 from frs.text import estimate_tokens

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
-BLOCK_BITS = 10  # storage.stores keeps live counts per 1024 ords
+BLOCK_BITS = 10  # storage.reads counts live entries per 1024 ords
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
 
 

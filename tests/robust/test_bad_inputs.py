@@ -29,7 +29,7 @@ import pytest
 from mcp import Client
 
 from server import Settings, build_server
-from server.__main__ import parser
+from server.cli import parser
 from storage import MIGRATIONS
 from tests.robust.audit import Acknowledged, check_acknowledged, check_database, snapshot
 from tests.robust.bad_inputs import (

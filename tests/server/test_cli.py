@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.__main__ import parser
+from server.cli import parser
 from server.exporter import pieces
 from tests.command import Run, frs_mcp
 

@@ -25,7 +25,7 @@ import pytest
 from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
 from frs.model import CallRecord
 from storage import Database, SqliteStore, open_database
-from storage.stores import BLOCK_BITS, _latest_calls_sql
+from storage.reads import BLOCK_BITS, _latest_calls_sql
 from tests.frs.conftest import NOW
 
 BLOCK = 1 << BLOCK_BITS

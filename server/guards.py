@@ -1,0 +1,252 @@
+"""The ASGI layers in front of the SDK's apps, outermost first: `/health` (no auth), the
+Host and Origin checks (421, 403), the bearer token (401), the SSE connection limit (503), and
+the rewording of the SDK's own refusals (413, 503) so they name the limit.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.app import version
+from server.hosts import HostPolicy
+from server.settings import APP_NAME
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+SSE_PATH = "/sse"
+MESSAGE_PATH = "/messages/"
+HEALTH_PATH = "/health"
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _refuse(
+    send: Send, status: int, text: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    body = (text + "\n").encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _shown(value: str) -> str:
+    return repr(value[:100])
+
+
+@dataclass(slots=True)
+class Health:
+    """`GET /health` answers 200 without auth or Host checks, for probes and load balancers."""
+
+    app: ASGIApp
+    transports: tuple[str, ...]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != HEALTH_PATH:
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await _refuse(send, 405, "Use GET /health.", [(b"allow", b"GET, HEAD")])
+            return
+        body = json.dumps(
+            {
+                "status": "ok",
+                "server": APP_NAME,
+                "version": version(),
+                "transports": self.transports,
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send(
+            {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body}
+        )
+
+
+@dataclass(slots=True)
+class HostGuard:
+    """421 for a Host this server does not answer to, 403 for a foreign Origin."""
+
+    app: ASGIApp
+    policy: HostPolicy
+    port: int
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = _header(scope, b"host")
+        if not self.policy.allows_host(host):
+            log.warning("refused Host %s (DNS rebinding guard)", _shown(host or ""))
+            await _refuse(
+                send,
+                421,
+                f"Misdirected request: Host {_shown(host or '')} is not a name this server "
+                f"answers to (a guard against DNS rebinding). Use http://127.0.0.1:{self.port}, "
+                "or start frs-mcp with --allowed-host <the name clients use>.",
+            )
+            return
+        origin = _header(scope, b"origin")
+        if not self.policy.allows_origin(origin):
+            log.warning("refused Origin %s (DNS rebinding guard)", _shown(origin or ""))
+            await _refuse(
+                send,
+                403,
+                f"Forbidden: pages from Origin {_shown(origin or '')} may not call this server "
+                "(a guard against DNS rebinding). To allow them, start frs-mcp with "
+                "--allowed-host <that page's host>.",
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+@dataclass(slots=True)
+class BearerGuard:
+    """401 unless the request carries `Authorization: Bearer <token>` (compared in constant
+    time)."""
+
+    app: ASGIApp
+    token: str
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self._authorized(_header(scope, b"authorization")):
+            await self.app(scope, receive, send)
+            return
+        await _refuse(
+            send,
+            401,
+            "Unauthorized: send the header 'Authorization: Bearer <token>' with the token this "
+            "server was started with (--token or FRS_TOKEN).",
+            [(b"www-authenticate", f'Bearer realm="{APP_NAME}"'.encode())],
+        )
+
+    def _authorized(self, header: str | None) -> bool:
+        scheme, _, given = (header or "").partition(" ")
+        # compare_digest on bytes: constant time for equal lengths, no early exit on a prefix.
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), self.token.encode()
+        )
+
+
+@dataclass(slots=True)
+class SseLimit:
+    """At most `limit` open SSE streams; one more gets 503 saying what to do."""
+
+    app: ASGIApp
+    limit: int
+    streamable_too: bool
+    open: int = field(default=0)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != SSE_PATH or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        if self.open >= self.limit:
+            log.warning("refused an SSE connection: %d of %d open", self.open, self.limit)
+            other = f" connect over Streamable HTTP at {MCP_PATH}," if self.streamable_too else ""
+            await _refuse(
+                send,
+                503,
+                f"Too many SSE connections: the limit of {self.limit} is reached. Close another "
+                f"SSE client and retry,{other} or restart frs-mcp with a larger "
+                "--max-sse-connections.",
+                [(b"retry-after", b"5")],
+            )
+            return
+        # No await between the check and the count: one event loop, so no race.
+        self.open += 1
+        try:
+            await self.app(scope, receive, _once(send))
+        finally:
+            self.open -= 1
+
+
+def _once(send: Send) -> Send:
+    """Drop a second response. After its stream the SDK's SSE endpoint returns an empty
+    `Response()`; uvicorn ignores it once the client is gone, but when the server ends the
+    stream itself (at shutdown) it arrives as a second response, which is an error."""
+    started = dropping = False
+
+    async def guarded(message: Message) -> None:
+        nonlocal started, dropping
+        if message["type"] == "http.response.start":
+            dropping, started = started, True
+        if not dropping:
+            await send(message)
+
+    return guarded
+
+
+@dataclass(slots=True)
+class RewordLimits:
+    """Replace the SDK's terse 413/503 bodies with ones that name the limit and the way out,
+    keeping their format (JSON-RPC error or plain text)."""
+
+    app: ASGIApp
+    texts: dict[int, str]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def reword(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in self.texts:
+                held.append(message)
+                return
+            if held and message["type"] == "http.response.body":
+                start = held.pop()
+                await _send_reworded(send, start, message, self.texts[start["status"]])
+                return
+            await send(message)
+
+        await self.app(scope, receive, reword)
+
+
+async def _send_reworded(send: Send, start: Message, body: Message, text: str) -> None:
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+    data: bytes
+    if content_type.startswith(b"application/json"):
+        try:
+            payload = json.loads(body.get("body", b"") or b"{}")
+            payload["error"]["message"] = text
+            data = json.dumps(payload).encode()
+        except (ValueError, KeyError, TypeError):
+            data = json.dumps(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": text}}
+            ).encode()
+    else:
+        data = (text + "\n").encode()
+    headers.append((b"content-length", str(len(data)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
