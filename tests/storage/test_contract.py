@@ -1,0 +1,27 @@
+"""The storage contract of tests/storage/contract.py, run on every backend `open_store` names."""
+
+from tests.storage.contract import (
+    TestCountersAndRevisions,
+    TestIsolation,
+    TestMigrations,
+    TestPlanMarksLayersSources,
+    TestPositions,
+    TestSessions,
+    TestSquashAndRestore,
+    TestToolCalls,
+    TestTransactions,
+    TestWindowsAndLanes,
+)
+
+__all__ = [
+    "TestCountersAndRevisions",
+    "TestIsolation",
+    "TestMigrations",
+    "TestPlanMarksLayersSources",
+    "TestPositions",
+    "TestSessions",
+    "TestSquashAndRestore",
+    "TestToolCalls",
+    "TestTransactions",
+    "TestWindowsAndLanes",
+]
