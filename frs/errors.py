@@ -192,3 +192,8 @@ class StoreReadOnly(StoreError):
 
 class StoreFull(StoreError):
     """The store's disk or quota is full."""
+
+
+class StoreConflict(StoreError):
+    """A write broke one of the store's own rules (a unique key, a reference): the state it
+    was decided on changed under it, or the caller broke a port's promise."""

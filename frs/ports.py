@@ -9,8 +9,12 @@ plan, checkpoints, focus layers, sources and change log. Terms the promises belo
 - every method reads or writes one session, named by id, and a session id from another
   session's rows never matches.
 A transaction sees and changes one consistent state; everything it does commits together or
-not at all, and no other transaction's write lands between its reads and its writes. Any
-store must pass the contract suite in `tests/storage/contract.py`.
+not at all, and no other transaction's write lands between its reads and its writes. A write
+that breaks a key the store keeps (a session id, a conversation, a source alias, a revision
+logged twice, a row of an unknown session) raises `StoreConflict` and rolls the transaction
+back. Counts and limits are 0 or more; a method given a negative one promises nothing. Text
+orders (source aliases) compare code points, as Python does. Any store must pass the contract
+suite in `tests/storage/contract.py`.
 """
 
 from __future__ import annotations
@@ -70,14 +74,15 @@ class ThreadReader(Protocol):
         lanes: Sequence[str] = (),
         limit: int | None = None,
     ) -> list[Message]:
-        """Entries whose ord lies in lo..hi, of `lanes` only when given (a role or 'summary'),
-        the first `limit` of them when given, in thread order."""
+        """Entries whose ord lies in lo..hi, of `lanes` only when given (a role or 'summary';
+        empty means every lane), the first `limit` (1 or more) when given, in thread order."""
         ...
 
     async def last_entries(
         self, session_id: SessionId, count: int, lanes: Sequence[str] | None
     ) -> list[Message]:
-        """The newest `count` entries (of `lanes` only when given), in thread order."""
+        """The newest `count` entries (of `lanes` only when given and not empty), in thread
+        order."""
         ...
 
     async def run_entries(self, session_id: SessionId, run_id: str) -> list[Message]:
@@ -89,7 +94,9 @@ class ThreadReader(Protocol):
         ...
 
     async def positions_of(self, session_id: SessionId, ords: Sequence[int]) -> list[int]:
-        """The position of the entry starting at each ord, in the order given."""
+        """For each ord, in the order given, 1 + the number of entries that start before it:
+        the position of the entry starting there, else of the next one (live_count + 1 past
+        the end; after a summary whose span holds the ord)."""
         ...
 
     async def message(self, session_id: SessionId, number: int) -> Message | None:
@@ -113,8 +120,9 @@ class ThreadReader(Protocol):
     async def pair_partners(
         self, session_id: SessionId, lo: int, hi: int
     ) -> tuple[int | None, int | None]:
-        """For the ord span lo..hi: the lowest call made before lo that is answered inside,
-        and the highest answer after hi to a call made inside (None when there is none)."""
+        """For the number span lo..hi: the lowest call made before lo that is answered inside,
+        and the highest answer after hi to a call made inside (None when there is none).
+        Squashed messages count: a call or answer inside a summary is still one."""
         ...
 
     # -- squashes ---------------------------------------------------------------------------
@@ -173,7 +181,8 @@ class ThreadTx(ThreadReader, Protocol):
         ...
 
     async def save_session(self, session: Session, change: str) -> None:
-        """Store the session row (counters, revision) and log `change` at its revision."""
+        """Store the session row (counters, revision) and log `change` at its revision. Its
+        `lanes` hold one count per lane of `frs.model.LANES`; a missing lane reads back 0."""
         ...
 
     async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None:
@@ -187,7 +196,8 @@ class ThreadTx(ThreadReader, Protocol):
         summary: Message,
         members: Sequence[Message],
     ) -> None:
-        """Store the squash and its summary; its members stop being entries (and are kept)."""
+        """Store the squash and its summary; its members (given in thread order, the order
+        `squash_members` returns) stop being entries and are kept."""
         ...
 
     async def apply_restore(
@@ -242,5 +252,5 @@ class Store(Protocol):
         ...
 
     def snapshot(self) -> AbstractAsyncContextManager[ThreadReader]:
-        """One consistent read of the store."""
+        """One consistent read of the store: from its first read on, no commit is seen."""
         ...

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
-from frs import FrsError, InvalidRequest, NotFound, SessionNotFound, StoreError
+from frs import FrsError, InvalidRequest, NotFound, SessionNotFound, StoreConflict, StoreError
 
 
 @contextmanager
@@ -17,6 +17,12 @@ def tool_errors() -> Iterator[None]:
     """Turn domain failures into tool errors the model can read and act on."""
     try:
         yield
+    except StoreConflict as exc:
+        # Another writer changed what this call was decided on (a race the call lost).
+        raise ToolError(
+            f"The database refused the write: {exc}. Nothing was changed. Another client "
+            "changed this session at the same moment; read it again and call again."
+        ) from exc
     except StoreError as exc:
         # The store failed, not the request (a full disk, a read-only file, a lock held past
         # the busy timeout); the transaction was rolled back.

@@ -18,7 +18,7 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from frs.errors import StoreError, StoreFull, StoreReadOnly, StoreUnavailable
+from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
 from storage.migrations import MIGRATIONS, SchemaTooNew, migrate
 
 log = logging.getLogger(__name__)
@@ -149,6 +149,8 @@ def store_error(error: sqlite3.Error) -> StoreError:
         return StoreReadOnly(str(error))
     if code == sqlite3.SQLITE_FULL:
         return StoreFull(str(error))
+    if code == sqlite3.SQLITE_CONSTRAINT:
+        return StoreConflict(str(error))
     # Busy or locked past the timeout, an I/O error (a disk full under a quota reports one),
     # a file that cannot be opened or is not a database.
     return StoreUnavailable(str(error))

@@ -43,6 +43,30 @@ class TestCancellation:
         assert after.startswith("Recorded 1 message at position 2")
 
 
+class TestStoreConflict:
+    async def test_a_write_the_database_refuses_is_a_readable_error_and_changes_nothing(
+        self, connect: Connect, db_path: Path
+    ) -> None:
+        async with connect() as client:
+            await call_text(client, "frs_record", messages=[{"role": "user", "content": "hi"}])
+            other = sqlite3.connect(db_path, isolation_level=None)
+            # Another writer logged the next revision first: this write's log line collides.
+            (session, revision), *_ = other.execute("select id, revision from sessions")
+            other.execute(
+                "insert into changes (session_id, revision, change, created_at)"
+                " values (?, ?, 'elsewhere', '2026-01-01T00:00:00Z')",
+                (session, revision + 1),
+            )
+            other.close()
+            text = await refused(
+                client, "frs_record", messages=[{"role": "user", "content": "lost"}]
+            )
+            shown = (await view(client)).splitlines()
+        assert "The database refused the write: UNIQUE constraint failed: changes" in text
+        assert "Nothing was changed. Another client changed this session" in text
+        assert [line for line in shown if line.startswith("[")] == ["[1] User: hi"]
+
+
 class TestHostileText:
     DEEP = "[" * 5000 + "]" * 5000
 

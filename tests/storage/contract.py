@@ -21,7 +21,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from frs.errors import StoreError
+from frs.errors import StoreConflict
 from frs.model import (
     LANES,
     CallRecord,
@@ -1004,7 +1004,7 @@ class TestSessions:
                     await first.save(tx, "renamed", title="changed")
                     await tx.create_session(new_session("s2", interface="chat", conversation="c1"))
 
-            with pytest.raises(StoreError):
+            with pytest.raises(StoreConflict):
                 await conflict()
             assert await store_readings(store, ["s1", "s2", "s3"]) == before
             # The store is fine afterwards.
@@ -1022,7 +1022,7 @@ class TestSessions:
                 async with store.transaction() as tx:
                     await tx.create_session(new_session("s1", title="Second"))
 
-            with pytest.raises(StoreError):
+            with pytest.raises(StoreConflict):
                 await again()
             async with store.snapshot() as reader:
                 found = await reader.find_session(SessionId("s1"))
