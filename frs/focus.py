@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from frs.checks import check_line, check_summary
 from frs.env import Env
 from frs.errors import InvalidRequest
 from frs.model import FocusLayer, SessionId
 from frs.mutation import mutation
-from frs.ops import check_line, check_summary
 from frs.ranges import span_name
 from frs.squashes import LAYER_FIX, Squashed, squash_window
 

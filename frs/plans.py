@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from frs.checks import check_line
 from frs.env import Env
 from frs.errors import InvalidRequest
 from frs.model import Checkpoint, PlanStep, Session, SessionId
 from frs.mutation import mutation
-from frs.ops import check_line
 from frs.recording import last_ord
 from frs.render import plural
 

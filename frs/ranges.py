@@ -12,9 +12,9 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from frs.checks import check_numbers, check_positions
 from frs.errors import InvalidRequest, NothingToSquash, SplitsToolCall
 from frs.model import Message, Numbering, Session
-from frs.ops import check_numbers, check_positions
 from frs.ports import ThreadReader
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from frs.checks import check_new_messages
 from frs.env import Env
 from frs.model import Message, NewMessage, Session, SessionId
 from frs.mutation import mutation
-from frs.ops import check_new_messages
 from frs.pairing import Pairing, call_ids
 from frs.ports import ThreadReader
 from frs.render import plural

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from frs.checks import check_numbers, check_positions
 from frs.errors import InvalidRequest
 from frs.layout import Shown, sources_block
 from frs.model import LANES, Checkpoint, FocusLayer, Limits, Numbering, PlanStep, Session
-from frs.ops import check_numbers, check_positions
 from frs.ports import ThreadReader
 from frs.render import render_view
 from frs.text import check_text

@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from frs.checks import check_field, check_line
 from frs.env import Env
 from frs.errors import InvalidRequest, SessionNotFound
 from frs.model import LANES, Message, Numbering, Session, SessionId, Squash
-from frs.ops import check_field, check_line
 from frs.ports import ThreadReader, ThreadTx
 from frs.render import plural
 

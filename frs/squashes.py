@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from frs.aliases import parse_alias, sha_matches, sha_mismatch
+from frs.checks import check_summary, squash_tokens
 from frs.env import Env
 from frs.errors import AliasNotFound, AlreadyRestored, CoveredByLaterSquash, InvalidRequest
 from frs.model import Message, Numbering, Session, SessionId, Squash
 from frs.mutation import Mutation, mutation
-from frs.ops import check_summary, squash_tokens
 from frs.originals import render_originals
 from frs.ports import ThreadReader
 from frs.ranges import Range, check_apart, check_pairs, plan_range, span_name

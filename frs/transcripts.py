@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from frs.checks import check_new_messages
 from frs.errors import FrsError, InvalidContent
 from frs.model import ROLES, Limits, NewMessage, ToolCall
-from frs.ops import check_new_messages
 
 
 def parse_transcript(lines: Iterable[str], limits: Limits | None = None) -> list[NewMessage]:

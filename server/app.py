@@ -16,7 +16,7 @@ from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 from server import prompts, resources, tools
 from server.deps import Deps, open_deps
 from server.errors import validation_middleware
-from server.settings import APP_NAME, Settings
+from server.settings import APP_NAME, Settings, version
 from server.stdio import DEFAULT_MAX_LINE_BYTES, guarded_stdio
 
 log = logging.getLogger(__name__)
@@ -29,16 +29,6 @@ verbatim into your own summaries (frs_compress_range, frs_compress_last). Nothin
 original stays retrievable with get_alias and any squash can be undone with frs_restore. This \
 server cannot shorten the host's own transcript; the savings are in what you re-read (the view \
 instead of raw output) and in what a runtime or a fresh chat builds from the view."""
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version(APP_NAME)
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 class FrsServer(MCPServer[Deps]):

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server import exporter, importer
-from server.app import version
 from server.http import DEFAULT_PORT, HttpOptions
-from server.settings import PREVIEW_MIN
+from server.settings import PREVIEW_MIN, version
 
 _HTTP = HttpOptions()  # the defaults
 

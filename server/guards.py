@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.app import version
 from server.hosts import HostPolicy
-from server.settings import APP_NAME
+from server.settings import APP_NAME, version
 
 log = logging.getLogger(__name__)
 

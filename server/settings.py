@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import metadata
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,6 +13,14 @@ from frs import Limits
 APP_NAME = "frs-mcp"
 _DEFAULTS = Limits()
 PREVIEW_MIN = 200  # a shorter preview cap would turn every message into a card
+
+
+def version() -> str:
+    """The installed distribution's version; 0.0.0 when run from a tree never installed."""
+    try:
+        return metadata.version(APP_NAME)
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
 
 
 def default_database() -> Path:

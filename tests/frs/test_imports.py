@@ -14,7 +14,9 @@ FORBIDDEN = frozenset({"mcp", "aiosqlite", "sqlite3", "anyio", "storage", "serve
 FRS_DIR = Path(frs.__file__).parent
 
 
-def forbidden_imports(source: str, filename: str = "<source>") -> list[str]:
+def forbidden_imports(
+    source: str, filename: str = "<source>", forbidden: frozenset[str] = FORBIDDEN
+) -> list[str]:
     """`file:line module` for every import of a forbidden top-level package in `source`."""
     found: list[str] = []
     for node in ast.walk(ast.parse(source, filename)):
@@ -27,7 +29,7 @@ def forbidden_imports(source: str, filename: str = "<source>") -> list[str]:
         found.extend(
             f"{filename}:{node.lineno} {module}"
             for module in modules
-            if module.split(".")[0] in FORBIDDEN
+            if module.split(".")[0] in forbidden
         )
     return found
 
@@ -54,6 +56,24 @@ class TestFrsImports:
             [sys.executable, "-c", script], capture_output=True, text=True, check=True
         )
         assert result.stdout.strip() == "[]"
+
+
+def package_imports(package: str, forbidden: frozenset[str]) -> list[str]:
+    folder = FRS_DIR.parent / package
+    return [
+        hit
+        for path in sorted(folder.rglob("*.py"))
+        for hit in forbidden_imports(path.read_text("utf-8"), str(path), forbidden)
+    ]
+
+
+class TestTheOtherArrows:
+    def test_the_edge_knows_no_database_engine(self) -> None:
+        # Engine errors become frs.errors.StoreError in storage; server sees only those.
+        assert package_imports("server", frozenset({"sqlite3", "aiosqlite"})) == []
+
+    def test_storage_knows_no_protocol_and_no_edge(self) -> None:
+        assert package_imports("storage", frozenset({"mcp", "server"})) == []
 
 
 class TestTheCheckItself:

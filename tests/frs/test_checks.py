@@ -7,9 +7,9 @@ from typing import Any, cast
 
 import pytest
 
+from frs.checks import check_new_messages, check_summary, squash_tokens
 from frs.errors import InvalidContent, InvalidRequest, SummaryNotSmaller, SummaryTooLarge
 from frs.model import Limits, Message, NewMessage, Role, ToolCall
-from frs.ops import check_new_messages, check_summary, squash_tokens
 
 LIMITS = Limits(max_message_chars=100, max_summary_chars=50, max_batch=3)
 FIX = "Squash a longer range."

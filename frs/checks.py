@@ -1,4 +1,4 @@
-"""Pure rules about what may be recorded and squashed; no I/O, no state.
+"""Checks: what may be recorded, named and squashed; pure rules, no I/O, no state.
 
 A squash replaces whole live entries by one summary that must be shorter than what it replaces;
 it may not separate a tool call from its result (checked in the service, which looks up the
