@@ -136,7 +136,7 @@ async def render_corpus(
 async def _one_lines(service: ReasoningService, sid: SessionId) -> str:
     """The thread as one-line cards, the shortest form a budgeted view shows an entry in."""
     async with service.store.snapshot() as reader:
-        session = await reader.find_session(sid)
+        session = await reader.find_session(service.scope.tenant, sid)
         assert session is not None
         entries = await reader.entries_at(sid, 1, session.live_count)
     return "\n".join(

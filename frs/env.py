@@ -7,12 +7,13 @@ The use-case modules (`frs.sessions`, `frs.recording`, `frs.squashes`, `frs.focu
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from frs.errors import SourceRefused
-from frs.model import Limits
+from frs.model import Limits, Scope, SessionId
 from frs.ports import FileReader, Store
 
 Clock = Callable[[], str]
@@ -23,12 +24,43 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+class Chosen:
+    """The session each live connection last started or chose, in memory only: a connection
+    keeps its own current session while another connection of the same client chooses
+    another. The newest `kept` connections are remembered; an older one falls back to its
+    scope's current session, kept in the store."""
+
+    def __init__(self, kept: int = 10_000) -> None:
+        self.kept = kept
+        self._chosen: OrderedDict[tuple[str, str, str], SessionId] = OrderedDict()
+
+    def get(self, scope: Scope) -> SessionId | None:
+        if scope.connection is None:
+            return None
+        key = (scope.tenant, scope.client, scope.connection)
+        found = self._chosen.get(key)
+        if found is not None:
+            self._chosen.move_to_end(key)
+        return found
+
+    def choose(self, scope: Scope, session_id: SessionId) -> None:
+        if scope.connection is None:
+            return
+        key = (scope.tenant, scope.client, scope.connection)
+        self._chosen[key] = session_id
+        self._chosen.move_to_end(key)
+        if len(self._chosen) > self.kept:
+            self._chosen.popitem(last=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Env:
     store: Store
     limits: Limits
     clock: Clock = utc_now
     files: FileReader | None = None  # None: no file may be read (sources are inline only)
+    scope: Scope = field(default_factory=Scope)  # the caller: its tenant's sessions only
+    chosen: Chosen = field(default_factory=Chosen)  # shared by every scope of one service
 
     def file_reader(self) -> FileReader:
         """The file reader; raises SourceRefused when this server reads no files."""

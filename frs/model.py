@@ -118,6 +118,35 @@ class Session:
     next_squash: int = 1  # the n of the next squash (alias SQ.n)
     interface: str | None = None
     conversation: str | None = None
+    tenant: str = "local"  # who owns it; only that tenant's callers see it
+    recorded_tokens: int = 0  # estimated tokens of every original ever recorded
+
+
+#: The tenant of every caller on stdio, in process, and over HTTP with one token or none.
+LOCAL_TENANT = "local"
+#: The client of a caller that does not name itself (a runtime, the CLI).
+DEFAULT_CLIENT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose current session a call without `session_id` uses.
+
+    A tenant owns sessions and sees only its own. Within a tenant, each client (a host as it
+    names itself, in its workspace) has its own current session, kept in the store, so a host
+    restarted in the same workspace continues its thread. `connection`, when the transport has
+    one, is the live connection: a session it started or chose stays its current session even
+    when another connection of the same client chooses another.
+    """
+
+    tenant: str = LOCAL_TENANT
+    client: str = DEFAULT_CLIENT
+    connection: str | None = None
+
+    @property
+    def name(self) -> str:
+        """`client`, or `tenant/client` for a tenant other than the local one."""
+        return self.client if self.tenant == LOCAL_TENANT else f"{self.tenant}/{self.client}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,8 @@ async def mutation(
         saved = replace(m.session, revision=session.revision + 1, updated_at=m.now)
         await tx.save_session(saved, m.change)
         m.session = saved
+    if session_id is None:  # committed: a first session created here is the caller's now
+        env.chosen.choose(env.scope, saved.id)
 
 
 async def check_revision(tx: ThreadTx, session: Session, expected: int | None) -> None:

@@ -40,7 +40,7 @@ async def get_alias(
         text, heading = await current_text(env, session, ref)
     else:
         async with env.store.snapshot() as reader:
-            found = await find(reader, session_id)
+            found = await find(env, reader, session_id)
             if found is None:
                 raise AliasNotFound(ref.name, "there is no session yet; record messages first.")
             if ref.family == "M":

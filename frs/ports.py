@@ -6,8 +6,10 @@ plan, checkpoints, focus layers, sources and change log. Terms the promises belo
   summary spans `ord..ord_last`;
 - a position is 1-based and contiguous over the entries, in that order. Positions are never
   stored: a store maps them to entries and back in time that does not grow with the thread;
-- every method reads or writes one session, named by id, and a session id from another
-  session's rows never matches.
+- every session belongs to one tenant. The methods that find sessions (by id, conversation,
+  scope or page) take the tenant and never answer with another tenant's session; every other
+  method reads or writes one session, named by an id the caller found that way, and a
+  session id from another session's rows never matches.
 A transaction sees and changes one consistent state; everything it does commits together or
 not at all, and no other transaction's write lands between its reads and its writes. A write
 that breaks a key the store keeps (a session id, a conversation, a source alias, a revision
@@ -30,6 +32,7 @@ from frs.model import (
     FocusLayer,
     Message,
     PlanStep,
+    Scope,
     Session,
     SessionId,
     Source,
@@ -40,24 +43,28 @@ from frs.model import (
 class ThreadReader(Protocol):
     # -- sessions ---------------------------------------------------------------------------
 
-    async def find_session(self, session_id: SessionId) -> Session | None:
-        """The session with this id, or None."""
+    async def find_session(self, tenant: str, session_id: SessionId) -> Session | None:
+        """The tenant's session with this id, or None (also for another tenant's)."""
         ...
 
-    async def find_conversation(self, interface: str, conversation: str) -> Session | None:
-        """The one session of this interface's conversation, or None."""
+    async def find_conversation(
+        self, tenant: str, interface: str, conversation: str
+    ) -> Session | None:
+        """The tenant's one session of this interface's conversation, or None."""
         ...
 
-    async def current_session(self) -> Session | None:
-        """The session marked current (`ThreadTx.set_current`), or None."""
+    async def current_session(self, scope: Scope) -> Session | None:
+        """The session marked current for this scope's tenant and client
+        (`ThreadTx.set_current`; `scope.connection` plays no part), or None."""
         ...
 
-    async def list_sessions(self, limit: int, offset: int = 0) -> list[Session]:
-        """Sessions by `updated_at` descending (then id), `limit` of them from `offset`."""
+    async def list_sessions(self, tenant: str, limit: int, offset: int = 0) -> list[Session]:
+        """The tenant's sessions by `updated_at` descending (then id), `limit` of them from
+        `offset`."""
         ...
 
-    async def count_sessions(self) -> int:
-        """How many sessions there are."""
+    async def count_sessions(self, tenant: str) -> int:
+        """How many sessions the tenant has."""
         ...
 
     # -- entries ----------------------------------------------------------------------------
@@ -173,16 +180,18 @@ class ThreadReader(Protocol):
 
 class ThreadTx(ThreadReader, Protocol):
     async def create_session(self, session: Session) -> None:
-        """Store a new session (its id unused, its conversation not yet another session's)."""
+        """Store a new session of `session.tenant` (its id unused, its conversation not yet
+        another of the tenant's sessions)."""
         ...
 
-    async def set_current(self, session_id: SessionId) -> None:
-        """Mark this session as the current one."""
+    async def set_current(self, scope: Scope, session_id: SessionId) -> None:
+        """Mark this session (one of the scope's tenant's) current for the scope's client."""
         ...
 
     async def save_session(self, session: Session, change: str) -> None:
-        """Store the session row (counters, revision) and log `change` at its revision. Its
-        `lanes` hold one count per lane of `frs.model.LANES`; a missing lane reads back 0."""
+        """Store the session row (counters, revision; never its tenant) and log `change` at
+        its revision with the counters it left. Its `lanes` hold one count per lane of
+        `frs.model.LANES`; a missing lane reads back 0."""
         ...
 
     async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None:

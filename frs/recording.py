@@ -68,6 +68,7 @@ async def record(
             live_tokens=batch.tokens,
             lanes=batch.lanes,
             recorded=first.recorded + count,
+            recorded_tokens=first.recorded_tokens + batch.recorded_tokens,
         )
         m.change = f"recorded {plural(count, 'message')}"
     return Recorded(
@@ -89,6 +90,7 @@ class _Batch:
         self.positions: list[int] = []
         self.lanes = dict(session.lanes)
         self.tokens = session.live_tokens
+        self.recorded_tokens = 0  # of the numbered originals of this batch
         self.thinking = 0
         # A thinking block sits after the last entry; that entry may be a summary, whose
         # fresh number lies outside the ord space, so anchor on the entry's span instead.
@@ -106,6 +108,7 @@ class _Batch:
         self.positions.append(self.session.live_count + len(self.positions) + 1)
         self.lanes[message.lane] = self.lanes.get(message.lane, 0) + 1
         self.tokens += message.tokens
+        self.recorded_tokens += message.tokens
         self.number += 1
         return message
 

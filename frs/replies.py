@@ -19,10 +19,12 @@ from frs.squashes import Restored, Squashed
 
 WARNINGS_SHOWN = 20  # a batch of reused ids would otherwise flood the model's context
 
-NO_SESSION = (
-    "No session yet. Start one with frs_session(action='start', title=...), or record "
-    "messages with frs_record (a first session is created for them)."
-)
+
+def no_session(scope: str) -> str:
+    return (
+        f"No session yet in scope {scope}. Start one with frs_session(action='start', "
+        "title=...), or record messages with frs_record (a first session is created for them)."
+    )
 
 
 def session_started(
@@ -31,11 +33,15 @@ def session_started(
     title: str | None,
     goal: str | None,
     numbering: str | None,
+    scope: str,
 ) -> str:
     """`Started session …` or `Resumed session …`; a resumed conversation says which of the
     given title, goal and numbering it did not apply (get-or-create returns it as it is)."""
     verb = "Started" if created else "Resumed"
-    text = f'{verb} session {session.id} "{session.title}" (current) · revision {session.revision}'
+    text = (
+        f'{verb} session {session.id} "{session.title}" (current in scope {scope}) · revision '
+        f"{session.revision}"
+    )
     offered = (("title", title), ("goal", goal), ("numbering", numbering))
     given = [name for name, value in offered if value]
     if not created and given:
@@ -44,11 +50,14 @@ def session_started(
     return text
 
 
-def session_used(session: Session) -> str:
-    return f'Session {session.id} "{session.title}" is now current · revision {session.revision}'
+def session_used(session: Session, scope: str) -> str:
+    return (
+        f'Session {session.id} "{session.title}" is now current in scope {scope} · revision '
+        f"{session.revision}"
+    )
 
 
-def session_info(session: Session) -> str:
+def session_info(session: Session, scope: str) -> str:
     parts = [
         f'Session {session.id} "{session.title}"',
         f"goal: {escape_inline(session.goal)}" if session.goal else "",
@@ -56,11 +65,12 @@ def session_info(session: Session) -> str:
         f"{plural(session.live_count, 'entry')} for {plural(session.recorded, 'message')}",
         f"revision {session.revision}",
         f"created {session.created_at[:16]}",
+        f"scope {scope}",
     ]
     return " · ".join(part for part in parts if part)
 
 
-def session_list(page: SessionPage, limit: int) -> str:
+def session_list(page: SessionPage, limit: int, scope: str) -> str:
     """One line per session (`*` marks the current one), then where this page sits in the
     whole list and the call for the next page."""
     if not page.total:
@@ -82,7 +92,7 @@ def session_list(page: SessionPage, limit: int) -> str:
     if page.next_offset is not None:
         size = f", limit={limit}" if limit != 50 else ""
         more = f"; next page: frs_session(action='list', offset={page.next_offset}{size})"
-    return "\n".join([*lines, f"{where} (* = current){more}"])
+    return "\n".join([*lines, f"{where} (* = current in scope {scope}){more}"])
 
 
 def recorded(done: Recorded) -> str:

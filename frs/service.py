@@ -9,15 +9,17 @@ stale `expected_revision` changes nothing.
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from frs import focus, pages, plans, recording, sessions, sources, squashes
 from frs.aliases import Page
 from frs.env import Clock, Env, utc_now
 from frs.export import to_anthropic, to_openai
 from frs.focus import LayerClosed, LayerOpened
-from frs.model import Limits, NewMessage, Numbering, PlanStep, Session, SessionId
+from frs.model import Limits, NewMessage, Numbering, PlanStep, Scope, Session, SessionId
 from frs.plans import PlanUpdated
 from frs.ports import FileReader, Store, ThreadReader
 from frs.recording import Progress, Recorded
@@ -33,8 +35,9 @@ _FRAMES_KEPT = 64
 class ReasoningService:
     """Sessions, threads, squashes and plans over a `Store`; the one API tools and runtimes use.
 
-    A method that takes `session_id` uses the current session when it is None; one that
-    writes creates a first session if the store has none.
+    It serves one caller's scope (`for_scope` makes one for another caller): a method that
+    takes `session_id` finds only that tenant's sessions, and uses the caller's current
+    session when it is None; one that writes creates a first session if there is none.
     """
 
     def __init__(
@@ -43,11 +46,23 @@ class ReasoningService:
         limits: Limits | None = None,
         clock: Clock = utc_now,
         files: FileReader | None = None,
+        scope: Scope | None = None,
     ) -> None:
-        self.env = Env(store, limits or Limits(), clock, files)
+        self.env = Env(store, limits or Limits(), clock, files, scope or Scope())
         # Plan, checkpoints and open layers by (session, revision): every change to them bumps
         # the revision, which is read in the same snapshot, so an entry can never be stale.
         self._frames: OrderedDict[tuple[str, int], Frame] = OrderedDict()
+
+    def for_scope(self, scope: Scope) -> ReasoningService:
+        """The same service for another caller: `scope`'s tenant's sessions only, its current
+        session. Shares the store, the frames and the connections' choices."""
+        twin = copy.copy(self)
+        twin.env = replace(self.env, scope=scope)
+        return twin
+
+    @property
+    def scope(self) -> Scope:
+        return self.env.scope
 
     @property
     def store(self) -> Store:
@@ -79,7 +94,7 @@ class ReasoningService:
         """The given session (raises SessionNotFound), else the current one; None when there
         is none yet. A read: it never creates one."""
         async with self.env.store.snapshot() as reader:
-            return await sessions.find(reader, session_id)
+            return await sessions.find(self.env, reader, session_id)
 
     async def session(self, session_id: SessionId | None = None) -> Session:
         return await sessions.existing(self.env, session_id)
@@ -110,7 +125,7 @@ class ReasoningService:
             found = await sources.states(self.env, session_id)
             session_id, lines = found.session.id, [state.line() for state in found.states]
         async with self.env.store.snapshot() as reader:
-            session = await sessions.find(reader, session_id)
+            session = await sessions.find(self.env, reader, session_id)
             if session is not None:
                 frame = await self._frame(reader, session)
                 return await render_thread(reader, session, options, self.limits, lines, frame)

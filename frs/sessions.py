@@ -1,19 +1,23 @@
 """Sessions: starting, selecting, finding and listing them, and the current one.
 
-A session is one thread. Tools that name none use the current session; a write that finds no
-session at all creates a first one ("Untitled") and makes it current, so an agent can record
-before it starts anything. Reads never create one.
+A session is one thread, owned by the tenant whose caller created it; a caller sees only its
+tenant's sessions, and another tenant's id is answered exactly like an unknown one. Tools
+that name no session use the caller's current session: the one its connection started or
+chose, else its scope's (`frs.model.Scope`), else, for a client that never chose one, the
+default client's (what an import or a runtime made current). A write that finds no session
+at all creates a first one ("Untitled") and makes it current, so an agent can record before
+it starts anything. Reads never create one.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from frs.checks import check_field, check_line
 from frs.env import Env
 from frs.errors import InvalidRequest, SessionNotFound
-from frs.model import LANES, Message, Numbering, Session, SessionId, Squash
+from frs.model import DEFAULT_CLIENT, LANES, Message, Numbering, Session, SessionId, Squash
 from frs.ports import ThreadReader, ThreadTx
 from frs.render import plural
 
@@ -78,23 +82,24 @@ async def start(
             "conversation='12345'), or neither."
         )
     async with env.store.transaction() as tx:
+        found = None
         if interface is not None and conversation is not None:
-            found = await tx.find_conversation(interface, conversation)
-            if found is not None:
-                await tx.set_current(found.id)
-                return SessionStarted(found, created=False)
-        session = new_session(env, title, goal, numbering, interface, conversation)
-        await tx.create_session(session)
-        await tx.set_current(session.id)
-        return SessionStarted(session, created=True)
+            found = await tx.find_conversation(env.scope.tenant, interface, conversation)
+        session = found or new_session(env, title, goal, numbering, interface, conversation)
+        if found is None:
+            await tx.create_session(session)
+        await tx.set_current(env.scope, session.id)
+    env.chosen.choose(env.scope, session.id)
+    return SessionStarted(session, created=found is None)
 
 
 async def use(env: Env, session_id: SessionId) -> Session:
     """Make an existing session current."""
     async with env.store.transaction() as tx:
-        session = await get(tx, session_id)
-        await tx.set_current(session.id)
-        return session
+        session = await get(env, tx, session_id)
+        await tx.set_current(env.scope, session.id)
+    env.chosen.choose(env.scope, session.id)
+    return session
 
 
 async def page(env: Env, limit: int = 50, offset: int = 0) -> SessionPage:
@@ -104,32 +109,34 @@ async def page(env: Env, limit: int = 50, offset: int = 0) -> SessionPage:
             f"limit={limit}, offset={offset}: limit is 1 or more and offset 0 or more."
         )
     async with env.store.snapshot() as reader:
-        total = await reader.count_sessions()
+        total = await reader.count_sessions(env.scope.tenant)
         if offset > total:
             raise InvalidRequest(
                 f"offset={offset:,} is past the end: there are {plural(total, 'session')}. "
                 "Use an offset from 0 to the total."
             )
-        found = await reader.list_sessions(limit, offset)
-        current = await reader.current_session()
+        found = await reader.list_sessions(env.scope.tenant, limit, offset)
+        current = await find(env, reader, None)
         return SessionPage(tuple(found), current.id if current else None, total, offset)
 
 
 async def existing(env: Env, session_id: SessionId | None = None) -> Session:
     """The given session, else the current one (created if the database has none)."""
     async with env.store.snapshot() as reader:
-        found = await find(reader, session_id)
+        found = await find(env, reader, session_id)
     if found is not None:
         return found
     async with env.store.transaction() as tx:
-        return await resolve(env, tx, session_id)
+        session = await resolve(env, tx, session_id)
+    env.chosen.choose(env.scope, session.id)
+    return session
 
 
 async def live_thread(env: Env, session_id: SessionId | None = None) -> LiveThread:
     """Every entry of the session in thread order, read in one snapshot."""
     session = await existing(env, session_id)
     async with env.store.snapshot() as reader:
-        session = await get(reader, session.id)
+        session = await get(env, reader, session.id)
         live = session.live_count
         entries = await reader.entries_at(session.id, 1, live) if live else []
         return LiveThread(session, tuple(entries))
@@ -142,29 +149,47 @@ async def squash_log(env: Env, session_id: SessionId | None = None) -> SquashLog
         return SquashLog(session, tuple(await reader.squashes(session.id)))
 
 
-async def find(reader: ThreadReader, session_id: SessionId | None) -> Session | None:
-    """The given session (raises SessionNotFound), else the current one, else None."""
+async def find(env: Env, reader: ThreadReader, session_id: SessionId | None) -> Session | None:
+    """The given session (raises SessionNotFound), else the caller's current one: its
+    connection's choice, else its scope's, else its tenant's default client's; None when
+    there is none."""
     if session_id is not None:
-        return await get(reader, session_id)
-    return await reader.current_session()
+        return await get(env, reader, session_id)
+    chosen = env.chosen.get(env.scope)
+    if chosen is not None:
+        found = await reader.find_session(env.scope.tenant, chosen)
+        if found is not None:
+            return found
+    current = await reader.current_session(env.scope)
+    if current is None and env.scope.client != DEFAULT_CLIENT:
+        # A client that never chose one continues the tenant's default current session: the
+        # one an import or a runtime made current, or the database's before scopes existed.
+        current = await reader.current_session(replace(env.scope, client=DEFAULT_CLIENT))
+    if current is not None:
+        # The connection keeps this one, though another connection of its client chooses
+        # another later.
+        env.chosen.choose(env.scope, current.id)
+    return current
 
 
-async def get(reader: ThreadReader, session_id: SessionId) -> Session:
-    """The session with this id; raises SessionNotFound."""
-    session = await reader.find_session(session_id)
+async def get(env: Env, reader: ThreadReader, session_id: SessionId) -> Session:
+    """The caller's tenant's session with this id; raises SessionNotFound, in the same words
+    for an id of another tenant as for one that never existed."""
+    session = await reader.find_session(env.scope.tenant, session_id)
     if session is None:
         raise SessionNotFound(session_id)
     return session
 
 
 async def resolve(env: Env, tx: ThreadTx, session_id: SessionId | None) -> Session:
-    """The given session, else the current one, creating a first session if none exists."""
-    found = await find(tx, session_id)
+    """The given session, else the current one, creating a first session if none exists
+    (the caller then chooses it, once the transaction commits: `Chosen.choose`)."""
+    found = await find(env, tx, session_id)
     if found is not None:
         return found
     session = new_session(env)
     await tx.create_session(session)
-    await tx.set_current(session.id)
+    await tx.set_current(env.scope, session.id)
     return session
 
 
@@ -191,4 +216,5 @@ def new_session(
         lanes=dict.fromkeys(LANES, 0),
         interface=interface,
         conversation=conversation,
+        tenant=env.scope.tenant,
     )

@@ -21,6 +21,7 @@ from server.deps import open_deps
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
 from server.settings import Settings, resolve_database
+from server.tenants import TokensFileError, tenants_of
 from storage import SchemaTooNew
 
 log = logging.getLogger("frs-mcp")
@@ -55,7 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.transport == "stdio":
         return _run(serve, settings)
-    return _listen(settings, _http_options(args))
+    try:
+        http = _http_options(args)
+    except TokensFileError as exc:
+        print(f"frs-mcp: {exc}", file=sys.stderr)
+        return 2
+    return _listen(settings, http)
 
 
 def _settings(args: argparse.Namespace, level: str) -> Settings:
@@ -64,6 +70,7 @@ def _settings(args: argparse.Namespace, level: str) -> Settings:
         "database": resolve_database(args.db),
         "log_level": level,
         "allow_roots": tuple(args.allow_root),
+        "scope": args.scope or os.environ.get("FRS_SCOPE") or None,
     }
     for name in ("preview_chars", "max_line_bytes", "max_view_tokens"):
         if getattr(args, name) is not None:
@@ -76,7 +83,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         transport=args.transport,
         host=args.host,
         port=args.port,
-        token=args.token or os.environ.get("FRS_TOKEN") or None,
+        tenants=tuple(tenants_of(args.token or os.environ.get("FRS_TOKEN"), args.tokens).items()),
         allowed_hosts=tuple(args.allowed_host),
         max_body_bytes=args.max_body_bytes,
         max_sse_connections=args.max_sse_connections,
@@ -87,7 +94,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
 
 def _listen(settings: Settings, http: HttpOptions) -> int:
     """Serve over HTTP: refuse an unsafe bind or a bad host name first, then bind the port."""
-    refusal = unsafe_bind(http.host, http.token)
+    refusal = unsafe_bind(http.host, http.secured)
     if refusal is not None:
         print(f"frs-mcp: {refusal}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 from server import prompts, resources, tools
 from server.deps import Deps, open_deps
 from server.errors import validation_middleware
+from server.scopes import Roots, scope_middleware
 from server.settings import APP_NAME, Settings, version
 from server.stdio import DEFAULT_MAX_LINE_BYTES, guarded_stdio
 
@@ -96,6 +97,7 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
     )
     mcp.max_line_bytes = settings.max_line_bytes
     mcp.middleware.append(validation_middleware)
+    mcp.middleware.append(scope_middleware(settings.scope, Roots()))
     tools.register(mcp)
     resources.register(mcp)
     prompts.register(mcp)

@@ -35,6 +35,14 @@ def _common(*, suppress: bool) -> argparse.ArgumentParser:
         default=argparse.SUPPRESS if suppress else None,
         help="stderr log level (default INFO when serving, WARNING for import and export)",
     )
+    p.add_argument(
+        "--scope",
+        metavar="NAME",
+        type=_scope,
+        default=argparse.SUPPRESS if suppress else None,
+        help="whose current session tools without session_id use: this name instead of the "
+        "one the client gives itself (default $FRS_SCOPE; import and export: 'default')",
+    )
     return p
 
 
@@ -110,8 +118,15 @@ def _http(http: argparse._ArgumentGroup) -> None:
     http.add_argument(
         "--token",
         default=None,
-        help="bearer token every request must carry (default $FRS_TOKEN; prefer the variable, "
-        "a flag shows in the process list)",
+        help="bearer token every request must carry, for the local tenant (default $FRS_TOKEN; "
+        "prefer the variable, a flag shows in the process list)",
+    )
+    http.add_argument(
+        "--tokens",
+        metavar="FILE",
+        default=None,
+        help="tenants: one 'NAME SECRET' a line, in a file only its owner may read; each "
+        "tenant sees only its own sessions",
     )
     http.add_argument(
         "--allowed-host",
@@ -223,6 +238,12 @@ def _folder(text: str) -> str:
         return str(Path(text).expanduser().resolve())
     except (OSError, RuntimeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not a usable folder path: {exc}") from None
+
+
+def _scope(text: str) -> str:
+    if not 1 <= len(text) <= 200 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not 1-200 printable characters")
+    return text
 
 
 def _preview_chars(text: str) -> int:

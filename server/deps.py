@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
+from frs.model import Scope
+from server.scopes import client_of, connection_of, current_scope, tenant_of
 from server.settings import Settings
 from storage import Database, LocalFiles, SqliteStore, open_database
 
@@ -26,8 +28,15 @@ DepsContext = Context[Deps]
 
 
 def service(ctx: DepsContext) -> ReasoningService:
-    """The service a handler's request runs against."""
-    return ctx.request_context.lifespan_context.service
+    """The service a handler's request runs against, in the caller's scope: its tenant's
+    sessions only, its own current session (`server.scopes`)."""
+    rc = ctx.request_context
+    deps = rc.lifespan_context
+    scope = current_scope()
+    if scope is None:  # a handler reached without the middleware: the scope without roots
+        connection = connection_of(rc) or None
+        scope = Scope(tenant_of(rc), client_of(rc, deps.settings.scope, None), connection)
+    return deps.service.for_scope(scope)
 
 
 @asynccontextmanager
@@ -35,5 +44,6 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the database and the service; close them on exit."""
     files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
     async with open_database(settings.database) as db:
-        service = ReasoningService(SqliteStore(db), settings.limits(), files=files)
+        scope = Scope(client=settings.scope) if settings.scope else Scope()
+        service = ReasoningService(SqliteStore(db), settings.limits(), files=files, scope=scope)
         yield Deps(service, db, settings)

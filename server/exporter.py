@@ -28,17 +28,31 @@ EXPORT_FORMATS = ("openai", "anthropic", "text")
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The options of `frs-mcp export`; `--db` and `--log-level` come from the main parser."""
-    p.add_argument("session", help="session id, or 'current'")
+    p.add_argument(
+        "session",
+        help="session id; 'current' for the current session of --scope (default: 'default', "
+        "the one an import or a runtime made current); 'latest' for the last one changed",
+    )
     p.add_argument("--format", choices=EXPORT_FORMATS, default="openai")
 
 
 async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
     async with open_deps(settings) as deps:
-        sid = None if session == "current" else SessionId(session)
         service = deps.service
+        if session == "latest":
+            newest = (await service.list_sessions(1)).sessions
+            if not newest:
+                raise InvalidRequest(f"{settings.database} has no session yet.")
+            sid: SessionId | None = newest[0].id
+        else:
+            sid = None if session == "current" else SessionId(session)
         if await service.find_session(sid) is None:
             # A read must not create the session it was asked to show.
-            raise InvalidRequest(f"{settings.database} has no current session; name one.")
+            raise InvalidRequest(
+                f"{settings.database} has no current session in scope {service.scope.name}; "
+                "name one, give the scope of the client that made it (--scope NAME, as "
+                "frs_session(action='info') shows it), or export 'latest'."
+            )
         if fmt == "openai":
             return await service.export_openai(sid)
         if fmt == "anthropic":
@@ -91,7 +105,8 @@ def write(exported: Exported, out: TextIO) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`frs-mcp export` with its parsed options; the exit code."""
-    settings = Settings(database=resolve_database(args.db))
+    scope = getattr(args, "scope", None) or os.environ.get("FRS_SCOPE") or None
+    settings = Settings(database=resolve_database(args.db), scope=scope)
     if settings.database != ":memory:" and not Path(settings.database).is_file():
         # Opening would create an empty database there: a mistyped path must not leave one.
         print(f"frs-mcp export: no database at {settings.database}", file=sys.stderr)

@@ -5,16 +5,16 @@ the rewording of the SDK's own refusals (413, 503) so they name the limit.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.hosts import HostPolicy
 from server.settings import APP_NAME, version
+from server.tenants import tenant_of
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +22,8 @@ MCP_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGE_PATH = "/messages/"
 HEALTH_PATH = "/health"
+#: Where an authorized request carries its tenant: `request.state.frs_tenant`.
+TENANT_KEY = "frs_tenant"
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -129,29 +131,29 @@ class HostGuard:
 
 @dataclass(slots=True)
 class BearerGuard:
-    """401 unless the request carries `Authorization: Bearer <token>` (compared in constant
-    time)."""
+    """401 unless the request carries `Authorization: Bearer <secret>` of a tenant (compared
+    in constant time, `server.tenants`); the request then runs as that tenant
+    (`scope["state"]["frs_tenant"]`, read by `server.scopes`)."""
 
     app: ASGIApp
-    token: str
+    tenants: Mapping[str, str]  # secret -> tenant
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(_header(scope, b"authorization")):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scheme, _, given = (_header(scope, b"authorization") or "").partition(" ")
+        tenant = tenant_of(self.tenants, given.strip()) if scheme.lower() == "bearer" else None
+        if tenant is not None:
+            scope.setdefault("state", {})[TENANT_KEY] = tenant
             await self.app(scope, receive, send)
             return
         await _refuse(
             send,
             401,
             "Unauthorized: send the header 'Authorization: Bearer <token>' with the token this "
-            "server was started with (--token or FRS_TOKEN).",
+            "server was started with (--token or FRS_TOKEN) or your tenant's (--tokens).",
             [(b"www-authenticate", f'Bearer realm="{APP_NAME}"'.encode())],
-        )
-
-    def _authorized(self, header: str | None) -> bool:
-        scheme, _, given = (header or "").partition(" ")
-        # compare_digest on bytes: constant time for equal lengths, no early exit on a prefix.
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self.token.encode()
         )
 
 

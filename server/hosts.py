@@ -30,13 +30,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def unsafe_bind(host: str, token: str | None) -> str | None:
+def unsafe_bind(host: str, secured: bool) -> str | None:
     """Why serving on `host` without a token is refused, or None when it is allowed."""
-    if token or is_loopback(host):
+    if secured or is_loopback(host):
         return None
     return (
         f"refusing to listen on {host} without a token: anyone who can reach this port could "
-        "read and change every session. Set a token with FRS_TOKEN=<secret> (or --token <secret>), "
+        "read and change every session. Set a token with FRS_TOKEN=<secret> (or --token <secret>, "
+        "or one per tenant with --tokens FILE), "
         "e.g. export FRS_TOKEN=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))'); "
         "clients then send 'Authorization: Bearer <secret>'. Or bind to 127.0.0.1 (the default)."
     )

@@ -57,13 +57,18 @@ class HttpOptions:
     transport: HttpTransport = "streamable-http"
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    token: str | None = None
+    tenants: tuple[tuple[str, str], ...] = ()  # (secret, tenant): --token, --tokens
     allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = 4 * 1024 * 1024
     max_sse_connections: int = 32
     max_sessions: int = 100
     session_idle_timeout: float = 900.0
     shutdown_timeout: int = 10
+
+    @property
+    def secured(self) -> bool:
+        """Whether every request needs a bearer token."""
+        return bool(self.tenants)
 
     @property
     def serves_sse(self) -> bool:
@@ -128,9 +133,11 @@ def announce(options: HttpOptions, port: int, policy: HostPolicy) -> None:
             file=sys.stderr,
             flush=True,
         )
-    if options.token:
+    if options.secured:
+        names = sorted({tenant for _, tenant in options.tenants})
         print(
-            f"{APP_NAME}: every request except {HEALTH_PATH} needs 'Authorization: Bearer <token>'",
+            f"{APP_NAME}: every request except {HEALTH_PATH} needs 'Authorization: Bearer <token>'"
+            f" (tenants: {', '.join(names)})",
             file=sys.stderr,
             flush=True,
         )
@@ -166,8 +173,8 @@ def build_app(mcp: MCPServer[Any], options: HttpOptions, port: int) -> ASGIApp:
         },
     )
     app = SseLimit(app, options.max_sse_connections, options.serves_streamable)
-    if options.token:
-        app = BearerGuard(app, options.token)
+    if options.secured:
+        app = BearerGuard(app, dict(options.tenants))
     app = HostGuard(app, policy, port)
     return Health(app, tuple(transports))
 

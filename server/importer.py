@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -48,7 +49,8 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """`frs-mcp import` with its parsed options; the exit code."""
-    settings = Settings(database=resolve_database(args.db))
+    scope = getattr(args, "scope", None) or os.environ.get("FRS_SCOPE") or None
+    settings = Settings(database=resolve_database(args.db), scope=scope)
     try:
         print(anyio.run(run_import, settings, args.file, args.session_title))
     except FrsError as exc:

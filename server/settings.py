@@ -53,6 +53,11 @@ class Settings(BaseModel):
     allow_roots: tuple[str, ...] = ()  # folders file sources may be read from; none by default
     max_source_bytes: int = Field(default=2_000_000, ge=1)
     log_level: str = "INFO"
+    # The client part of every caller's scope (--scope, FRS_SCOPE), instead of the name the
+    # client gives itself; also the scope of the CLI's import and export.
+    scope: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$"
+    )
 
     def limits(self) -> Limits:
         return Limits(

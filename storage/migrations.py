@@ -228,6 +228,36 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (  # 5: token estimates by the calibrated estimator (see BACKFILLS); no schema change
     ),
+    (  # 6: tenants own sessions; a current session per scope; figures per revision
+        # Every session belongs to the tenant that created it; rows from before tenants were
+        # the local tenant's (stdio, or HTTP with one token).
+        "alter table sessions add column tenant text not null default 'local'",
+        # Tokens of every original ever recorded: live_tokens against it is what squashing saved.
+        "alter table sessions add column recorded_tokens integer not null default 0",
+        "update sessions set recorded_tokens = (select coalesce(sum(m.tokens), 0) from messages m"
+        " where m.session_id = sessions.id and m.kind = 'message' and m.number is not null)",
+        "drop index sessions_by_conversation",
+        "create unique index sessions_by_conversation on sessions (tenant, interface, conversation)"
+        " where interface is not null",
+        "drop index sessions_by_update",
+        "create index sessions_by_update on sessions (tenant, updated_at)",
+        # One current session per scope: a client (as it names itself) within a tenant.
+        "create table current_sessions ("
+        " tenant text not null,"
+        " client text not null,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " primary key (tenant, client)) without rowid",
+        # The one marker there was becomes the default client's: a runtime or a client that
+        # does not name itself continues where it was.
+        "insert into current_sessions (tenant, client, session_id)"
+        " select 'local', 'default', session_id from current_session where session_id is not null",
+        "drop table current_session",
+        # The counters each revision left, for charts of what squashing saved (null before 6).
+        "alter table changes add column live_count integer",
+        "alter table changes add column live_tokens integer",
+        "alter table changes add column recorded integer",
+        "alter table changes add column recorded_tokens integer",
+    ),
 )
 
 

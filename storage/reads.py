@@ -20,6 +20,7 @@ from frs.model import (
     FocusLayer,
     Message,
     PlanStep,
+    Scope,
     Session,
     SessionId,
     Source,
@@ -81,34 +82,43 @@ class SqliteReader:
 
     # sessions
 
-    async def find_session(self, session_id: SessionId) -> Session | None:
-        row = await self._one(f"select {SESSION_COLUMNS} from sessions where id = ?", (session_id,))
-        return session_from_row(row) if row else None
-
-    async def find_conversation(self, interface: str, conversation: str) -> Session | None:
+    async def find_session(self, tenant: str, session_id: SessionId) -> Session | None:
         row = await self._one(
-            f"select {SESSION_COLUMNS} from sessions where interface = ? and conversation = ?",
-            (interface, conversation),
+            f"select {SESSION_COLUMNS} from sessions where id = ? and tenant = ?",
+            (session_id, tenant),
         )
         return session_from_row(row) if row else None
 
-    async def current_session(self) -> Session | None:
+    async def find_conversation(
+        self, tenant: str, interface: str, conversation: str
+    ) -> Session | None:
+        row = await self._one(
+            f"select {SESSION_COLUMNS} from sessions"
+            " where tenant = ? and interface = ? and conversation = ?",
+            (tenant, interface, conversation),
+        )
+        return session_from_row(row) if row else None
+
+    async def current_session(self, scope: Scope) -> Session | None:
         columns = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+        # The session's own tenant is checked too: a marker can only name the tenant's own.
         row = await self._one(
-            f"select {columns} from current_session c join sessions s on s.id = c.session_id"
-            " where c.id = 1"
+            f"select {columns} from current_sessions c join sessions s on s.id = c.session_id"
+            " where c.tenant = ? and c.client = ? and s.tenant = c.tenant",
+            (scope.tenant, scope.client),
         )
         return session_from_row(row) if row else None
 
-    async def list_sessions(self, limit: int, offset: int = 0) -> list[Session]:
+    async def list_sessions(self, tenant: str, limit: int, offset: int = 0) -> list[Session]:
         rows = await self._all(
-            f"select {SESSION_COLUMNS} from sessions order by updated_at desc, id limit ? offset ?",
-            (limit, offset),
+            f"select {SESSION_COLUMNS} from sessions where tenant = ?"
+            " order by updated_at desc, id limit ? offset ?",
+            (tenant, limit, offset),
         )
         return [session_from_row(row) for row in rows]
 
-    async def count_sessions(self) -> int:
-        row = await self._one("select count(*) from sessions")
+    async def count_sessions(self, tenant: str) -> int:
+        row = await self._one("select count(*) from sessions where tenant = ?", (tenant,))
         return int(row[0])
 
     # positions

@@ -27,7 +27,7 @@ Row = Sequence[Any]
 SESSION_COLUMNS = (
     "id, title, goal, numbering, interface, conversation, revision, next_number, next_squash,"
     " live_count, live_tokens, live_system, live_user, live_assistant, live_tool, live_summary,"
-    " recorded, created_at, updated_at"
+    " recorded, created_at, updated_at, tenant, recorded_tokens"
 )
 MESSAGE_COLUMNS = (
     "number, ord, ord_last, live, role, kind, content, name, tool_calls, tool_call_id, answers,"
@@ -58,6 +58,8 @@ def session_from_row(row: Row) -> Session:
         recorded=row[16],
         created_at=row[17],
         updated_at=row[18],
+        tenant=row[19],
+        recorded_tokens=row[20],
     )
 
 
@@ -79,6 +81,8 @@ def session_to_row(session: Session) -> tuple[Any, ...]:
         session.recorded,
         session.created_at,
         session.updated_at,
+        session.tenant,
+        session.recorded_tokens,
     )
 
 

@@ -14,6 +14,7 @@ from frs.model import (
     FocusLayer,
     Message,
     PlanStep,
+    Scope,
     Session,
     SessionId,
     Source,
@@ -39,7 +40,7 @@ _UPDATE_SESSION = (
     "update sessions set title = ?, goal = ?, numbering = ?, interface = ?, conversation = ?,"
     " revision = ?, next_number = ?, next_squash = ?, live_count = ?, live_tokens = ?,"
     " live_system = ?, live_user = ?, live_assistant = ?, live_tool = ?, live_summary = ?,"
-    " recorded = ?, created_at = ?, updated_at = ? where id = ?"
+    " recorded = ?, created_at = ?, updated_at = ?, recorded_tokens = ? where id = ?"
 )
 
 
@@ -48,23 +49,34 @@ class SqliteTx(SqliteReader):
 
     async def create_session(self, session: Session) -> None:
         await self.conn.execute(
-            f"insert into sessions ({SESSION_COLUMNS}) values ({', '.join('?' * 19)})",
+            f"insert into sessions ({SESSION_COLUMNS}) values ({', '.join('?' * 21)})",
             session_to_row(session),
         )
 
-    async def set_current(self, session_id: SessionId) -> None:
+    async def set_current(self, scope: Scope, session_id: SessionId) -> None:
         await self.conn.execute(
-            "insert into current_session (id, session_id) values (1, ?)"
-            " on conflict (id) do update set session_id = excluded.session_id",
-            (session_id,),
+            "insert into current_sessions (tenant, client, session_id) values (?, ?, ?)"
+            " on conflict (tenant, client) do update set session_id = excluded.session_id",
+            (scope.tenant, scope.client, session_id),
         )
 
     async def save_session(self, session: Session, change: str) -> None:
+        # Every column but the id and the tenant, which never change.
         row = session_to_row(session)
-        await self.conn.execute(_UPDATE_SESSION, (*row[1:], row[0]))
+        await self.conn.execute(_UPDATE_SESSION, (*row[1:19], row[20], row[0]))
         await self.conn.execute(
-            "insert into changes (session_id, revision, change, created_at) values (?, ?, ?, ?)",
-            (session.id, session.revision, change, session.updated_at),
+            "insert into changes (session_id, revision, change, created_at, live_count,"
+            " live_tokens, recorded, recorded_tokens) values (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session.id,
+                session.revision,
+                change,
+                session.updated_at,
+                session.live_count,
+                session.live_tokens,
+                session.recorded,
+                session.recorded_tokens,
+            ),
         )
 
     async def _shift_blocks(self, session_id: SessionId, ords: Iterable[tuple[int, int]]) -> None:

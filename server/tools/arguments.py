@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from frs import ROLES, NewMessage, SessionId, ToolCall
 from frs.model import Numbering
 
-SESSION_HELP = "Session id (from frs_session); omit to use the current session."
+SESSION_HELP = "Session id (from frs_session); omit to use your current session."
 REVISION_HELP = (
     "The revision your last view showed; if the session changed since, nothing is done and the "
     "error says what changed. Omit to skip the check."

@@ -91,6 +91,10 @@ class SessionOut(BaseModel):
     next_offset: int | None = Field(
         default=None, description="list: the offset of the next page; null on the last page."
     )
+    scope: str | None = Field(
+        default=None,
+        description="The caller's scope: whose current session tools without session_id use.",
+    )
 
 
 def result(text: str, data: BaseModel) -> CallToolResult:
@@ -117,7 +121,12 @@ def summary_of(session: Session, current: SessionId | None) -> SessionSummary:
 
 
 def session_result(
-    text: str, action: str, session: Session, current: bool, created: bool | None = None
+    text: str,
+    action: str,
+    session: Session,
+    current: bool,
+    scope: str,
+    created: bool | None = None,
 ) -> CallToolResult:
     out = SessionOut(
         action=action,
@@ -125,11 +134,12 @@ def session_result(
         revision=session.revision,
         created=created,
         session=summary_of(session, session.id if current else None),
+        scope=scope,
     )
     return result(text, out)
 
 
-def session_page(page: SessionPage) -> SessionOut:
+def session_page(page: SessionPage, scope: str) -> SessionOut:
     return SessionOut(
         action="list",
         session_id=page.current,
@@ -137,6 +147,7 @@ def session_page(page: SessionPage) -> SessionOut:
         total=page.total,
         offset=page.offset,
         next_offset=page.next_offset,
+        scope=scope,
     )
 
 

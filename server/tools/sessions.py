@@ -45,14 +45,18 @@ async def frs_session(
 ) -> Annotated[CallToolResult, SessionOut]:
     """Start, list, select or describe reasoning sessions.
 
-    Each session is one thread. Tools without session_id use the current session (the last
-    started or selected; one is created when none exists). list pages: it says "N of M"
-    and gives the call for the next page. The structured result always carries session_id.
+    Each session is one thread. Tools without session_id use your current session: the one
+    you last started or selected (one is created when none exists). It is yours alone: each
+    client, in each workspace, has its own (its scope, shown by info), kept across restarts.
+    list pages: it says "N of M" and gives the call for the next page. The structured
+    result always carries session_id.
     Example: frs_session(action="start", title="Fix flaky test", goal="find the race")
     """
+    frs = service(ctx)
+    scope = frs.scope.name
     with tool_errors():
         if action == "start":
-            started = await service(ctx).start_session(
+            started = await frs.start_session(
                 title or "",
                 goal or "",
                 numbering_of(numbering) or "position",
@@ -60,29 +64,23 @@ async def frs_session(
                 conversation,
             )
             session, created = started.session, started.created
-            return session_result(
-                replies.session_started(session, created, title, goal, numbering),
-                "start",
-                session,
-                current=True,
-                created=created,
-            )
+            text = replies.session_started(session, created, title, goal, numbering, scope)
+            return session_result(text, "start", session, True, scope, created)
         if action == "list":
-            page = await service(ctx).list_sessions(limit, offset)
-            return result(replies.session_list(page, limit), session_page(page))
+            page = await frs.list_sessions(limit, offset)
+            return result(replies.session_list(page, limit, scope), session_page(page, scope))
         if action == "use":
             if session_id is None:
                 raise ToolError("action='use' needs session_id; see frs_session(action='list').")
-            session = await service(ctx).use_session(SessionId(session_id))
-            return session_result(replies.session_used(session), "use", session, current=True)
+            session = await frs.use_session(SessionId(session_id))
+            return session_result(replies.session_used(session, scope), "use", session, True, scope)
         if action == "info":
-            found = await service(ctx).find_session(session_of(session_id))
+            found = await frs.find_session(session_of(session_id))
             if found is None:
                 # A read must not create the session it describes.
-                return result(replies.NO_SESSION, SessionOut(action="info", session_id=None))
-            session = found
+                out = SessionOut(action="info", session_id=None, scope=scope)
+                return result(replies.no_session(scope), out)
             # Without session_id, info describes the current session.
-            return session_result(
-                replies.session_info(session), "info", session, current=session_id is None
-            )
+            text = replies.session_info(found, scope)
+            return session_result(text, "info", found, session_id is None, scope)
     raise ToolError(f"action is {action!r}; use start, list, use or info.")

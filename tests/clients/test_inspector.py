@@ -87,7 +87,7 @@ class TestInspectorCli:
         )
         assert code == 0, stderr
         assert output["isError"] is False
-        assert f'"inspector over {transport}" (current)' in output["content"][0]["text"]
+        assert f'"inspector over {transport}" (current in scope ' in output["content"][0]["text"]
 
     def test_a_bad_range_is_a_tool_error_and_exit_code_5(
         self, node_clients: NodeClients, remote: FrsProcess, tmp_path: Path

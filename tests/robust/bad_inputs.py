@@ -796,9 +796,9 @@ SEES: dict[str, str] = {
     "cli-public-no-token": (
         "frs-mcp: refusing to listen on 0.0.0.0 without a token: anyone who can reach this port "
         "could read and change every session. Set a token with FRS_TOKEN=<secret> (or --token "
-        "<secret>), e.g. export FRS_TOKEN=$(python3 -c 'import secrets; "
-        "print(secrets.token_urlsafe(32))'); clients then send 'Authorization: Bearer <secret>'. "
-        "Or bind to 127.0.0.1 (the default)."
+        "<secret>, or one per tenant with --tokens FILE), e.g. export FRS_TOKEN=$(python3 -c "
+        "'import secrets; print(secrets.token_urlsafe(32))'); clients then send 'Authorization: "
+        "Bearer <secret>'. Or bind to 127.0.0.1 (the default)."
     ),
     "cli-allowed-host": "frs-mcp: --allowed-host 'a:b:c' is not a host name, host:port or host:*",
     "cli-db-directory": "frs-mcp: cannot open the database {db}: unable to open database file",
@@ -825,15 +825,15 @@ SEES: dict[str, str] = {
     ),
     "http-no-token": (
         "401 Unauthorized: send the header 'Authorization: Bearer <token>' with the token this "
-        "server was started with (--token or FRS_TOKEN)."
+        "server was started with (--token or FRS_TOKEN) or your tenant's (--tokens)."
     ),
     "http-wrong-token": (
         "401 Unauthorized: send the header 'Authorization: Bearer <token>' with the token this "
-        "server was started with (--token or FRS_TOKEN)."
+        "server was started with (--token or FRS_TOKEN) or your tenant's (--tokens)."
     ),
     "http-basic-auth": (
         "401 Unauthorized: send the header 'Authorization: Bearer <token>' with the token this "
-        "server was started with (--token or FRS_TOKEN)."
+        "server was started with (--token or FRS_TOKEN) or your tenant's (--tokens)."
     ),
     "http-foreign-host": (
         "421 Misdirected request: Host 'evil.example' is not a name this server answers to (a "

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import Implementation
 
 from server import Settings, build_server
 from server.cli import parser
@@ -46,7 +47,14 @@ from tests.robust.bad_inputs import (
     Tool,
     render,
 )
-from tests.robust.wire import EXCHANGE_TIMEOUT, Wire, frs_mcp_command, server_env, text_of
+from tests.robust.wire import (
+    EXCHANGE_TIMEOUT,
+    WIRE_CLIENT,
+    Wire,
+    frs_mcp_command,
+    server_env,
+    text_of,
+)
 
 Context = dict[str, str]
 TOKEN = "s3cret"
@@ -194,7 +202,9 @@ async def _record(wire: Wire, content: str) -> dict[str, Any]:
 async def observe_served(probe: Served, home: Path) -> tuple[str, Context]:
     db = home / "frs.db"
     acked = Acknowledged()
-    async with Client(build_server(Settings(database=str(db)))) as client:
+    # Seeded as the wire client names itself: its current session is the seeded one.
+    wire_client = Implementation(name=WIRE_CLIENT, version="1")
+    async with Client(build_server(Settings(database=str(db))), client_info=wire_client) as client:
         session = await _seeded(client)
     prefix: Sequence[str]
     if probe.condition == "read-only file":

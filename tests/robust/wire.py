@@ -35,10 +35,14 @@ def frs_mcp_command() -> list[str]:
 
 
 def server_env(home: Path) -> dict[str, str]:
-    """The parent's environment without database overrides, its data directory under `home`."""
-    env = {k: v for k, v in os.environ.items() if k not in ("FRS_DB", "FRS_TOKEN")}
+    """The parent's environment without database, token or scope overrides, its data directory
+    under `home`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FRS_DB", "FRS_TOKEN", "FRS_SCOPE")}
     env["XDG_DATA_HOME"] = str(home / "xdg-data")
     return env
+
+
+WIRE_CLIENT = "frs-robustness"  # the name the wire client gives itself
 
 
 class ServerGone(Exception):
@@ -176,7 +180,7 @@ class Wire:
             {
                 "protocolVersion": PROTOCOL,
                 "capabilities": {},
-                "clientInfo": {"name": "frs-robustness", "version": "1"},
+                "clientInfo": {"name": WIRE_CLIENT, "version": "1"},
             },
         )
         await self.notify("notifications/initialized")

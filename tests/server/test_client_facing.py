@@ -134,10 +134,12 @@ class TestPaging:
             last = await call(client, "frs_session", action="list", offset=1000, limit=200)
         first_text, last_text = text_of(first), text_of(last)
         assert first_text.endswith(
-            "Sessions 1–50 of 1,005, newest first (* = current); next page: "
+            "Sessions 1–50 of 1,005, newest first (* = current in scope mcp); next page: "
             "frs_session(action='list', offset=50)"
         )
-        assert last_text.endswith("Sessions 1,001–1,005 of 1,005, newest first (* = current)")
+        assert last_text.endswith(
+            "Sessions 1,001–1,005 of 1,005, newest first (* = current in scope mcp)"
+        )
         data = last.structured_content
         assert data is not None
         assert data["total"] == 1005

@@ -287,9 +287,19 @@ class TestCommand:
             await small_thread(client)
             await call_text(client, "frs_session", action="start", title="Later")
             await call_text(client, "frs_record", messages=[{"role": "user", "content": "newest"}])
-        run = frs_mcp("export", "current", "--db", str(db_path))
+        # The in-process client names itself "mcp": its current session is that scope's.
+        run = frs_mcp("export", "current", "--scope", "mcp", "--db", str(db_path))
+        latest = frs_mcp("export", "latest", "--db", str(db_path))
+        default = frs_mcp("export", "current", "--db", str(db_path))
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout) == [{"role": "user", "content": "newest"}]
+        assert latest.stdout == run.stdout
+        assert (default.returncode, default.stdout) == (2, "")
+        assert default.stderr == (
+            f"frs-mcp export: {db_path} has no current session in scope default; name one, give "
+            "the scope of the client that made it (--scope NAME, as frs_session(action='info') "
+            "shows it), or export 'latest'.\n"
+        )
 
     async def test_an_unknown_session_fails_on_stderr_with_nothing_on_stdout(
         self, connect: Connect, db_path: Path

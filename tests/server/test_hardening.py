@@ -154,7 +154,7 @@ class TestViewsAndExports:
             await call_text(client, "frs_record", messages=messages)
             capped = await view(client)
         done = await anyio.run_process(
-            [FRS_MCP, "export", "current", "--format", "text", "--db", str(db_path)]
+            [FRS_MCP, "export", "latest", "--format", "text", "--db", str(db_path)]
         )
         output = done.stdout.decode()
         assert capped.split("\n")[-1].startswith("· Budget ~1,000 tokens: ")

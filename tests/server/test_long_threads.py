@@ -196,7 +196,7 @@ class TestTextsThatAgree:
         async with connect() as client:
             info = await call(client, "frs_session", action="info")
             listed = await call_text(client, "frs_session", action="list")
-        assert text_of(info).startswith("No session yet.")
+        assert text_of(info).startswith("No session yet in scope mcp.")
         assert info.structured_content is not None
         assert info.structured_content["session_id"] is None
         assert listed.startswith("No sessions yet.")

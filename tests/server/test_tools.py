@@ -136,7 +136,7 @@ class TestSession:
         async with connect() as client:
             result = await call(client, "frs_session", action="start", title="Fix flaky test")
         assert re.fullmatch(
-            r'Started session [0-9a-f]+ "Fix flaky test" \(current\) · revision 0',
+            r'Started session [0-9a-f]+ "Fix flaky test" \(current in scope mcp\) · revision 0',
             text_of(result),
         )
 
@@ -169,7 +169,7 @@ class TestSession:
             await record(client, user("hello"))
             listed = text_of(await call(client, "frs_session", action="list"))
         lines = listed.split("\n")
-        assert lines[-1] == "All 2 sessions, newest first (* = current)"
+        assert lines[-1] == "All 2 sessions, newest first (* = current in scope mcp)"
         (current,) = [line for line in lines if line.startswith("*")]
         assert current.startswith(f'* {two} "Two" · 1 entry · revision 1')
         assert any(line.startswith(f'  {one} "One" · 0 entries · revision 0') for line in lines)
@@ -187,7 +187,7 @@ class TestSession:
             used = text_of(await call(client, "frs_session", action="use", session_id=one))
             done = await record(client, user("back in one"))
             listed = text_of(await call(client, "frs_session", action="list"))
-        assert used == f'Session {one} "One" is now current · revision 0'
+        assert used == f'Session {one} "One" is now current in scope mcp · revision 0'
         assert done["session_id"] == one
         assert f'* {one} "One"' in listed
 
@@ -217,7 +217,7 @@ class TestSession:
             again = await start(client, "ignored", **keys)
             done = await record(client, user("still telegram"))
             different = await start(client, "Chat", interface="telegram", conversation="999")
-        assert again_text.startswith(f'Resumed session {first} "Chat" (current)')
+        assert again_text.startswith(f'Resumed session {first} "Chat" (current in scope mcp)')
         assert again_text.endswith("; it existed, so the title given was not applied")
         assert again == first
         assert other != first

@@ -24,12 +24,14 @@ import pytest
 from frs.errors import StoreConflict
 from frs.model import (
     LANES,
+    LOCAL_TENANT,
     CallRecord,
     Checkpoint,
     FocusLayer,
     Message,
     PlanStep,
     Role,
+    Scope,
     Session,
     SessionId,
     Source,
@@ -69,6 +71,8 @@ class OpenStore(Protocol):
 # -- values built the way frs/service.py builds them -------------------------------------------
 
 _EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+LOCAL = LOCAL_TENANT
+HERE = Scope()  # the local tenant's default client
 _ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
 
 
@@ -88,8 +92,9 @@ def new_session(
     interface: str | None = None,
     conversation: str | None = None,
     title: str = "Untitled",
+    tenant: str = LOCAL,
 ) -> Session:
-    """A new session as `ReasoningService._new_session` makes it."""
+    """A new session as `frs.sessions.new_session` makes it."""
     return Session(
         id=SessionId(sid),
         title=title,
@@ -103,6 +108,7 @@ def new_session(
         lanes=dict.fromkeys(LANES, 0),
         interface=interface,
         conversation=conversation,
+        tenant=tenant,
     )
 
 
@@ -348,7 +354,7 @@ class Thread:
     async def check(self, reader: ThreadReader, probes: Iterable[int] = ()) -> None:
         """The store's session, entries and positions are the model's: every entry in order,
         every entry's position, and windows of three from each probed position."""
-        assert await reader.find_session(self.sid) == self.session
+        assert await reader.find_session(LOCAL, self.sid) == self.session
         count = len(self.entries)
         assert await reader.entries_at(self.sid, 1, count + 5) == self.entries
         ords = self.ords()
@@ -374,7 +380,7 @@ async def readings(reader: ThreadReader, sid: SessionId, top: int = 30) -> dict[
     probe = range(top + 1)
     spans = [(lo, lo + width) for lo in range(0, top, 3) for width in (0, 2, 5)]
     return {
-        "session": await reader.find_session(sid),
+        "session": await reader.find_session(LOCAL, sid),
         "entries_at": [await reader.entries_at(sid, p, 4) for p in range(1, top + 1, 3)],
         "all entries": await reader.entries_at(sid, 1, 10 * top),
         "between": await reader.entries_between(sid, 0, 10 * top),
@@ -406,10 +412,10 @@ async def store_readings(store: Store, sids: Sequence[str]) -> dict[str, object]
     """Everything the store says: the readers of no session, and every reader of each of `sids`."""
     async with store.snapshot() as reader:
         found: dict[str, object] = {
-            "count": await reader.count_sessions(),
-            "list": await reader.list_sessions(100),
-            "current": await reader.current_session(),
-            "conversation": await reader.find_conversation("chat", "c1"),
+            "count": await reader.count_sessions(LOCAL),
+            "list": await reader.list_sessions(LOCAL, 100),
+            "current": await reader.current_session(HERE),
+            "conversation": await reader.find_conversation(LOCAL, "chat", "c1"),
         }
         for sid in sids:
             found[sid] = await readings(reader, SessionId(sid))
@@ -906,11 +912,11 @@ class TestCountersAndRevisions:
                     next_squash=5,
                 )
                 await tx.save_session(saved, "every counter")
-                assert await tx.find_session(created.id) == saved
+                assert await tx.find_session(LOCAL, created.id) == saved
             async with store.snapshot() as reader:
-                assert await reader.find_session(created.id) == saved
+                assert await reader.find_session(LOCAL, created.id) == saved
                 assert await reader.changes_since(created.id, 6) == ["revision 7: every counter"]
-                assert await reader.find_conversation("chat", "c1") == saved
+                assert await reader.find_conversation(LOCAL, "chat", "c1") == saved
 
     async def test_every_save_logs_its_change_at_its_revision(self, open_store: OpenStore) -> None:
         async with open_store() as store:
@@ -968,10 +974,10 @@ class TestSessions:
             async with store.transaction() as tx:
                 await tx.create_session(created)
             async with store.snapshot() as reader:
-                assert await reader.find_session(SessionId("s1")) == created
-                assert await reader.find_session(SessionId("s2")) is None
-                assert await reader.find_session(SessionId("S1")) is None
-                assert await reader.count_sessions() == 1
+                assert await reader.find_session(LOCAL, SessionId("s1")) == created
+                assert await reader.find_session(LOCAL, SessionId("s2")) is None
+                assert await reader.find_session(LOCAL, SessionId("S1")) is None
+                assert await reader.count_sessions(LOCAL) == 1
 
     async def test_a_conversation_finds_its_one_session(self, open_store: OpenStore) -> None:
         async with open_store() as store:
@@ -982,10 +988,10 @@ class TestSessions:
                 for session in (chat, mail, bare):
                     await tx.create_session(session)
             async with store.snapshot() as reader:
-                assert await reader.find_conversation("chat", "c1") == chat
-                assert await reader.find_conversation("mail", "c1") == mail
-                assert await reader.find_conversation("chat", "c2") is None
-                assert await reader.find_conversation("c1", "chat") is None
+                assert await reader.find_conversation(LOCAL, "chat", "c1") == chat
+                assert await reader.find_conversation(LOCAL, "mail", "c1") == mail
+                assert await reader.find_conversation(LOCAL, "chat", "c2") is None
+                assert await reader.find_conversation(LOCAL, "c1", "chat") is None
 
     async def test_a_second_session_for_a_conversation_is_refused_and_nothing_changes(
         self, open_store: OpenStore
@@ -993,14 +999,14 @@ class TestSessions:
         async with open_store() as store:
             async with store.transaction() as tx:
                 first = await Thread.start(tx, "s1", interface="chat", conversation="c1")
-                await tx.set_current(first.sid)
+                await tx.set_current(HERE, first.sid)
                 await thread_of_three(tx, first)
             before = await store_readings(store, ["s1", "s2", "s3"])
 
             async def conflict() -> None:
                 async with store.transaction() as tx:
                     await tx.create_session(new_session("s3"))
-                    await tx.set_current(SessionId("s3"))
+                    await tx.set_current(HERE, SessionId("s3"))
                     await first.save(tx, "renamed", title="changed")
                     await tx.create_session(new_session("s2", interface="chat", conversation="c1"))
 
@@ -1011,7 +1017,7 @@ class TestSessions:
             async with store.transaction() as tx:
                 await tx.create_session(new_session("s2", interface="chat", conversation="c2"))
             async with store.snapshot() as reader:
-                assert await reader.count_sessions() == 2
+                assert await reader.count_sessions(LOCAL) == 2
 
     async def test_a_second_session_with_a_used_id_is_refused(self, open_store: OpenStore) -> None:
         async with open_store() as store:
@@ -1025,8 +1031,8 @@ class TestSessions:
             with pytest.raises(StoreConflict):
                 await again()
             async with store.snapshot() as reader:
-                found = await reader.find_session(SessionId("s1"))
-                assert await reader.count_sessions() == 1
+                found = await reader.find_session(LOCAL, SessionId("s1"))
+                assert await reader.count_sessions(LOCAL) == 1
         assert found is not None
         assert found.title == "First"
 
@@ -1038,27 +1044,27 @@ class TestSessions:
                 for i in range(3):
                     await tx.create_session(new_session(f"s{i}"))
             async with store.snapshot() as reader:
-                assert await reader.count_sessions() == 3
+                assert await reader.count_sessions(LOCAL) == 3
 
     async def test_the_current_session_is_the_one_last_marked_as_it_now_is(
         self, open_store: OpenStore
     ) -> None:
         async with open_store() as store:
             async with store.snapshot() as reader:
-                assert await reader.current_session() is None
+                assert await reader.current_session(HERE) is None
             async with store.transaction() as tx:
                 one = await Thread.start(tx, "s1")
                 two = await Thread.start(tx, "s2")
-                assert await tx.current_session() is None
-                await tx.set_current(one.sid)
-                assert await tx.current_session() == one.session
+                assert await tx.current_session(HERE) is None
+                await tx.set_current(HERE, one.sid)
+                assert await tx.current_session(HERE) == one.session
             async with store.transaction() as tx:
-                await tx.set_current(two.sid)
-                await tx.set_current(one.sid)
-                await tx.set_current(two.sid)
+                await tx.set_current(HERE, two.sid)
+                await tx.set_current(HERE, one.sid)
+                await tx.set_current(HERE, two.sid)
                 await two.record(tx, originals(1, 3))
             async with store.snapshot() as reader:
-                assert await reader.current_session() == two.session
+                assert await reader.current_session(HERE) == two.session
 
     async def test_sessions_are_listed_by_last_update_then_id_and_paged(
         self, open_store: OpenStore
@@ -1070,18 +1076,18 @@ class TestSessions:
                 for sid, _ in rows:
                     await tx.create_session(new_session(sid, at=stamp(0)))
                 for sid, seconds in rows:
-                    found = await tx.find_session(SessionId(sid))
+                    found = await tx.find_session(LOCAL, SessionId(sid))
                     assert found is not None
                     await tx.save_session(
                         replace(found, revision=1, updated_at=stamp(seconds)), "touched"
                     )
             async with store.snapshot() as reader:
-                listed = [s.id for s in await reader.list_sessions(100)]
+                listed = [s.id for s in await reader.list_sessions(LOCAL, 100)]
                 pages = [
-                    [s.id for s in await reader.list_sessions(limit, offset)]
+                    [s.id for s in await reader.list_sessions(LOCAL, limit, offset)]
                     for limit, offset in [(3, 0), (3, 3), (3, 6), (3, 7), (2, 1), (1, 100)]
                 ]
-                count = await reader.count_sessions()
+                count = await reader.count_sessions(LOCAL)
         assert listed == ["d", "g", "b", "c", "e", "a", "f"]
         assert pages == [["d", "g", "b"], ["c", "e", "a"], ["f"], [], ["g", "b"], []]
         assert count == 7
@@ -1331,6 +1337,105 @@ class TestIsolation:
         }
 
 
+class TestTenantsAndScopes:
+    """A tenant finds only its own sessions, by any way of finding one; each client of a
+    tenant has its own current session."""
+
+    async def test_a_tenant_finds_none_of_another_tenants_sessions(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                for sid, tenant, at in (("a1", "alice", 1), ("a2", "alice", 3), ("b1", "bob", 2)):
+                    await tx.create_session(
+                        new_session(sid, stamp(at), "chat", f"c-{sid}", tenant=tenant)
+                    )
+                # The same conversation key in two tenants is two sessions.
+                await tx.create_session(new_session("a3", stamp(4), "mail", "k", tenant="alice"))
+                await tx.create_session(new_session("b2", stamp(5), "mail", "k", tenant="bob"))
+            async with store.snapshot() as reader:
+                alice = [s.id for s in await reader.list_sessions("alice", 10)]
+                bob = [s.id for s in await reader.list_sessions("bob", 10)]
+                counts = [await reader.count_sessions(t) for t in ("alice", "bob", LOCAL)]
+                found = {
+                    (tenant, sid): await reader.find_session(tenant, SessionId(sid))
+                    for tenant in ("alice", "bob")
+                    for sid in ("a1", "b1")
+                }
+                chats = {
+                    tenant: await reader.find_conversation(tenant, "chat", "c-a1")
+                    for tenant in ("alice", "bob")
+                }
+                mail = [await reader.find_conversation(t, "mail", "k") for t in ("alice", "bob")]
+        assert alice == ["a3", "a2", "a1"]
+        assert bob == ["b2", "b1"]
+        assert counts == [3, 2, 0]
+        assert found[("alice", "a1")] == new_session("a1", stamp(1), "chat", "c-a1", tenant="alice")
+        assert found[("bob", "b1")] is not None
+        assert found[("alice", "b1")] is None
+        assert found[("bob", "a1")] is None
+        assert chats["alice"] is not None
+        assert chats["bob"] is None
+        assert [s.id if s else None for s in mail] == ["a3", "b2"]
+
+    async def test_a_saved_session_keeps_its_tenant(self, open_store: OpenStore) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                await tx.create_session(new_session("s", tenant="alice"))
+                found = await tx.find_session("alice", SessionId("s"))
+                assert found is not None
+                moved = replace(found, revision=1, tenant="bob", title="renamed")
+                await tx.save_session(moved, "renamed")
+            async with store.snapshot() as reader:
+                kept = await reader.find_session("alice", SessionId("s"))
+                assert await reader.find_session("bob", SessionId("s")) is None
+        assert kept == replace(moved, tenant="alice")
+
+    async def test_each_client_of_each_tenant_has_its_own_current_session(
+        self, open_store: OpenStore
+    ) -> None:
+        desktop, code = Scope(LOCAL, "claude-ai"), Scope(LOCAL, "claude-code@file:///p")
+        alice = Scope("alice", "claude-ai")
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                one = await Thread.start(tx, "one")
+                two = await Thread.start(tx, "two")
+                await tx.create_session(new_session("a", tenant="alice"))
+                await tx.set_current(desktop, one.sid)
+                await tx.set_current(code, two.sid)
+                await tx.set_current(alice, SessionId("a"))
+            async with store.transaction() as tx:
+                await tx.set_current(code, one.sid)
+                await tx.set_current(code, two.sid)  # the last mark wins, per client
+            async with store.snapshot() as reader:
+                current = {
+                    scope.name: await reader.current_session(scope)
+                    for scope in (desktop, code, alice, HERE, Scope("bob", "claude-ai"))
+                }
+                # The connection plays no part in what the store keeps.
+                with_connection = await reader.current_session(replace(desktop, connection="x"))
+        assert current == {
+            "claude-ai": one.session,
+            "claude-code@file:///p": two.session,
+            "alice/claude-ai": new_session("a", tenant="alice"),
+            "default": None,
+            "bob/claude-ai": None,
+        }
+        assert with_connection == one.session
+
+    async def test_a_mark_on_another_tenants_session_is_never_answered(
+        self, open_store: OpenStore
+    ) -> None:
+        # A caller only marks sessions it found, so this cannot happen through the service;
+        # the store still answers only with the scope's own tenant's session.
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                await tx.create_session(new_session("b", tenant="bob"))
+                await tx.set_current(Scope("alice", "x"), SessionId("b"))
+            async with store.snapshot() as reader:
+                assert await reader.current_session(Scope("alice", "x")) is None
+
+
 class TestTransactions:
     """A transaction is atomic and serialized; a snapshot is one consistent, committed state.
 
@@ -1345,7 +1450,7 @@ class TestTransactions:
             async with store.transaction() as tx:
                 thread = await Thread.start(tx, "s", interface="chat", conversation="c1")
                 await populate(tx, thread)
-                await tx.set_current(thread.sid)
+                await tx.set_current(HERE, thread.sid)
             before = await store_readings(store, ["s", "new"])
 
             class Boom(Exception):
@@ -1357,7 +1462,7 @@ class TestTransactions:
                     await thread.squash(tx, 1, 3)
                     await tx.add_source(thread.sid, source("D.more", text="more"))
                     await tx.create_session(new_session("new"))
-                    await tx.set_current(SessionId("new"))
+                    await tx.set_current(HERE, SessionId("new"))
                     raise Boom
 
             with pytest.raises(Boom):  # the body's own exception, not a store error
@@ -1366,7 +1471,7 @@ class TestTransactions:
             async with store.transaction() as tx:  # the store takes the next one
                 await tx.create_session(new_session("new"))
             async with store.snapshot() as reader:
-                assert await reader.count_sessions() == 2
+                assert await reader.count_sessions(LOCAL) == 2
 
     async def test_a_cancelled_transaction_rolls_back(self, open_store: OpenStore) -> None:
         async with open_store() as store:
@@ -1388,7 +1493,7 @@ class TestTransactions:
             thread = await Thread.start(tx, "s")
             await populate(tx, thread)
             await thread.check(tx, range(1, 10))
-            assert await tx.count_sessions() == 1
+            assert await tx.count_sessions(LOCAL) == 1
             assert await tx.squashes(thread.sid) == list(thread.squashes.values())
 
     async def test_a_snapshot_never_sees_an_uncommitted_write(self, open_store: OpenStore) -> None:
@@ -1400,7 +1505,7 @@ class TestTransactions:
             async with store.transaction() as tx:
                 await thread_of_three(tx, thread)
                 await populate(tx, await Thread.start(tx, "new"))
-                await tx.set_current(SessionId("new"))
+                await tx.set_current(HERE, SessionId("new"))
                 assert await store_readings(store, ["s", "new"]) == before
             after = await store_readings(store, ["s", "new"])
             assert after != before
@@ -1423,11 +1528,11 @@ class TestTransactions:
                     await thread_of_three(tx, thread)
                     await populate(tx, await Thread.start(tx, "new"))
                 assert await readings(reader, thread.sid) == first
-                assert await reader.count_sessions() == 1
-                assert await reader.find_session(SessionId("new")) is None
+                assert await reader.count_sessions(LOCAL) == 1
+                assert await reader.find_session(LOCAL, SessionId("new")) is None
             async with store.snapshot() as reader:
                 await thread.check(reader)
-                assert await reader.count_sessions() == 2
+                assert await reader.count_sessions(LOCAL) == 2
 
     async def test_concurrent_transactions_are_serialized_and_lose_no_write(
         self, open_store: OpenStore
@@ -1442,7 +1547,7 @@ class TestTransactions:
             async def append(i: int) -> None:
                 async with store.transaction() as tx:
                     log.append(("in", i))
-                    session = await tx.find_session(sid)
+                    session = await tx.find_session(LOCAL, sid)
                     assert session is not None
                     # Give every other task the chance to write between this read and write.
                     await anyio.lowlevel.checkpoint()
@@ -1463,7 +1568,7 @@ class TestTransactions:
                 for i in range(tasks):
                     group.start_soon(append, i)
             async with store.snapshot() as reader:
-                session = await reader.find_session(sid)
+                session = await reader.find_session(LOCAL, sid)
                 entries = await reader.entries_at(sid, 1, 100)
                 changes = await reader.changes_since(sid, 0)
         assert session is not None
@@ -1485,9 +1590,9 @@ class TestMigrations:
         async with open_store() as store:
             schema = await open_store.schema()
             async with store.snapshot() as reader:
-                assert await reader.count_sessions() == 0
-                assert await reader.list_sessions(10) == []
-                assert await reader.current_session() is None
+                assert await reader.count_sessions(LOCAL) == 0
+                assert await reader.list_sessions(LOCAL, 10) == []
+                assert await reader.current_session(HERE) is None
         assert schema.version == open_store.newest_version
         assert schema.objects
 
@@ -1498,7 +1603,7 @@ class TestMigrations:
             async with store.transaction() as tx:
                 thread = await Thread.start(tx, "s", interface="chat", conversation="c1")
                 await populate(tx, thread)
-                await tx.set_current(thread.sid)
+                await tx.set_current(HERE, thread.sid)
             before = await store_readings(store, ["s"])
         schema = await open_store.schema()
         for _ in range(2):

@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ViewOptions
+from frs.model import Scope
 from frs.text import estimate_tokens
 from storage import MIGRATIONS, SchemaTooNew, SqliteStore, migrate, open_database
 from storage.migrations import BACKFILLS
@@ -38,8 +39,17 @@ SEED_V1 = (
     " ('old', 1, 1, 1, 1, 'user', 'message', 'user', 'kept one', '2024-01-01', 'a1', 2),"
     " ('old', 2, 2, 2, 1, 'user', 'message', 'user', 'kept two', '2024-01-01', 'b2', 2)",
     "insert into blocks (session_id, block, live) values ('old', 0, 2)",
-    "insert into current_session (id, session_id) values (1, 'old')",
 )
+# The current-session marker: one per database before version 6, one per scope from it on.
+MARK_V1 = "insert into current_session (id, session_id) values (1, 'old')"
+MARK_V6 = (
+    "insert into current_sessions (tenant, client, session_id) values ('local', 'default', 'old')"
+)
+
+
+def seed(version: int) -> tuple[str, ...]:
+    """SEED_V1 and the marker, as a database at `version` holds them."""
+    return (*SEED_V1, MARK_V6 if version >= 6 else MARK_V1)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -151,7 +161,7 @@ class TestFreshDatabase:
             "plan_steps",
             "checkpoints",
             "changes",
-            "current_session",
+            "current_sessions",
         } <= tables
         assert names_standing() <= {name for _, name, _ in schema_of(path)}
 
@@ -277,13 +287,42 @@ class TestBackfill:
     ) -> None:
         path = tmp_path / "frs.db"
         build_at(path, 4)
-        run(path, *SEED_V1)  # tokens 2 and 2: "kept one" and "kept two" at bytes / 4
+        run(path, *seed(4))  # tokens 2 and 2: "kept one" and "kept two" at bytes / 4
         async with open_database(path) as db:
             assert await db.user_version() == LATEST
         tokens = rows_of(path, "select number, tokens from messages order by number")
         live = rows_of(path, "select live_tokens from sessions where id = 'old'")
         assert tokens == [(1, estimate_tokens("kept one")), (2, estimate_tokens("kept two"))]
         assert live == [(estimate_tokens("kept one") + estimate_tokens("kept two"),)]
+
+
+class TestScopes:
+    async def test_sessions_become_the_local_tenants_and_the_marker_the_default_clients(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "frs.db"
+        build_at(path, 5)
+        run(path, *seed(5))  # two originals of 2 tokens each, marked current
+        async with open_database(path) as db:
+            assert await db.user_version() == LATEST
+            default = ReasoningService(SqliteStore(db))
+            named = default.for_scope(Scope(client="claude-ai"))
+            current = await default.find_session()
+            continued = await named.find_session()  # it never chose one: the default's
+            await named.start_session("its own")
+            own = await named.find_session()
+            still = await default.find_session()
+        assert rows_of(
+            path, "select id, tenant, recorded_tokens from sessions where id = 'old'"
+        ) == [("old", "local", 4)]
+        assert rows_of(
+            path, "select tenant, client, session_id from current_sessions where client = 'default'"
+        ) == [("local", "default", "old")]
+        assert current is not None
+        assert continued == current
+        assert own is not None
+        assert own.title == "its own"
+        assert still == current
 
 
 class TestUpgrade:
@@ -296,7 +335,7 @@ class TestUpgrade:
         # A table of the user's own survives any migration; from version 1 on, a thread too.
         run(path, "create table keep (note text)", "insert into keep values ('mine')")
         if version >= 1:
-            run(path, *SEED_V1)
+            run(path, *seed(version))
         async with open_database(path) as db:
             assert await db.user_version() == LATEST
             service = ReasoningService(SqliteStore(db))

@@ -1,0 +1,118 @@
+"""Who is calling: the scope each request runs in (`frs.model.Scope`).
+
+The tenant comes from the bearer token (`server.guards.BearerGuard`; stdio and in-process
+callers are the local tenant). The client is what the client says about itself: its
+`clientInfo` name, in either protocol era, and, where it offers roots, its first workspace
+root, so two hosts, or two windows on two projects, each keep their own current session;
+`--scope`/`FRS_SCOPE` overrides it. The connection is the live MCP session (its
+`Mcp-Session-Id`, or the SSE stream's `session_id`; one per process on stdio), so two
+connections of one client never take each other's current session while both are open.
+
+`scope_middleware` works it out once per request, asking for roots once per connection, and
+`current_scope()` hands it to `server.deps.service`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+from mcp.server.context import ServerRequestContext
+
+from frs.escaping import escape_inline
+from frs.model import DEFAULT_CLIENT, LOCAL_TENANT, Scope
+from server.guards import TENANT_KEY
+
+log = logging.getLogger(__name__)
+
+_SCOPE: ContextVar[Scope | None] = ContextVar("frs_scope", default=None)
+_CLIENT_CHARS = 200  # a name and a root; longer is cut (the store keys on it)
+_ROOTS_TIMEOUT = 2.0  # seconds a client may take to list its roots before it is asked no more
+_ROOTS_KEPT = 10_000  # connections whose first root is remembered
+_PROCESS = "process"  # stdio and in-process: one connection per server process
+
+
+class Roots:
+    """The first root of each connection, asked for once (None: it offers none)."""
+
+    def __init__(self) -> None:
+        self._first: OrderedDict[str, str | None] = OrderedDict()
+
+    async def first(self, rc: ServerRequestContext[Any, Any], connection: str) -> str | None:
+        if connection in self._first:
+            self._first.move_to_end(connection)
+            return self._first[connection]
+        found = await _ask_roots(rc)
+        self._first[connection] = found
+        if len(self._first) > _ROOTS_KEPT:
+            self._first.popitem(last=False)
+        return found
+
+
+async def _ask_roots(rc: ServerRequestContext[Any, Any]) -> str | None:
+    """The client's first root, when it declared roots and the connection lets the server ask
+    (not on 2026-07-28, which has no server-to-client requests)."""
+    capabilities = rc.session.client_capabilities
+    if capabilities is None or capabilities.roots is None:
+        return None
+    try:
+        with anyio.fail_after(_ROOTS_TIMEOUT):
+            listed = await rc.session.list_roots()
+    except Exception as exc:  # no back-channel, a timeout, an error from the client
+        log.debug("roots/list unanswered (%s); the scope is the client's name", type(exc).__name__)
+        return None
+    return str(listed.roots[0].uri) if listed.roots else None
+
+
+def connection_of(rc: ServerRequestContext[Any, Any]) -> str:
+    """The live connection a request came on: its HTTP session, its SSE stream, or the
+    process."""
+    request = rc.request
+    if request is None:
+        return _PROCESS
+    headers = getattr(request, "headers", {})
+    params = getattr(request, "query_params", {})
+    return str(headers.get("mcp-session-id") or params.get("session_id") or "")
+
+
+def tenant_of(rc: ServerRequestContext[Any, Any]) -> str:
+    request = rc.request
+    state = getattr(request, "state", None) if request is not None else None
+    return str(getattr(state, TENANT_KEY, LOCAL_TENANT))
+
+
+def client_of(rc: ServerRequestContext[Any, Any], override: str | None, root: str | None) -> str:
+    """`--scope`, else the client's name and first root (`claude-code@file:///work/p`)."""
+    if override:
+        return override[:_CLIENT_CHARS]
+    params = rc.session.client_params
+    name = (params.client_info.name if params is not None else "").strip() or DEFAULT_CLIENT
+    client = f"{name}@{root}" if root else name
+    # One line, no invisible characters: the scope is shown in replies.
+    return escape_inline(client)[:_CLIENT_CHARS]
+
+
+def current_scope() -> Scope | None:
+    """The scope `scope_middleware` worked out for the request being handled."""
+    return _SCOPE.get()
+
+
+def scope_middleware(override: str | None, roots: Roots) -> Any:
+    """A server middleware that works out each request's scope before its handler runs."""
+
+    async def middleware(rc: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        connection = connection_of(rc)
+        root = None
+        if override is None and connection and rc.method != "initialize":
+            root = await roots.first(rc, connection)
+        scope = Scope(tenant_of(rc), client_of(rc, override, root), connection or None)
+        token = _SCOPE.set(scope)
+        try:
+            return await call_next(rc)
+        finally:
+            _SCOPE.reset(token)
+
+    return middleware

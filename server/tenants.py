@@ -1,0 +1,88 @@
+"""Tenants of the HTTP transports: who a bearer token says the caller is.
+
+`--tokens FILE` holds one `NAME SECRET` a line (blank lines and `#` comments aside); `--token`
+(or `FRS_TOKEN`) is one secret for the local tenant, the tenant of stdio. Every session
+belongs to the tenant that created it, and a tenant sees only its own (`frs.sessions`).
+A secret is matched in constant time against every secret the server knows.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from frs.model import LOCAL_TENANT
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MIN_SECRET = 16  # characters: a shorter secret can be guessed over the network
+
+
+class TokensFileError(ValueError):
+    """The tokens file cannot be used; the text says why and what to do."""
+
+
+def read_tokens(path: str) -> dict[str, str]:
+    """`{secret: tenant}` from a tokens file; refuses one others may read, a malformed line,
+    a name or secret given twice, and a secret shorter than `MIN_SECRET`."""
+    file = Path(path).expanduser()
+    try:
+        mode = file.stat().st_mode
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokensFileError(f"--tokens {path}: cannot read it ({exc}).") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokensFileError(
+            f"--tokens {path}: the file is readable by other users (mode {stat.filemode(mode)}); "
+            f"it holds secrets. Run: chmod 600 {path}"
+        )
+    tenants: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"--tokens {path}, line {number}"
+        if len(words) != 2:
+            raise TokensFileError(f"{where}: write one NAME SECRET pair a line.")
+        name, secret = words
+        if not _NAME.match(name):
+            raise TokensFileError(
+                f"{where}: the name {name[:70]!r} is not 1-64 letters, digits, '_', '.' or '-' "
+                "(starting with a letter or digit)."
+            )
+        if len(secret) < MIN_SECRET:
+            raise TokensFileError(
+                f"{where}: the secret of {name} is shorter than {MIN_SECRET} characters; make "
+                "one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+        if name in tenants.values():
+            raise TokensFileError(f"{where}: the tenant {name} is named twice.")
+        if secret in tenants:
+            raise TokensFileError(f"{where}: this secret is already {tenants[secret]}'s.")
+        tenants[secret] = name
+    if not tenants:
+        raise TokensFileError(f"--tokens {path}: the file names no tenant.")
+    return tenants
+
+
+def tenants_of(token: str | None, tokens_file: str | None) -> dict[str, str]:
+    """Every secret the server accepts and its tenant: the file's, and `token` for the local
+    tenant."""
+    tenants = read_tokens(tokens_file) if tokens_file else {}
+    if token:
+        if token in tenants:
+            raise TokensFileError("--token is also a secret in --tokens; give each its own.")
+        tenants[token] = LOCAL_TENANT
+    return tenants
+
+
+def tenant_of(tenants: Mapping[str, str], given: str) -> str | None:
+    """The tenant whose secret is `given`, else None; compares every secret, in constant time
+    for equal lengths, so the answer's timing says nothing about which one matched."""
+    found = None
+    for secret, name in tenants.items():
+        if hmac.compare_digest(given.encode(), secret.encode()):
+            found = name
+    return found
