@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from frs.aliases import parse_alias, sha_matches, sha_mismatch
-from frs.checks import check_summary, squash_tokens
+from frs.checks import check_ranges_size, check_summary, squash_tokens
 from frs.env import Env
 from frs.errors import AliasNotFound, AlreadyRestored, CoveredByLaterSquash, InvalidRequest
 from frs.model import Message, Numbering, Session, SessionId, Squash
@@ -66,10 +66,7 @@ async def compress_ranges(
     texts = [check_summary(summary, env.limits) for _, _, summary in ranges]
     if not ranges:
         raise InvalidRequest("ranges is empty; give at least one {from, to, summary}.")
-    if len(ranges) > env.limits.max_plan_steps:
-        raise InvalidRequest(
-            f"{len(ranges)} ranges in one call; the limit is {env.limits.max_plan_steps}."
-        )
+    check_ranges_size(len(ranges), env.limits)
     async with mutation(env, session_id, expected_revision) as m:
         mode = numbering or m.session.numbering
         planned = [await plan_range(m.tx, m.session, start, end, mode) for start, end, _ in ranges]

@@ -11,7 +11,7 @@ from pydantic import Field
 from frs import PlanStep, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
-from server.tools.arguments import RevisionArg, SessionArg, StepIn, choices, session_of
+from server.tools.arguments import STEPS, RevisionArg, SessionArg, StepIn, choices, session_of
 from server.tools.results import Revision, result
 
 
@@ -19,7 +19,10 @@ async def frs_plan(
     ctx: DepsContext,
     steps: Annotated[
         list[StepIn] | None,
-        Field(description="The whole plan, replacing the old one: [{text, status}]."),
+        Field(
+            description="The whole plan, replacing the old one: [{text, status}].",
+            json_schema_extra=STEPS,
+        ),
     ] = None,
     checkpoint: Annotated[
         str | None, Field(description="Name a checkpoint after the newest entry.")

@@ -214,6 +214,37 @@ def _rows() -> tuple[Row, ...]:
         {"messages": [{"role": "user", "content": "x"}] * 5_001},
     )
     tool(
+        "record-batch-huge",
+        "232,000 tiny messages (4 MiB), refused on their count before any is validated",
+        "frs_record",
+        {"messages": [{"role": "user", "content": "x", "colour": "red"}] * 232_000},
+    )
+    tool(
+        "record-many-calls",
+        "an assistant message making 1,001 tool calls",
+        "frs_record",
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": f"c{i}", "name": "ls"} for i in range(1_001)],
+                }
+            ]
+        },
+    )
+    tool(
+        "plan-many-steps",
+        "a plan of 101 steps",
+        "frs_plan",
+        {"steps": [{"text": "step"}] * 101},
+    )
+    tool(
+        "range-many",
+        "101 ranges in one call",
+        "frs_compress_range",
+        {"ranges": [{"from": 1, "to": 1, "summary": "x"}] * 101},
+    )
+    tool(
         "record-stale",
         "a stale `expected_revision`",
         "frs_record",
@@ -598,6 +629,18 @@ SEES: dict[str, str] = {
     "record-batch": (
         "Error executing tool frs_record: 5,001 messages in one call; the limit is 5,000. Split "
         "the batch."
+    ),
+    "record-batch-huge": (
+        "Error executing tool frs_record: 232,000 messages in one call; the limit is 5,000. Split "
+        "the batch."
+    ),
+    "record-many-calls": (
+        "Error executing tool frs_record: messages[0] makes 1,001 tool calls; the limit is "
+        "1,000. Record the calls over several assistant messages."
+    ),
+    "plan-many-steps": "Error executing tool frs_plan: 101 steps; a plan holds at most 100.",
+    "range-many": (
+        "Error executing tool frs_compress_range: 101 ranges in one call; the limit is 100."
     ),
     "record-stale": (
         "Error executing tool frs_record: Stale revision: you expected revision 3, the session is "
