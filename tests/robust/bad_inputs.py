@@ -418,8 +418,23 @@ def _rows() -> tuple[Row, ...]:
     )
     stdio(
         "stdio-invalid-utf8",
-        "bytes that are not UTF-8 in a content string",
+        "bytes that are not UTF-8 in a content string (once replaced silently)",
         (_RECORD + b'"arguments":{"messages":[{"role":"user","content":"caf\xe9 \xff"}]}}}',),
+    )
+    stdio(
+        "stdio-id-fraction",
+        "a request whose id is 1.5",
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',),
+    )
+    stdio(
+        "stdio-id-null",
+        "a request whose id is null",
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}',),
+    )
+    stdio(
+        "stdio-id-object",
+        "a request whose id is an object",
+        (b'{"jsonrpc": "2.0", "id": {"n": 5}, "method": "tools/list"}',),
     )
     stdio(
         "stdio-unknown-prompt",
@@ -815,7 +830,22 @@ SEES: dict[str, str] = {
         "U+D800 at character 1, which is not valid Unicode text. Send valid UTF-8 (encode "
         "binary data, e.g. as base64)."
     ),
-    "stdio-invalid-utf8": "Recorded 1 message at position 1 in session {session} · revision 1",
+    "stdio-invalid-utf8": (
+        '{"code":-32700,"message":"Parse error: the line is not valid UTF-8 (byte 0xe9 at offset '
+        '130). Send JSON encoded as UTF-8."}'
+    ),
+    "stdio-id-fraction": (
+        '{"code":-32600,"message":"Invalid Request: the id is 1.5; a request id is a string or an '
+        'integer (leave it out for a notification)."}'
+    ),
+    "stdio-id-null": (
+        '{"code":-32600,"message":"Invalid Request: the id is null; a request id is a string or '
+        'an integer (leave it out for a notification)."}'
+    ),
+    "stdio-id-object": (
+        '{"code":-32600,"message":"Invalid Request: the id is {\\"n\\": 5}; a request id is '
+        'a string or an integer (leave it out for a notification)."}'
+    ),
     "stdio-unknown-prompt": (
         '{"code":-32602,"message":"Unknown prompt \'nope\'; this server has frs_distill."}'
     ),
