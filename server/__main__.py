@@ -22,7 +22,7 @@ from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
 from server.settings import Settings, resolve_database
 from server.tenants import TokensFileError, tenants_of
-from storage import SchemaTooNew
+from storage import DatabaseRefused
 
 log = logging.getLogger("frs-mcp")
 
@@ -115,7 +115,7 @@ def _listen(settings: Settings, http: HttpOptions) -> int:
 def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: object) -> int:
     try:
         anyio.run(serve, settings, *args)
-    except SchemaTooNew as exc:
+    except DatabaseRefused as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
     except (StoreError, OSError) as exc:

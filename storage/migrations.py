@@ -261,7 +261,25 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 
-class SchemaTooNew(Exception):
+#: `PRAGMA application_id` of every frs-mcp database ("FRSm"), stamped by `migrate`: another
+#: application's SQLite file is told apart before anything is written to it.
+APPLICATION_ID = 0x4652536D
+
+
+class DatabaseRefused(Exception):
+    """A database file frs-mcp will not open, left exactly as it was; the text says why."""
+
+
+class ForeignDatabase(DatabaseRefused):
+    def __init__(self, path: str, what: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is not an frs-mcp database: {what}. Nothing was changed. Point --db (or "
+            "FRS_DB) at a new file name, or leave it out to use the default database."
+        )
+
+
+class SchemaTooNew(DatabaseRefused):
     def __init__(self, found: int, supported: int) -> None:
         self.found, self.supported = found, supported
         super().__init__(
@@ -310,4 +328,10 @@ async def migrate(db: Migratable) -> int:
             if version in BACKFILLS:
                 await BACKFILLS[version](conn)
             await conn.execute(f"pragma user_version = {version:d}")
+    async with db.transaction() as conn:
+        # New databases and those from before the stamp alike.
+        async with conn.execute("pragma application_id") as cursor:
+            row = await cursor.fetchone()
+        if row is None or int(row[0]) != APPLICATION_ID:
+            await conn.execute(f"pragma application_id = {APPLICATION_ID:d}")
     return await db.user_version()

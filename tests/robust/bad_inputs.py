@@ -479,6 +479,16 @@ def _rows() -> tuple[Row, ...]:
         Cli(("--db", "{db}"), prepare="newer schema"),
     )
     cli(
+        "cli-db-foreign",
+        "`--db` naming another application's SQLite file (a GeoPackage), left byte for byte",
+        Cli(("--db", "{db}"), prepare="another application's"),
+    )
+    cli(
+        "cli-db-foreign-unstamped",
+        "`--db` naming a SQLite file of other tables and no application_id, left byte for byte",
+        Cli(("--db", "{db}"), prepare="unstamped other tables"),
+    )
+    cli(
         "cli-db-read-only-new",
         "a read-only database file that still needs its schema",
         Cli(("--db", "{db}"), prepare="read-only empty"),
@@ -879,6 +889,16 @@ SEES: dict[str, str] = {
     "cli-db-newer": (
         "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
         "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
+    ),
+    "cli-db-foreign": (
+        "frs-mcp: {db} is not an frs-mcp database: its application_id is 0x47504b47, not "
+        "frs-mcp's. Nothing was changed. Point --db (or FRS_DB) at a new file name, or leave it "
+        "out to use the default database."
+    ),
+    "cli-db-foreign-unstamped": (
+        "frs-mcp: {db} is not an frs-mcp database: it holds other tables (notes). Nothing was "
+        "changed. Point --db (or FRS_DB) at a new file name, or leave it out to use the default "
+        "database."
     ),
     "cli-db-read-only-new": (
         "frs-mcp: cannot open the database {db}: attempt to write a readonly database"

@@ -164,6 +164,15 @@ def _prepare(kind: str | None, home: Path) -> Path:
             conn.execute("insert into sessions values ('from-the-future')")
             conn.execute("pragma user_version = 999")
             conn.commit()
+    elif kind == "another application's":
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute("pragma application_id = 1196444487")  # "GPKG": a GeoPackage
+            conn.execute("create table gpkg_contents (table_name text)")
+            conn.commit()
+    elif kind == "unstamped other tables":
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute("create table notes (body text)")
+            conn.commit()
     elif kind == "read-only empty":
         path.touch(mode=0o444)
         path.chmod(0o444)
@@ -174,7 +183,8 @@ def _prepare(kind: str | None, home: Path) -> Path:
 
 async def observe_cli(probe: Cli, home: Path) -> tuple[str, Context]:
     db = _prepare(probe.prepare, home)
-    before = _sha(db) if probe.prepare == "newer schema" else None
+    untouched = ("newer schema", "another application's", "unstamped other tables")
+    before = _sha(db) if probe.prepare in untouched else None
     prefix = _unprivileged() if probe.prepare == "read-only empty" else []
     args = [arg.replace("{db}", str(db)) for arg in probe.args]
     done = await anyio.run_process(
@@ -185,8 +195,8 @@ async def observe_cli(probe: Cli, home: Path) -> tuple[str, Context]:
     )
     assert done.returncode == probe.exit, done.stderr.decode(errors="replace")
     if before is not None:
-        assert _sha(db) == before, "the newer database was modified"
-        assert _names(home, db.name) == [db.name], "the newer database got WAL files"
+        assert _sha(db) == before, "the refused database was modified"
+        assert _names(home, db.name) == [db.name], "the refused database got WAL files"
     context = {
         "{db}": str(db),
         "{usage}": parser().format_usage().rstrip("\n"),
