@@ -21,6 +21,7 @@ _NOT_JSONRPC = (
 )
 PLACEHOLDERS = {
     "{session}": "<session id>",
+    "{root}": "<allowed root>",
     "{port}": "<port>",
     "{db}": "<database path>",
     "{supported}": "<newest schema version>",
@@ -360,6 +361,38 @@ def _rows() -> tuple[Row, ...]:
         "a title of 201 characters",
         "frs_session",
         {"action": "start", "title": "t" * 201},
+    )
+    # -- file sources, under an allowed root (see test_bad_inputs._source_root)
+    source = {"action": "add", "alias": "D.x"}
+    tool(
+        "source-hardlink",
+        "a file in the root with a second name (a hard link to a file outside)",
+        "frs_source",
+        {**source, "path": "linked.txt"},
+    )
+    tool(
+        "source-outside",
+        "a path outside the root, that exists",
+        "frs_source",
+        {**source, "path": "../outside.txt"},
+    )
+    tool(
+        "source-outside-missing",
+        "a path outside the root, that does not exist (the same answer)",
+        "frs_source",
+        {**source, "path": "../missing.txt"},
+    )
+    tool(
+        "source-symlink-out",
+        "a symlink in the root to a file outside (where it points is not said)",
+        "frs_source",
+        {**source, "path": "out.txt"},
+    )
+    tool(
+        "source-symlink-dangling",
+        "a symlink in the root to a missing file outside (the same answer)",
+        "frs_source",
+        {**source, "path": "dangling.txt"},
     )
     tool("unknown-tool", "a tool that does not exist", "frs_delete_everything", {})
     # -- stdio
@@ -889,6 +922,31 @@ SEES: dict[str, str] = {
     "cli-db-newer": (
         "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
         "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
+    ),
+    "source-hardlink": (
+        "Error executing tool frs_source: linked.txt has 2 hard links; a file with more than one "
+        "name is not read, since another name may lie outside the allowed roots. Copy the file, "
+        "or register its text inline."
+    ),
+    "source-outside": (
+        "Error executing tool frs_source: ../outside.txt is outside every allowed root, or a "
+        "symlink leads out of them. Allowed roots: {root}. Register the text inline instead, or "
+        "ask the operator to allow the folder with --allow-root."
+    ),
+    "source-outside-missing": (
+        "Error executing tool frs_source: ../missing.txt is outside every allowed root, or a "
+        "symlink leads out of them. Allowed roots: {root}. Register the text inline instead, or "
+        "ask the operator to allow the folder with --allow-root."
+    ),
+    "source-symlink-out": (
+        "Error executing tool frs_source: out.txt is outside every allowed root, or a symlink "
+        "leads out of them. Allowed roots: {root}. Register the text inline instead, or ask "
+        "the operator to allow the folder with --allow-root."
+    ),
+    "source-symlink-dangling": (
+        "Error executing tool frs_source: dangling.txt is outside every allowed root, or a symlink "
+        "leads out of them. Allowed roots: {root}. Register the text inline instead, or ask "
+        "the operator to allow the folder with --allow-root."
     ),
     "cli-db-foreign": (
         "frs-mcp: {db} is not an frs-mcp database: its application_id is 0x47504b47, not "

@@ -100,16 +100,29 @@ async def _seeded(client: Client) -> str:
     return session
 
 
+def _source_root(home: Path) -> Path:
+    """The allowed root of tool rows: in it a hard link and a symlink to a file outside it, and
+    a symlink to a file that does not exist outside it."""
+    root, outside = home / "root", home / "outside.txt"
+    root.mkdir()
+    outside.write_text("TOP SECRET\n")
+    os.link(outside, root / "linked.txt")
+    (root / "out.txt").symlink_to(outside)
+    (root / "dangling.txt").symlink_to(home / "missing.txt")
+    return root
+
+
 async def observe_tool(probe: Tool, home: Path) -> tuple[str, Context]:
-    db = home / "frs.db"
-    async with Client(build_server(Settings(database=str(db)))) as client:
+    db, root = home / "frs.db", _source_root(home)
+    settings = Settings(database=str(db), allow_roots=(str(root),))
+    async with Client(build_server(settings)) as client:
         session = await _seeded(client)
         before = snapshot(db)
         result = await client.call_tool(probe.name, probe.arguments)
         assert result.is_error, f"{probe.name} accepted the bad input"
         assert snapshot(db) == before, f"the refused {probe.name} wrote to the file"
         text = "\n".join(getattr(block, "text", "") for block in result.content)
-    return text, {"{session}": session}
+    return text, {"{session}": session, "{root}": str(root)}
 
 
 def _line_id(line: bytes) -> int | str | None:
