@@ -164,6 +164,7 @@ class Squash:
     created_at: str
     restored: bool = False
     summary: str = ""
+    chars: int = 0  # length of the originals as rendered by get_alias
 
     @property
     def alias(self) -> str:

@@ -17,7 +17,7 @@ from frs.env import Env
 from frs.errors import AliasNotFound, AlreadyRestored, CoveredByLaterSquash, InvalidRequest
 from frs.model import Message, Numbering, Session, SessionId, Squash
 from frs.mutation import Mutation, mutation
-from frs.originals import render_originals
+from frs.originals import part_starts, render_parts
 from frs.ports import ThreadReader
 from frs.ranges import Range, check_apart, check_pairs, plan_range, span_name
 from frs.text import sha256_hex
@@ -151,6 +151,8 @@ async def squash_window(
     session = m.session
     before, after = squash_tokens(window, summary, fix, allowance)
     n, number = at or (session.next_squash, session.next_number)
+    parts = render_parts(window)
+    originals = "\n".join(parts)
     squash = Squash(
         n=n,
         summary_number=number,
@@ -160,11 +162,13 @@ async def squash_window(
         covered=sum(entry.covered for entry in window),
         tokens_before=before,
         tokens_after=after,
-        sha256=sha256_hex(render_originals(window)),
+        sha256=sha256_hex(originals),
         created_at=m.now,
         summary=summary,
+        chars=len(originals),
     )
-    await m.tx.apply_squash(session.id, squash, _summary_entry(squash, window), window)
+    summary_entry = _summary_entry(squash, window)
+    await m.tx.apply_squash(session.id, squash, summary_entry, window, part_starts(parts))
     lanes = dict(session.lanes)
     for entry in window:
         lanes[entry.lane] -= 1

@@ -19,8 +19,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ViewOptions
+from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ToolCall, ViewOptions
 from frs.model import Scope
+from frs.originals import render_originals
 from frs.text import estimate_tokens
 from storage import (
     APPLICATION_ID,
@@ -379,6 +380,46 @@ class TestBackfill:
         live = rows_of(path, "select live_tokens from sessions where id = 'old'")
         assert tokens == [(1, estimate_tokens("kept one")), (2, estimate_tokens("kept two"))]
         assert live == [(estimate_tokens("kept one") + estimate_tokens("kept two"),)]
+
+    async def test_squashes_made_before_7_get_their_members_starts_and_length(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "frs.db"
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db))
+            calls = (ToolCall("c1", "bash", '{"cmd": "ls"}'),)
+            await service.record(
+                [
+                    NewMessage("user", "first\n[not a header]"),
+                    NewMessage("assistant", "running", tool_calls=calls),
+                    NewMessage("tool", "a\nb", name="bash", tool_call_id="c1"),
+                    *(NewMessage("user", f"more {i}") for i in range(6)),
+                ]
+            )
+            await service.compress_ranges([(4, 6, "inner")])
+            await service.compress_ranges([(1, 5, "outer")])
+        layout = "select n, seq, at from squash_members order by n, seq"
+        made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
+        # The file as version 6 left it: neither column, nor the index.
+        run(
+            path,
+            "drop index squash_members_at",
+            "alter table squash_members drop column at",
+            "alter table squashes drop column chars",
+            "pragma user_version = 6",
+        )
+        async with open_database(path) as db:
+            assert await db.user_version() == LATEST
+            store = SqliteStore(db)
+            service = ReasoningService(store)
+            page = await service.get_alias("SQ.2", offset=7, max_chars=50)
+            sid = (await service.session()).id
+            async with store.snapshot() as reader:
+                whole = render_originals(await reader.squash_members(sid, 2))
+        assert rows_of(path, layout) == made
+        assert rows_of(path, "select n, chars from squashes") == lengths
+        assert lengths[1] == (2, len(whole))
+        assert page.text == whole[7:57]
 
 
 class TestScopes:
