@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bench import hostile
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -580,6 +581,7 @@ def render(results: dict[str, Any]) -> str:
         *_peers(results.get("peers", {})),
         *_memory(results.get("memory", {}), latency),
         *_plans(results.get("plans", {})),
+        *hostile.render(results.get("hostile", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
