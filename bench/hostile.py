@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import anyio
 from mcp import Client
 
+from bench.machine import load_average
 from bench.servers import free_port, http_server
 
 BODY_CAP = 4 * 2**20  # the server's default --max-body-bytes
@@ -216,16 +217,26 @@ async def phase(
 async def run(folder: Path, clients: int, calls: int, log: Callable[[str], None]) -> dict[str, Any]:
     """Alone, beside the hostile client, and alone again (to see drift), on one server."""
     port = free_port()
-    out: dict[str, Any] = {"clients": clients, "calls_each": calls}
+    out: dict[str, Any] = {
+        "clients": clients,
+        "calls_each": calls,
+        "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_before": load_average(),
+    }
     with http_server(folder / "hostile.db", port):
         url = f"http://127.0.0.1:{port}/mcp"
         both = ("oversized", "maximal")
         for name, kinds in (("alone", ()), ("beside hostile", both), ("alone again", ())):
             out[name] = await phase(url, clients, calls, kinds)
             log(f"hostile: {name}: p50 {out[name]['p50_ms']} ms")
+    out["load_average_after"] = load_average()
     floor = min(out["alone"]["p50_ms"], out["alone again"]["p50_ms"])
     out["p50_ratio"] = round(out["beside hostile"]["p50_ms"] / floor, 2)
     return out
+
+
+def _load(section: dict[str, Any], when: str) -> str:
+    return " / ".join(str(x) for x in section.get(f"load_average_{when}", ())) or "?"
 
 
 def render(section: dict[str, Any]) -> list[str]:
@@ -246,7 +257,9 @@ def render(section: dict[str, Any]) -> list[str]:
         " messages, view the last ten entries, read a message back), alone, then while one"
         f" client sends, without pause, oversized batches ({OVERSIZED:,} tiny messages, 3 MiB,"
         f" refused on their count) and maximal valid requests ({MAXIMAL:,} messages filling the"
-        " 4 MiB body cap, recorded), then alone again, on one server. Its answers: "
+        " 4 MiB body cap, recorded), then alone again, on one server. Measured"
+        f" {section.get('measured', '?')}, load average {_load(section, 'before')} before and"
+        f" {_load(section, 'after')} after (1/5/15 min). Its answers: "
         + ", ".join(f"{count} {kind}" for kind, count in sorted(answers.items()))
         + ".",
         "",
