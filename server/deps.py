@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
@@ -45,5 +46,11 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
     async with open_database(settings.database) as db:
         scope = Scope(client=settings.scope) if settings.scope else Scope()
-        service = ReasoningService(SqliteStore(db), settings.limits(), files=files, scope=scope)
+        service = ReasoningService(
+            SqliteStore(db),
+            settings.limits(),
+            files=files,
+            scope=scope,
+            offload=anyio.to_thread.run_sync,  # a large batch's checks and hashes
+        )
         yield Deps(service, db, settings)
