@@ -205,7 +205,8 @@ async def _tables(file: Path) -> set[str]:
 
 
 async def _connect_read_only(file: Path) -> aiosqlite.Connection:
-    connecting = aiosqlite.connect(f"{file.as_uri()}?mode=ro", uri=True, isolation_level=None)
+    uri = f"{file.absolute().as_uri()}?mode=ro"  # as_uri percent-encodes ? and # in names
+    connecting = aiosqlite.connect(uri, uri=True, isolation_level=None)
     try:
         return await connecting
     except BaseException:

@@ -320,6 +320,17 @@ class TestApplicationId:
                 pass
         assert files_of(path) == before
 
+    async def test_a_relative_path_with_uri_characters_is_refused_the_same_way(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        folder = tmp_path / "odd?name#here"
+        folder.mkdir()
+        run(folder / "notes.db", "create table notes (x)")
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(ForeignDatabase, match=r"^odd\?name#here/notes.db is not an frs-mcp"):
+            async with open_database("odd?name#here/notes.db"):
+                pass
+
 
 class TestFailedMigration:
     async def test_a_conflicting_table_leaves_version_zero_and_no_new_tables(
