@@ -205,7 +205,8 @@ async def _tables(file: Path) -> set[str]:
 
 
 async def _connect_read_only(file: Path) -> aiosqlite.Connection:
-    uri = f"{file.absolute().as_uri()}?mode=ro"  # as_uri percent-encodes ? and # in names
+    # as_uri percent-encodes ? and # in names; absolute() only reads the working directory.
+    uri = f"{file.absolute().as_uri()}?mode=ro"  # noqa: ASYNC240 - once at startup
     connecting = aiosqlite.connect(uri, uri=True, isolation_level=None)
     try:
         return await connecting
