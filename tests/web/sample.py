@@ -67,16 +67,25 @@ async def write_sample(path: Path) -> Sample:
 HOSTILE = (
     '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
     "\"'><svg onload=alert(1)>&lt;b&gt;</textarea></pre><!-- ` ${x} -->"
+    '<img src="http://198.51.100.7/x.png"><link rel=stylesheet href=//example.invalid/a.css>'
 )
 
 
-async def write_hostile(path: Path, text: str = HOSTILE) -> SessionId:
-    """A session whose title, goal, plan, checkpoint, messages, tool name and arguments,
-    summary, focus goal and conversation all hold `text`."""
+#: For the one-line fields, which hold at most 200 characters.
+HOSTILE_LINE = (
+    "<img src=//198.51.100.7/t.png onerror=window.pwned=3><script>window.pwned=4</script>"
+)
+
+
+async def write_hostile(path: Path, text: str = HOSTILE, line: str = HOSTILE_LINE) -> SessionId:
+    """A session whose messages, tool name and arguments, summary and conversation hold
+    `text`, and whose title, goal, plan, checkpoint and focus goal hold `line`."""
     async with open_database(path) as db:
         service = ReasoningService(SqliteStore(db), Limits())
-        started = await service.start_session(text, goal=text, interface="cli", conversation=text)
-        await service.update_plan([PlanStep(text, "todo")], checkpoint=text)
+        started = await service.start_session(
+            line, goal=line, interface="cli", conversation=text[:512]
+        )
+        await service.update_plan([PlanStep(line, "todo")], checkpoint=line)
         call = ToolCall("c1", text, '{"' + text.replace('"', "'") + '": 1}')
         await service.record(
             [
@@ -87,5 +96,5 @@ async def write_hostile(path: Path, text: str = HOSTILE) -> SessionId:
             ]
         )
         await service.compress_range(2, 3, text[:100])
-        await service.open_focus(text)
+        await service.open_focus(line)
     return started.session.id
