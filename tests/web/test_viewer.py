@@ -7,10 +7,15 @@ import hashlib
 import sqlite3
 import urllib.error
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
+import anyio
 import pytest
 
+from frs import NewMessage, ReasoningService
+from frs.model import Limits
+from storage import MIGRATIONS, SqliteStore, open_database
 from tests.command import frs_mcp
 from tests.web.conftest import viewer
 from tests.web.sample import Sample, write_sample
@@ -213,3 +218,37 @@ class TestTenants:
         assert "Parser work" not in ann[2]
         assert ann_thread[0] == 404
         assert "Parser work" not in ann_thread[2]
+
+
+class TestBesideAWriter:
+    async def test_it_reads_what_a_server_writing_beside_it_commits(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db), Limits())
+            with viewer(path) as base:
+                before = await anyio.to_thread.run_sync(get, f"{base}/s/{ids.session}")
+                await service.record(
+                    [NewMessage("assistant", "Written while the viewer ran.")], ids.session
+                )
+                after = await anyio.to_thread.run_sync(get, f"{base}/s/{ids.session}")
+        assert "Written while the viewer ran." not in before[2]
+        assert "Written while the viewer ran." in after[2]
+
+    def test_a_schema_it_would_have_to_migrate_is_refused_and_left_alone(
+        self, tmp_path: Path
+    ) -> None:
+        older = tmp_path / "older.db"
+        with closing(sqlite3.connect(older)) as conn:
+            for statements in MIGRATIONS[:-1]:
+                for sql in statements:
+                    conn.execute(sql)
+            conn.execute(f"pragma user_version = {len(MIGRATIONS) - 1}")
+            conn.commit()
+        before = hashlib.sha256(older.read_bytes()).hexdigest()
+        run = frs_mcp("web", "--db", str(older), "--port", "0")
+        assert run.returncode == 2
+        assert f"has schema version {len(MIGRATIONS) - 1}" in run.stderr
+        assert "start the server on it once" in run.stderr
+        assert hashlib.sha256(older.read_bytes()).hexdigest() == before
