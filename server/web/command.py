@@ -24,6 +24,7 @@ from server.http import bind_socket
 from server.settings import resolve_database
 from server.tenants import TokensFileError, tenants_of
 from server.web.app import Readable, SecurityHeaders, build_viewer
+from server.web.login import CookieLogin
 from storage import SchemaTooNew
 from storage.readonly import open_readonly
 
@@ -55,11 +56,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def viewer_app(
     store: Readable, host: str, port: int, tenants: dict[str, str], allowed: tuple[str, ...]
 ) -> ASGIApp:
-    """The viewer with its guards: security headers, the token when there is one, Host and
-    Origin."""
+    """The viewer with its guards: security headers, the token when there is one (from the
+    header, or from the cookie a browser got at /login), Host and Origin."""
     app: ASGIApp = SecurityHeaders(build_viewer(store))
     if tenants:
-        app = BearerGuard(app, tenants)
+        app = CookieLogin(BearerGuard(app, tenants), tenants)
     return HostGuard(app, HostPolicy.for_server(host, port, allowed), port)
 
 

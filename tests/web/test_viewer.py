@@ -199,25 +199,72 @@ class TestRefusals:
         assert "DNS rebinding" in text
 
 
+class _Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # show the redirect itself
+
+
+def send(
+    url: str, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
+    """One request, redirects not followed."""
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    opener = urllib.request.build_opener(_Stay)
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, dict(error.headers), error.read().decode()
+
+
 class TestTenants:
-    def test_a_tenant_sees_only_its_own_sessions_and_no_token_gets_401(
+    def test_a_tenant_sees_only_its_own_sessions(
         self, tmp_path: Path, sample: tuple[Path, Sample]
     ) -> None:
         path, ids = sample
         tokens = tmp_path / "tokens"
-        tokens.write_text("ann " + "a" * 20 + "\nbob " + "b" * 20 + "\n")
+        tokens.write_text("ann " + "a" * 20 + "\nlocal " + "l" * 20 + "\n")
         tokens.chmod(0o600)
         with viewer(path, "--tokens", str(tokens)) as base:
-            anonymous = get(base + "/")
+            wrong = get(base + "/", "w" * 20)
             ann = get(base + "/", "a" * 20)
             ann_thread = get(f"{base}/s/{ids.session}", "a" * 20)
-        assert anonymous[0] == 401
+            local = get(base + "/", "l" * 20)
+        assert wrong[0] == 401
         # The sample's sessions are the local tenant's: ann has none, and cannot open one.
         assert ann[0] == 200
         assert "No session yet." in ann[2]
         assert "Parser work" not in ann[2]
         assert ann_thread[0] == 404
         assert "Parser work" not in ann_thread[2]
+        assert "Parser work" in local[2]
+
+    def test_a_browser_gives_the_token_once_and_keeps_it_in_a_strict_cookie(
+        self, tmp_path: Path, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ = sample
+        token = "t0ken-" + "x" * 20
+        with viewer(path, "--token", token) as base:
+            asked = send(base + "/")
+            form = send(base + "/login")
+            refused = send(base + "/login", b"token=nope")
+            login = send(base + "/login", b"token=" + token.encode())
+            cookie = login[1]["set-cookie"].split(";", 1)[0]
+            inside = send(base + "/", headers={"Cookie": cookie})
+            forged = send(base + "/", headers={"Cookie": "frs_viewer_token=nope"})
+        assert asked[0] == 303
+        assert asked[1]["location"] == "/login"
+        assert form[0] == 200
+        assert 'type="password" name="token"' in form[2]
+        assert refused[0] == 401
+        assert "not a token this viewer accepts" in refused[2]
+        assert login[0] == 303
+        assert "HttpOnly" in login[1]["set-cookie"]
+        assert "SameSite=Strict" in login[1]["set-cookie"]
+        assert inside[0] == 200
+        assert "Parser work" in inside[2]
+        assert forged[0] == 401
 
 
 class TestBesideAWriter:
