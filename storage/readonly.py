@@ -68,6 +68,18 @@ async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
             f"database). Start the server on it once (frs-mcp --db {path}) to create the "
             "schema, or pass the --db file your server uses."
         )
+    tables = {
+        str(row[0])
+        for row in await conn.execute_fetchall(
+            "select name from sqlite_master where type = 'table'"
+        )
+    }
+    if not {"sessions", "messages", "changes"} <= tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        raise NotReadable(
+            f"{path} is not an frs-mcp database (schema version {found}, tables: "
+            f"{shown or 'none'}). Pass the --db file your frs-mcp server uses."
+        )
     if found < newest:
         raise NotReadable(
             f"{path} has schema version {found}; this viewer reads version {newest}. The viewer "

@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from frs.errors import StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
 from server.guards import TENANT_KEY
@@ -130,12 +131,18 @@ def build_viewer(store: Readable) -> Starlette:
         Route("/s/{sid}/at/{alias}", permalink),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    handlers = {HTTPException: _refused}
+    handlers = {HTTPException: _refused, StoreError: _unreadable}
     return Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
 
 
 async def _refused(request: Request, exc: HTTPException) -> Response:
     return HTMLResponse(pages.error_page(exc.status_code, exc.detail), status_code=exc.status_code)
+
+
+async def _unreadable(request: Request, exc: StoreError) -> Response:
+    """The database failed under a page (moved, locked past the timeout, damaged)."""
+    text = f"The database could not be read: {exc}. Nothing was changed; reload to try again."
+    return HTMLResponse(pages.error_page(503, text), status_code=503)
 
 
 async def _squash_opened(reader: ThreadReader, session: Session, n: int) -> tuple[Message, Opened]:

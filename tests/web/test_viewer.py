@@ -186,6 +186,16 @@ class TestRefusals:
         assert "schema version 99" in future.stderr
         assert "Traceback" not in never.stderr + future.stderr + missing.stderr
 
+    def test_another_applications_database_is_refused(self, tmp_path: Path) -> None:
+        foreign = tmp_path / "other.db"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("create table notes (id integer primary key)")
+            conn.execute("pragma user_version = 3")
+            conn.commit()
+        run = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        assert run.returncode == 2
+        assert "is not an frs-mcp database (schema version 3, tables: notes)" in run.stderr
+
     def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
         run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
         assert run.returncode == 2
