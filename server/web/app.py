@@ -28,6 +28,7 @@ from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
 from server.guards import TENANT_KEY
 from server.web import audit, markdown, pages
+from server.web.html import MOUNTED_AT
 from server.web.thread import PAGE, Opened, load_page, open_squash
 
 STATIC = Path(__file__).parent / "static"
@@ -72,7 +73,7 @@ async def _session(reader: ThreadReader, request: Request) -> Session:
     return session
 
 
-def build_viewer(store: Readable) -> Starlette:
+def build_viewer(store: Readable) -> ASGIApp:
     """The viewer over `store`, from `/`; mount it elsewhere with `Mount`."""
 
     async def sessions(request: Request) -> Response:
@@ -132,7 +133,8 @@ def build_viewer(store: Readable) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     handlers = {HTTPException: _refused, StoreError: _unreadable}
-    return Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    return Mounted(app)
 
 
 async def _refused(request: Request, exc: HTTPException) -> Response:
@@ -194,6 +196,26 @@ async def _page_of(reader: ThreadReader, session: Session, alias: str) -> int | 
     (position,) = await reader.positions_of(session.id, [covering.ord])
     stop = position + PAGE // 2
     return None if stop > session.live_count else stop
+
+
+def viewer_of(store: Readable) -> ASGIApp:
+    """The viewer with its security headers, to mount beside the MCP transports (`/ui`)."""
+    return SecurityHeaders(build_viewer(store))
+
+
+class Mounted:
+    """Tells the pages where the viewer is mounted (the request's `root_path`: `/ui` inside
+    the HTTP transports), so their links lead back into it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = MOUNTED_AT.set(str(scope.get("root_path", "")).rstrip("/"))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            MOUNTED_AT.reset(token)
 
 
 class SecurityHeaders:

@@ -23,7 +23,7 @@ from server.hosts import HostPolicy, unsafe_bind
 from server.http import bind_socket
 from server.settings import resolve_database
 from server.tenants import TokensFileError, tenants_of
-from server.web.app import Readable, SecurityHeaders, build_viewer
+from server.web.app import Readable, viewer_of
 from server.web.login import CookieLogin
 from storage import SchemaTooNew
 from storage.readonly import open_readonly
@@ -58,7 +58,7 @@ def viewer_app(
 ) -> ASGIApp:
     """The viewer with its guards: security headers, the token when there is one (from the
     header, or from the cookie a browser got at /login), Host and Origin."""
-    app: ASGIApp = SecurityHeaders(build_viewer(store))
+    app = viewer_of(store)
     if tenants:
         app = CookieLogin(BearerGuard(app, tenants), tenants)
     return HostGuard(app, HostPolicy.for_server(host, port, allowed), port)

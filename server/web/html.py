@@ -10,6 +10,16 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from contextvars import ContextVar
+
+#: Where the viewer is mounted (`/ui` inside the HTTP transports, `` on its own); set per
+#: request by `server.web.app`, so every link the pages make starts there.
+MOUNTED_AT: ContextVar[str] = ContextVar("frs_viewer_mounted_at", default="")
+
+
+def url(path: str) -> str:
+    """A path of the viewer (`/s/ID`) as a link from its pages, wherever it is mounted."""
+    return MOUNTED_AT.get() + path
 
 
 class Html(str):
@@ -52,10 +62,10 @@ def page(title: str, body: Iterable[object], nav: Iterable[object] = ()) -> Html
         Html('<meta charset="utf-8">'),
         void("meta", name="viewport", content="width=device-width, initial-scale=1"),
         tag("title", title, " · frs-mcp"),
-        void("link", rel="stylesheet", href="/static/viewer.css"),
-        tag("script", src="/static/viewer.js", defer=True),
+        void("link", rel="stylesheet", href=url("/static/viewer.css")),
+        tag("script", src=url("/static/viewer.js"), defer=True),
     )
-    header = tag("header", tag("a", "frs-mcp", href="/", class_="home"), *nav)
+    header = tag("header", tag("a", "frs-mcp", href=url("/"), class_="home"), *nav)
     return Html(
         "<!doctype html>\n" + tag("html", head, tag("body", header, tag("main", *body)), lang="en")
     )

@@ -14,14 +14,14 @@ from urllib.parse import quote, urlencode
 from frs.annotations import annotate_call
 from frs.model import Message, PlanStep, Session
 from frs.render import ROLE_LABEL, Entry, checkpoint_line, format_tokens, plan_line, plural
-from server.web.html import Html, join, page, tag, text, void
+from server.web.html import Html, join, page, tag, text, url, void
 from server.web.thread import PAGE, Node, Opened, ThreadPage, anchor
 
 
 def session_url(session: Session, path: str = "", **query: object) -> str:
     shown = {k: v for k, v in query.items() if v is not None}
     tail = f"?{urlencode(shown)}" if shown else ""
-    return f"/s/{quote(session.id, safe='')}{path}{tail}"
+    return url(f"/s/{quote(session.id, safe='')}{path}{tail}")
 
 
 def tokens(count: int) -> str:
@@ -38,7 +38,7 @@ def sessions_page(sessions: Sequence[Session], query: str, total: int, offset: i
         void("input", type="search", name="q", value=query, placeholder="title or text"),
         tag("button", "Search", type="submit"),
         method="get",
-        action="/",
+        action=url("/"),
         class_="search",
     )
     heading = f"Sessions holding “{query}”" if query else f"Sessions ({total:,})"
@@ -61,7 +61,7 @@ def sessions_page(sessions: Sequence[Session], query: str, total: int, offset: i
     empty = tag("p", "No session matches." if query else "No session yet.", class_="empty")
     more = []
     if not query and offset + len(sessions) < total:
-        more.append(tag("a", "Older sessions →", href=f"/?offset={offset + len(sessions)}"))
+        more.append(tag("a", "Older sessions →", href=url(f"/?offset={offset + len(sessions)}")))
     body = [search, tag("h1", heading), table if rows else empty, *more]
     return page("Sessions", body)
 
