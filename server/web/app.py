@@ -39,7 +39,7 @@ CSP = (
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would send Origin: null
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 SESSIONS_SHOWN = 100

@@ -134,3 +134,25 @@ class TestInTheBrowser:
             with pytest.raises(PlaywrightError):
                 page.goto("http://198.51.100.7/")
         assert offsite.attempts == ["http://198.51.100.7/"]
+
+    def test_a_browser_logs_in_with_the_token_once(self, sample: tuple[Path, Sample]) -> None:
+        path, _ = sample
+        token = "t0ken-" + "y" * 20
+        offsite = Offsite()
+        with (
+            viewer(path, "--token", token) as base,
+            browser() as launched,
+            context(launched, offsite) as ctx,
+        ):
+            page = ctx.new_page()
+            page.goto(base + "/")
+            expect(page).to_have_url(base + "/login")
+            page.fill('input[name="token"]', "wrong")
+            page.click('button[type="submit"]')
+            expect(page.locator(".error")).to_contain_text("not a token this viewer accepts")
+            page.fill('input[name="token"]', token)
+            page.click('button[type="submit"]')
+            expect(page.locator("table.sessions tbody tr")).to_have_count(2)
+            # The cookie is out of scripts' reach.
+            assert page.evaluate("document.cookie") == ""
+        assert offsite.attempts == []
