@@ -73,6 +73,8 @@ async def _session(reader: ThreadReader, request: Request) -> Session:
     return session
 
 
+# One handler per page, each a few lines closing over the store: longer than 50 lines
+# together, read one route at a time.
 def build_viewer(store: Readable) -> ASGIApp:
     """The viewer over `store`, from `/`; mount it elsewhere with `Mount`."""
 
