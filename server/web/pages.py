@@ -12,10 +12,22 @@ from collections.abc import Sequence
 from urllib.parse import quote, urlencode
 
 from frs.annotations import annotate_call
-from frs.model import Message, PlanStep, Session
-from frs.render import ROLE_LABEL, Entry, checkpoint_line, format_tokens, plan_line, plural
+from frs.model import Limits, Message, PlanStep, Session
+from frs.render import (
+    ROLE_LABEL,
+    Entry,
+    card,
+    checkpoint_line,
+    format_tokens,
+    plan_line,
+    plural,
+)
+from frs.text import minify_json
 from server.web.html import Html, join, page, tag, text, url, void
 from server.web.thread import PAGE, Node, Opened, ThreadPage, anchor
+
+#: A message longer than this shows as a card first, as in the model's view (its default).
+PREVIEW_CHARS = Limits().preview_chars
 
 
 def session_url(session: Session, path: str = "", **query: object) -> str:
@@ -190,11 +202,31 @@ def _message(entry: Entry, top: bool) -> Html:
     return tag(
         "article",
         head,
-        tag("pre", message.content, class_="body"),
+        _body(message),
         *calls,
         *thinking,
         id=anchor(message),
         class_=f"entry {message.role}{'' if top else ' original'}",
+    )
+
+
+def _body(message: Message) -> Html:
+    """The text; a long one as the model sees it first, a card (head, tail, what is left
+    out), with the whole text a click away."""
+    whole = tag("pre", message.content, class_="body")
+    if len(message.content) <= PREVIEW_CHARS:
+        return whole
+    text = minify_json(message.content) if message.role == "tool" else message.content
+    return join(
+        [
+            tag("pre", "\n".join(card(text, PREVIEW_CHARS)), class_="card"),
+            tag(
+                "details",
+                tag("summary", f"all {len(message.content):,} characters"),
+                whole,
+                class_="whole",
+            ),
+        ]
     )
 
 

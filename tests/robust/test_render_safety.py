@@ -441,7 +441,8 @@ async def _pages_of(
             for i, item in enumerate(drawn)
         ]
         # A long first message, so a squash of it and the next is smaller than what it replaces.
-        batch.insert(0, NewMessage("user", "long " * 200))
+        # It is over the preview, so the viewer shows it as a card too, stored text at both ends.
+        batch.insert(0, NewMessage("user", drawn[0].content + "long " * 300 + drawn[-1].content))
         await service.record(batch, session.id)
         for squash in ((1, 2), (1, 3)):
             with contextlib.suppress(FrsError):  # a summary larger than what it replaces

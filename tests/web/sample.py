@@ -57,6 +57,7 @@ async def write_sample(path: Path) -> Sample:
         await service.restore("SQ.3")
         await service.open_focus("write the regression test")
         await service.record([_said("user", "Write a test for the last token.")])
+        await service.record([_said("user", "".join(f"log line {i}\n" for i in range(300)))])
         other = await service.start_session("Release notes", goal="Draft 0.2 notes")
         await service.record(
             [_said("user", "Mention the zebra-striped tables.")], session_id=other.session.id

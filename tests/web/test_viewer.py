@@ -111,6 +111,10 @@ class TestPages:
         assert "Plan: ✓ read the code · ▶ fix it" in page
         assert "▸ focus 1: write the regression test" in page
         assert "— checkpoint &quot;cause found&quot; · revision 5" in page
+        # A long message is a card first, as the model sees it, and whole a click away.
+        assert "log line 0\nlog line 1\nlog line 2\n… 295 lines …\nlog line 298" in page
+        assert "<summary>all 3,790 characters</summary>" in page
+        assert "log line 150\n" in page
 
     def test_the_audit_trail_lists_squashes_restores_and_charts_the_tokens(
         self, sample: tuple[Path, Sample]
