@@ -297,6 +297,20 @@ class TestBesideAWriter:
         assert "Written while the viewer ran." not in before[2]
         assert "Written while the viewer ran." in after[2]
 
+    def test_a_database_failing_under_a_page_gets_a_page_that_says_so(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ = sample
+        with viewer(path) as base:
+            with closing(sqlite3.connect(path)) as conn:  # another program breaks the schema
+                conn.execute("alter table sessions rename to gone")
+                conn.commit()
+            status, headers, page = get(base + "/")
+        assert status == 503
+        assert "The database could not be read: no such table: sessions" in page
+        assert "Traceback" not in page
+        assert "content-security-policy" in headers
+
     def test_a_schema_it_would_have_to_migrate_is_refused_and_left_alone(
         self, tmp_path: Path
     ) -> None:
