@@ -22,6 +22,7 @@ from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
 from server.settings import Settings, resolve_database
 from server.tenants import TokensFileError, tenants_of
+from server.web import command as web
 from storage import DatabaseRefused
 
 log = logging.getLogger("frs-mcp")
@@ -48,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return importer.run(args)
     if args.command == "export":
         return exporter.run(args)
+    if args.command == "web":
+        return web.run(args)
     try:
         settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first

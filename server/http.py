@@ -24,7 +24,7 @@ import uvicorn
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
 from server.app import build_server
@@ -42,10 +42,12 @@ from server.guards import (
 )
 from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
+from server.web.app import viewer_of
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
+UI_PATH = "/ui"  # the read-only web viewer (server.web), under the same guards
 
 HttpTransport = Literal["sse", "streamable-http", "both-http"]
 
@@ -118,7 +120,8 @@ def urls(options: HttpOptions, port: int) -> dict[str, str]:
         found["Streamable HTTP"] = base + MCP_PATH
     if options.serves_sse:
         found["SSE"] = base + SSE_PATH
-    found["health"] = base + HEALTH_PATH
+    found["web viewer"] = base + UI_PATH + "/"
+    found["health"] = base + HEALTH_PATH  # last: a test waiting for it has every URL
     return found
 
 
@@ -143,10 +146,15 @@ def announce(options: HttpOptions, port: int, policy: HostPolicy) -> None:
         )
 
 
-def build_app(mcp: MCPServer[Any], options: HttpOptions, port: int) -> ASGIApp:
-    """The ASGI app serving the chosen transports with every guard in place."""
+def build_app(
+    mcp: MCPServer[Any], options: HttpOptions, port: int, viewer: ASGIApp | None = None
+) -> ASGIApp:
+    """The ASGI app serving the chosen transports with every guard in place, and the
+    read-only web viewer at `/ui` when given (behind the same guards and token)."""
     policy = HostPolicy.for_server(options.host, port, options.allowed_hosts)
     routes, transports = _routes(mcp, options)
+    if viewer is not None:
+        routes.append(Mount(UI_PATH, app=viewer))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -235,7 +243,7 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     async with open_deps(settings) as deps:
         mcp = build_server(settings, shared=deps)
         config = uvicorn.Config(
-            build_app(mcp, options, port),
+            build_app(mcp, options, port, viewer_of(deps.service.store)),
             lifespan="on",
             log_config=None,  # our stderr logging, not uvicorn's (its access log goes to stdout)
             log_level=settings.log_level.lower(),

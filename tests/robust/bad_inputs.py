@@ -527,6 +527,19 @@ def _rows() -> tuple[Row, ...]:
         Cli(("--db", "{db}"), prepare="read-only empty"),
     )
     cli("cli-import-missing", "`import` of a file that does not exist", Cli(("import", "{db}")))
+    web = ("web", "--port", "0", "--db", "{db}")
+    cli("cli-web-missing", "`web` on a database file that does not exist", Cli(web))
+    cli("cli-web-not-sqlite", "`web` on a text file", Cli(web, prepare="not sqlite"))
+    cli(
+        "cli-web-never-migrated",
+        "`web` on an empty file (the viewer never writes, so never migrates)",
+        Cli(web, prepare="read-only empty"),
+    )
+    cli(
+        "cli-web-newer",
+        "`web` on a database from a newer schema version (left byte for byte)",
+        Cli(web, prepare="newer schema"),
+    )
     rows.append(
         Row(
             "served-read-only",
@@ -960,6 +973,22 @@ SEES: dict[str, str] = {
     ),
     "cli-db-read-only-new": (
         "frs-mcp: cannot open the database {db}: attempt to write a readonly database"
+    ),
+    "cli-web-missing": (
+        "frs-mcp: no database at {db}: start frs-mcp once to create it, or pass --db with the "
+        "file your server uses (default $FRS_DB, else ~/.local/share/frs-mcp/frs.db)."
+    ),
+    "cli-web-not-sqlite": (
+        "frs-mcp: {db} cannot be read as an SQLite database: file is not a database"
+    ),
+    "cli-web-never-migrated": (
+        "frs-mcp: {db} holds no frs-mcp data (schema version 0: never migrated, or not an "
+        "frs-mcp database). Start the server on it once (frs-mcp --db {db}) to create the "
+        "schema, or pass the --db file your server uses."
+    ),
+    "cli-web-newer": (
+        "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
+        "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
     ),
     "cli-import-missing": (
         "frs-mcp import: cannot read {db}: [Errno 2] No such file or directory: '{db}'"
