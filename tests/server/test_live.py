@@ -1,0 +1,251 @@
+"""Live updates: what each protocol era advertises, and that what it advertises is delivered.
+
+Two in-process clients share one server process (as every client of an HTTP server does): one
+listens (`subscriptions/listen`, protocol 2026-07-28), the other changes sessions. What the
+listener hears is read up to a sentinel: after the change under test, the writer records into a
+sentinel session the listener also follows, and the events before the sentinel's are exactly
+the change's (a stream is ordered; no timing is asserted). The session list
+(`frs://sessions`), which every change updates, is followed in a test of its own: a sentinel
+would update it too. Tenants, stdio and the HTTP
+transports are in `test_live_transports.py`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.client.subscriptions import Subscription
+from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
+from mcp.types import METHOD_NOT_FOUND, Implementation
+
+from server import Settings, build_server
+from server.deps import Deps, open_deps
+
+pytestmark = pytest.mark.anyio
+
+SESSIONS = "frs://sessions"
+WAIT = 30.0  # seconds before a stream that never delivers fails the test (not a measurement)
+
+
+def uris(session_id: str) -> dict[str, str]:
+    base = f"frs://sessions/{session_id}"
+    return {
+        "thread": f"{base}/thread",
+        "messages": f"{base}/messages",
+        "anthropic": f"{base}/messages/anthropic",
+        "squashes": f"{base}/squashes",
+    }
+
+
+def updated(session_id: str, *names: str) -> set[ServerEvent]:
+    """`ResourceUpdated` for the named resources of a session."""
+    return {ResourceUpdated(uri=uris(session_id)[n]) for n in names}
+
+
+@asynccontextmanager
+async def shared_server(db_path: Path) -> AsyncIterator[MCPServer[Deps]]:
+    """One server whose clients share one database and one set of listeners, like HTTP's."""
+    settings = Settings(database=str(db_path), log_level="WARNING")
+    async with open_deps(settings) as deps:
+        yield build_server(settings, shared=deps)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return dict(result.structured_content or {})
+
+
+async def start(client: Client, title: str) -> str:
+    return str((await call(client, "frs_session", action="start", title=title))["session_id"])
+
+
+async def say(client: Client, session_id: str | None, *contents: str) -> dict[str, Any]:
+    messages = [{"role": "user", "content": c} for c in contents]
+    if session_id is None:
+        return await call(client, "frs_record", messages=messages)
+    return await call(client, "frs_record", messages=messages, session_id=session_id)
+
+
+class Sentinel:
+    """A session the listener follows (its thread only) to know where a change's events end:
+    a record into it sends exactly one event the listener asked for."""
+
+    def __init__(self, writer: Client, session_id: str) -> None:
+        self.writer = writer
+        self.session_id = session_id
+        self.uri = uris(session_id)["thread"]
+
+    async def heard(self, sub: Subscription) -> set[ServerEvent]:
+        """Everything `sub` heard before the sentinel's next change (a set: the client
+        merges an event with an equal one it has not handed out yet)."""
+        await say(self.writer, self.session_id, "sentinel")
+        heard: set[ServerEvent] = set()
+        with anyio.fail_after(WAIT):
+            async for event in sub:
+                if event == ResourceUpdated(uri=self.uri):
+                    return heard
+                heard.add(event)
+        raise AssertionError(f"the stream ended; heard {heard}")
+
+
+def follow(client: Client, sentinel: Sentinel, *session_ids: str, **asked: Any) -> Any:
+    """A listen stream on every resource of the sessions and the resource list's changes;
+    `asked` adds to or overrides the filter."""
+    followed = [u for s in session_ids for u in uris(s).values()]
+    options: dict[str, Any] = {
+        "resources_list_changed": True,
+        "resource_subscriptions": [*followed, sentinel.uri],
+        **asked,
+    }
+    return client.listen(**options)
+
+
+class TestWhatIsAdvertised:
+    async def test_2026_advertises_resource_updates_and_list_changes_not_tool_or_prompt_changes(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as client:
+            assert client.protocol_version == "2026-07-28"
+            caps = client.server_capabilities
+            assert caps.resources is not None
+            assert caps.resources.subscribe is True
+            assert caps.resources.list_changed is True
+            # The tools and prompts never change while the server runs: nothing to deliver.
+            assert caps.tools is not None
+            assert caps.tools.list_changed is False
+            assert caps.prompts is not None
+            assert caps.prompts.list_changed is False
+
+    async def test_2025_advertises_no_subscriptions_and_refuses_one(self, db_path: Path) -> None:
+        async with shared_server(db_path) as server, Client(server, mode="legacy") as client:
+            assert client.protocol_version == "2025-11-25"
+            caps = client.server_capabilities
+            assert caps.resources is not None
+            assert not caps.resources.subscribe
+            assert not caps.resources.list_changed
+            assert caps.tools is not None
+            assert not caps.tools.list_changed
+            assert caps.prompts is not None
+            assert not caps.prompts.list_changed
+            # The client warns that 2026-07-28 removed the method; this server speaks 2025 here.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                with pytest.raises(MCPError) as refused:
+                    await client.subscribe_resource(SESSIONS)
+            assert refused.value.code == METHOD_NOT_FOUND
+
+
+class TestTwoClients:
+    async def test_each_change_is_told_for_exactly_the_resources_it_changed(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sid = await start(b, "watched")
+            other = await start(b, "not watched")
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            async with follow(a, sentinel, sid) as sub:
+                assert await sentinel.heard(sub) == set()
+
+                await say(b, sid, "one", "two", "three")
+                recorded = updated(sid, "thread", "messages", "anthropic")
+                assert await sentinel.heard(sub) == recorded
+
+                squash = {"from": 1, "to": 2, "summary": "s", "session_id": sid}
+                await call(b, "frs_compress_range", **squash)
+                squashed = updated(sid, "thread", "messages", "anthropic", "squashes")
+                assert await sentinel.heard(sub) == squashed
+
+                await call(b, "frs_restore", alias="SQ.1", session_id=sid)
+                assert await sentinel.heard(sub) == squashed
+
+                await call(b, "frs_compress_last", count=1, summary="s", session_id=sid)
+                assert await sentinel.heard(sub) == squashed
+
+                await call(b, "frs_plan", checkpoint="here", session_id=sid)
+                assert await sentinel.heard(sub) == updated(sid, "thread")
+
+                await call(b, "frs_focus", action="open", goal="g", session_id=sid)
+                assert await sentinel.heard(sub) == updated(sid, "thread")
+                await say(b, sid, "inside")
+                assert await sentinel.heard(sub) == recorded
+                await call(b, "frs_focus", action="close", summary="done", session_id=sid)
+                assert await sentinel.heard(sub) == squashed
+
+                added = await b.call_tool(
+                    "frs_source", {"action": "add", "alias": "D.x", "text": "t", "session_id": sid}
+                )
+                assert not added.is_error, added.content
+                assert await sentinel.heard(sub) == updated(sid, "thread")
+
+                await say(b, other, "elsewhere")  # a session this listener does not follow
+                assert await sentinel.heard(sub) == set()
+
+                await start(b, "new")
+                assert await sentinel.heard(sub) == {ResourcesListChanged()}
+
+    async def test_reads_refusals_and_get_or_create_hits_tell_nobody(self, db_path: Path) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sid = await start(b, "watched")
+            keyed = {"action": "start", "interface": "chat", "conversation": "c1"}
+            await call(b, "frs_session", **keyed)
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            async with follow(a, sentinel, sid) as sub:
+                await b.call_tool("frs_view_thread", {"session_id": sid})
+                await b.read_resource(uris(sid)["thread"])
+                await b.read_resource(SESSIONS)
+                stale = await b.call_tool(
+                    "frs_record",
+                    {
+                        "session_id": sid,
+                        "messages": [{"role": "user", "content": "x"}],
+                        "expected_revision": 99,
+                    },
+                )
+                assert stale.is_error
+                await call(b, "frs_session", action="use", session_id=sid)
+                found = await call(b, "frs_session", **keyed)  # get-or-create finds it
+                assert found["created"] is False
+                assert await sentinel.heard(sub) == set()
+
+    async def test_the_first_record_of_a_client_without_a_session_says_the_list_changed(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            fresh_client = Client(server, client_info=Implementation(name="fresh", version="0"))
+            async with fresh_client as fresh, follow(a, sentinel) as sub:
+                created = (await say(fresh, None, "hello"))["session_id"]
+                assert await sentinel.heard(sub) == {ResourcesListChanged()}
+                await say(fresh, None, "again")  # its session exists now
+                assert await sentinel.heard(sub) == set()
+                await call(fresh, "frs_plan", checkpoint="c", session_id=created)
+                assert await sentinel.heard(sub) == set()
+
+    async def test_every_change_updates_the_session_list_for_those_who_follow_it(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sid = await start(b, "any")
+            async with a.listen(resource_subscriptions=[SESSIONS]) as sub:
+                await say(b, sid, "one")
+                with anyio.fail_after(WAIT):
+                    assert await anext(sub) == ResourceUpdated(uri=SESSIONS)
+
+    async def test_a_listener_that_did_not_ask_for_list_changes_does_not_get_them(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            async with follow(a, sentinel, resources_list_changed=False) as sub:
+                await start(b, "new")
+                assert await sentinel.heard(sub) == set()
