@@ -1,26 +1,80 @@
-"""One subscription bus per tenant: a change is heard only by the streams of its tenant.
+"""Who hears about a change: one subscription bus per tenant, and the 2025-era subscribers.
 
-`server.live` publishes here and serves `subscriptions/listen` from here. The SDK's one bus per
-server would fan every event out to every listener; a tenant's session ids must not reach
+`server.live` publishes here and serves both eras' subscriptions from here. The SDK's one bus
+per server would fan every event out to every listener; a tenant's session ids must not reach
 another tenant, so each tenant gets its own bus and its own `ListenHandler` (its own limit of
-open streams).
+open streams) for 2026-07-28's `subscriptions/listen`, and its own table of the connections
+that sent 2025-11-25's `resources/subscribe`, told on their own channel.
 """
 
 from __future__ import annotations
 
+import logging
+import weakref
+from typing import Any
+
+import anyio
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent
+from mcp.shared.subscriptions import ResourceUpdated
+
+log = logging.getLogger(__name__)
 
 #: Open listen streams one tenant may hold; a further listen is refused until one closes.
 MAX_STREAMS_PER_TENANT = 256
+#: Seconds a 2025-era subscriber may take to take a notification before it is dropped: a
+#: client that stopped reading must not hold up the call that made the change.
+SEND_TIMEOUT = 5.0
+
+
+class Subscribers:
+    """2025-era subscriptions of one tenant: each live connection, the URIs it follows, and
+    the session proxy that writes to it. A connection that ends is forgotten with it."""
+
+    def __init__(self) -> None:
+        self._followed: weakref.WeakKeyDictionary[Any, tuple[ServerSession, set[str]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def follow(self, session: ServerSession, uri: str) -> None:
+        _, uris = self._followed.setdefault(_connection(session), (session, set()))
+        uris.add(uri)
+
+    def unfollow(self, session: ServerSession, uri: str) -> None:
+        found = self._followed.get(_connection(session))
+        if found is not None:
+            found[1].discard(uri)
+
+    async def tell(self, uri: str) -> None:
+        for connection, (session, uris) in list(self._followed.items()):
+            if uri not in uris:
+                continue
+            with anyio.move_on_after(SEND_TIMEOUT) as waited:
+                try:
+                    await session.send_resource_updated(uri)
+                    continue
+                except Exception as exc:  # a closed connection: forget it
+                    log.debug("a subscriber is gone (%s); forgetting it", type(exc).__name__)
+            if waited.cancelled_caught:
+                log.warning("a subscriber took no update for %g s; forgetting it", SEND_TIMEOUT)
+            self._followed.pop(connection, None)
+
+
+def _connection(session: ServerSession) -> Any:
+    """The connection a per-request session proxy writes to: what a subscription belongs to
+    (the SDK builds a proxy per request; mcp 2.3 keeps the connection in `_connection`)."""
+    return getattr(session, "_connection", session)
 
 
 class TenantEvents:
-    """One bus and one listen handler per tenant, made when first needed."""
+    """Per tenant, made when first needed: a bus and a listen handler (2026-07-28), and the
+    subscribers (2025-11-25)."""
 
     def __init__(self, max_streams: int = MAX_STREAMS_PER_TENANT) -> None:
         self._max_streams = max_streams
         self._buses: dict[str, InMemorySubscriptionBus] = {}
         self._handlers: dict[str, ListenHandler] = {}
+        self._subscribers: dict[str, Subscribers] = {}
 
     def handler(self, tenant: str) -> ListenHandler:
         """The listen handler serving `tenant`'s streams."""
@@ -31,16 +85,22 @@ class TenantEvents:
             self._handlers[tenant] = found
         return found
 
+    def subscribers(self, tenant: str) -> Subscribers:
+        """`tenant`'s 2025-era subscribers."""
+        return self._subscribers.setdefault(tenant, Subscribers())
+
     async def publish(self, tenant: str, events: list[ServerEvent]) -> None:
-        """Tell `tenant`'s open streams; nobody else's. A tenant nobody listens for costs a
-        dictionary lookup."""
+        """Tell `tenant`'s listeners and subscribers; nobody else's. A tenant nobody listens
+        for costs two dictionary lookups."""
         bus = self._buses.get(tenant)
-        if bus is None:
-            return
+        subscribers = self._subscribers.get(tenant)
         for event in events:
-            await bus.publish(event)
+            if bus is not None:
+                await bus.publish(event)
+            if subscribers is not None and isinstance(event, ResourceUpdated):
+                await subscribers.tell(event.uri)
 
     def close(self) -> None:
-        """End every open stream gracefully (at shutdown)."""
+        """End every open listen stream gracefully (at shutdown)."""
         for handler in self._handlers.values():
             handler.close()

@@ -12,8 +12,11 @@ not even that the id exists).
 the same database file is not seen here (two stdio processes, or an import from the command
 line): each process tells only its own listeners.
 
-The 2025-11-25 era (`resources/subscribe`) is not served, so the server does not advertise it
-there; `advertised` shapes the 2026-07-28 capabilities to what is delivered.
+Under 2025-11-25 a client sends `resources/subscribe` for a URI and is told on its connection's
+own channel (stdio, its SSE stream, its Streamable HTTP session's GET stream). That era's
+list-changed notifications are not sent, so not advertised (the SDK advertises them only when
+asked); a 2025 client follows `frs://sessions` to hear of new sessions. `advertised` shapes the
+2026-07-28 capabilities to what is delivered.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import (
     DiscoverResult,
+    EmptyResult,
     RequestParams,
+    SubscribeRequestParams,
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
+    UnsubscribeRequestParams,
 )
 
 from server.deps import service
@@ -94,9 +100,29 @@ async def listen(
     return await events.handler(tenant_of(rc))(rc, params)
 
 
+async def subscribe(
+    rc: ServerRequestContext[Any, Any], params: SubscribeRequestParams
+) -> EmptyResult:
+    """2025's `resources/subscribe`: any URI is accepted (one that names nothing never
+    changes, as with listen), and told to this connection only while it lasts."""
+    events: TenantEvents = rc.lifespan_context.events
+    events.subscribers(tenant_of(rc)).follow(rc.session, str(params.uri))
+    return EmptyResult()
+
+
+async def unsubscribe(
+    rc: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+) -> EmptyResult:
+    events: TenantEvents = rc.lifespan_context.events
+    events.subscribers(tenant_of(rc)).unfollow(rc.session, str(params.uri))
+    return EmptyResult()
+
+
 def serve(lowlevel: Server[Any]) -> None:
-    """Serve `subscriptions/listen` per tenant and advertise only what is delivered."""
+    """Serve subscriptions per tenant in both eras and advertise only what is delivered."""
     lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
     discover = lowlevel.get_request_handler("server/discover")
     assert discover is not None  # the SDK registers it in Server.__init__
 

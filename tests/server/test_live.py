@@ -20,12 +20,15 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, MCPError
-from mcp.client.subscriptions import Subscription
+from mcp import Client
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
-from mcp.types import METHOD_NOT_FOUND, Implementation
+from mcp.types import (
+    Implementation,
+    ResourceListChangedNotification,
+    ResourceUpdatedNotification,
+)
 
 from server import Settings, build_server
 from server.deps import Deps, open_deps
@@ -85,7 +88,7 @@ class Sentinel:
         self.session_id = session_id
         self.uri = uris(session_id)["thread"]
 
-    async def heard(self, sub: Subscription) -> set[ServerEvent]:
+    async def heard(self, sub: AsyncIterator[ServerEvent]) -> set[ServerEvent]:
         """Everything `sub` heard before the sentinel's next change (a set: the client
         merges an event with an equal one it has not handed out yet)."""
         await say(self.writer, self.session_id, "sentinel")
@@ -96,6 +99,39 @@ class Sentinel:
                     return heard
                 heard.add(event)
         raise AssertionError(f"the stream ended; heard {heard}")
+
+
+class Inbox:
+    """The updates a 2025-era client is told (its `message_handler`), as events: in the
+    order they came, none merged."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[ServerEvent](1000)
+
+    async def handle(self, message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            await self._send.send(ResourceUpdated(uri=str(message.params.uri)))
+        elif isinstance(message, ResourceListChangedNotification):
+            await self._send.send(ResourcesListChanged())
+
+    def __aiter__(self) -> AsyncIterator[ServerEvent]:
+        return self._receive.__aiter__()
+
+    def __enter__(self) -> Inbox:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._send.close()
+        self._receive.close()
+
+
+async def subscribe(client: Client, sentinel: Sentinel, *session_ids: str) -> None:
+    """2025's resources/subscribe for every resource of the sessions and the sentinel's
+    thread (the client warns that 2026-07-28 removed the method)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        for uri in [*(u for s in session_ids for u in uris(s).values()), sentinel.uri]:
+            await client.subscribe_resource(uri)
 
 
 def follow(client: Client, sentinel: Sentinel, *session_ids: str, **asked: Any) -> Any:
@@ -126,23 +162,19 @@ class TestWhatIsAdvertised:
             assert caps.prompts is not None
             assert caps.prompts.list_changed is False
 
-    async def test_2025_advertises_no_subscriptions_and_refuses_one(self, db_path: Path) -> None:
+    async def test_2025_advertises_resource_subscriptions_and_no_list_changes(
+        self, db_path: Path
+    ) -> None:
         async with shared_server(db_path) as server, Client(server, mode="legacy") as client:
             assert client.protocol_version == "2025-11-25"
             caps = client.server_capabilities
             assert caps.resources is not None
-            assert not caps.resources.subscribe
+            assert caps.resources.subscribe is True
             assert not caps.resources.list_changed
             assert caps.tools is not None
             assert not caps.tools.list_changed
             assert caps.prompts is not None
             assert not caps.prompts.list_changed
-            # The client warns that 2026-07-28 removed the method; this server speaks 2025 here.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                with pytest.raises(MCPError) as refused:
-                    await client.subscribe_resource(SESSIONS)
-            assert refused.value.code == METHOD_NOT_FOUND
 
 
 class TestTwoClients:
@@ -249,3 +281,40 @@ class TestTwoClients:
             async with follow(a, sentinel, resources_list_changed=False) as sub:
                 await start(b, "new")
                 assert await sentinel.heard(sub) == set()
+
+
+class TestTwoClientsIn2025:
+    async def test_a_subscriber_is_told_each_change_of_what_it_subscribed_to(
+        self, db_path: Path
+    ) -> None:
+        with Inbox() as inbox:
+            async with (
+                shared_server(db_path) as server,
+                Client(server) as b,
+                Client(server, mode="legacy", message_handler=inbox.handle) as a,
+            ):
+                sid = await start(b, "watched")
+                other = await start(b, "not watched")
+                sentinel = Sentinel(b, await start(b, "sentinel"))
+                await subscribe(a, sentinel, sid)
+                assert await sentinel.heard(inbox) == set()
+
+                await say(b, sid, "one", "two", "three")
+                assert await sentinel.heard(inbox) == updated(
+                    sid, "thread", "messages", "anthropic"
+                )
+                await call(b, "frs_compress_last", count=2, summary="s", session_id=sid)
+                assert await sentinel.heard(inbox) == updated(
+                    sid, "thread", "messages", "anthropic", "squashes"
+                )
+                await call(b, "frs_plan", checkpoint="c", session_id=sid)
+                assert await sentinel.heard(inbox) == updated(sid, "thread")
+                await say(b, other, "elsewhere")
+                await start(b, "new")  # no list_changed in 2025: not advertised, not sent
+                assert await sentinel.heard(inbox) == set()
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await a.unsubscribe_resource(uris(sid)["thread"])
+                await say(b, sid, "four")
+                assert await sentinel.heard(inbox) == updated(sid, "messages", "anthropic")

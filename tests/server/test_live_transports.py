@@ -1,10 +1,10 @@
 """Live updates over real transports: a real `frs-mcp` process, clients of two tenants.
 
-Over Streamable HTTP and SSE (one process, `--tokens` with two tenants), a client listens while
-another client of its tenant changes a session: it hears exactly that change; a client of the
-other tenant, following the same session id, hears nothing (a stream is ordered, so "nothing"
-is what came before its own tenant's sentinel). Over stdio one process serves one client, so
-the client listens to its own changes.
+Over Streamable HTTP and SSE (one process, `--tokens` with two tenants), in both protocol eras,
+a client follows a session while another client of its tenant changes it: it hears exactly
+that change; a client of the other tenant, following the same session id, hears nothing (a
+stream is ordered, so "nothing" is what came before its own tenant's sentinel). Over stdio one
+process serves one client, so the client follows its own changes.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -21,10 +22,20 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 
 from tests.clients.frs_process import FrsProcess, frs_http
-from tests.server.test_live import WAIT, Sentinel, follow, say, start, updated, uris
+from tests.server.test_live import (
+    WAIT,
+    Inbox,
+    Sentinel,
+    follow,
+    say,
+    start,
+    subscribe,
+    updated,
+    uris,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -45,56 +56,78 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrsProcess]:
 
 
 @asynccontextmanager
-async def connect(server: FrsProcess, transport: str, tenant: str) -> AsyncIterator[Client]:
+async def connect(
+    server: FrsProcess, transport: str, tenant: str, **options: Any
+) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {SECRETS[tenant]}"}
     if transport == "sse":
-        async with Client(sse_client(server.sse_url, headers=headers)) as client:
+        async with Client(sse_client(server.sse_url, headers=headers), **options) as client:
             yield client
         return
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+        Client(streamable_http_client(server.mcp_url, http_client=http), **options) as client,
     ):
         yield client
+
+
+@asynccontextmanager
+async def listening(
+    server: FrsProcess, transport: str, tenant: str, era: str, sentinel: Sentinel, *sids: str
+) -> AsyncIterator[AsyncIterator[ServerEvent]]:
+    """A client of `tenant` following the sessions in `era`: a listen stream (2026), or
+    resources/subscribe and what its connection is told (2025)."""
+    if era == "2026-07-28":
+        async with (
+            connect(server, transport, tenant) as client,
+            follow(client, sentinel, *sids) as sub,
+        ):
+            assert client.protocol_version == era
+            yield sub
+        return
+    with Inbox() as inbox:
+        options = {"mode": "legacy", "message_handler": inbox.handle}
+        async with connect(server, transport, tenant, **options) as client:
+            assert client.protocol_version == era
+            await subscribe(client, sentinel, *sids)
+            yield inbox
 
 
 OTHER = {"streamable-http": "sse", "sse": "streamable-http"}
 
 
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])
-async def test_a_listener_hears_its_tenants_changes_and_nothing_of_another_tenants(
-    tenants: FrsProcess, transport: str
+async def test_a_client_hears_its_tenants_changes_and_nothing_of_another_tenants(
+    tenants: FrsProcess, transport: str, era: str
 ) -> None:
     writes = OTHER[transport]  # the writer uses the other transport: one process, one bus
-    async with (
-        connect(tenants, transport, "alice") as alice_listens,
-        connect(tenants, writes, "alice") as alice,
-        connect(tenants, transport, "bob") as bob_listens,
-        connect(tenants, writes, "bob") as bob,
-    ):
-        assert alice_listens.protocol_version == "2026-07-28"
+    # In 2025 a new session is told as frs://sessions's update (not followed here), not as a
+    # list change: that era's list changes are not advertised.
+    new_session = {ResourcesListChanged()} if era == "2026-07-28" else set()
+    async with connect(tenants, writes, "alice") as alice, connect(tenants, writes, "bob") as bob:
         sid = await start(alice, "alice's")
         alice_sentinel = Sentinel(alice, await start(alice, "alice's sentinel"))
         bob_sentinel = Sentinel(bob, await start(bob, "bob's sentinel"))
         async with (
-            follow(alice_listens, alice_sentinel, sid) as heard_by_alice,
-            # Bob follows alice's session id (as if he had guessed it) and the list's changes.
-            follow(bob_listens, bob_sentinel, sid) as heard_by_bob,
+            listening(tenants, transport, "alice", era, alice_sentinel, sid) as heard_by_alice,
+            # Bob follows alice's session id (as if he had guessed it).
+            listening(tenants, transport, "bob", era, bob_sentinel, sid) as heard_by_bob,
         ):
             await say(alice, sid, "one", "two")
             recorded = updated(sid, "thread", "messages", "anthropic")
             assert await alice_sentinel.heard(heard_by_alice) == recorded
             await start(alice, "alice's new")
-            assert await alice_sentinel.heard(heard_by_alice) == {ResourcesListChanged()}
+            assert await alice_sentinel.heard(heard_by_alice) == new_session
 
             assert await bob_sentinel.heard(heard_by_bob) == set()
 
             await start(bob, "bob's new")  # bob's own change reaches bob, not alice
-            assert await bob_sentinel.heard(heard_by_bob) == {ResourcesListChanged()}
+            assert await bob_sentinel.heard(heard_by_bob) == new_session
             assert await alice_sentinel.heard(heard_by_alice) == set()
 
 
-async def test_over_stdio_a_client_hears_its_own_changes(tmp_path: Path) -> None:
+async def test_over_stdio_a_listener_hears_its_own_changes(tmp_path: Path) -> None:
     server = StdioServerParameters(command=FRS_MCP, args=["--db", str(tmp_path / "frs.db")])
     async with Client(server) as client:
         assert client.protocol_version == "2026-07-28"
@@ -109,3 +142,16 @@ async def test_over_stdio_a_client_hears_its_own_changes(tmp_path: Path) -> None
             await start(client, "another")
             with anyio.fail_after(WAIT):
                 assert await anext(sub) == ResourcesListChanged()
+
+
+async def test_over_stdio_a_2025_subscriber_is_told_its_own_changes(tmp_path: Path) -> None:
+    server = StdioServerParameters(command=FRS_MCP, args=["--db", str(tmp_path / "frs.db")])
+    with Inbox() as inbox:
+        async with Client(server, mode="legacy", message_handler=inbox.handle) as client:
+            assert client.protocol_version == "2025-11-25"
+            sid = await start(client, "mine")
+            sentinel = Sentinel(client, await start(client, "sentinel"))
+            await subscribe(client, sentinel, sid)
+            await say(client, sid, "hello")
+            recorded = updated(sid, "thread", "messages", "anthropic")
+            assert await sentinel.heard(inbox) == recorded
