@@ -13,7 +13,7 @@ transports are in `test_live_transports.py`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,7 @@ class Sentinel:
         self.session_id = session_id
         self.uri = uris(session_id)["thread"]
 
-    async def heard(self, sub: AsyncIterator[ServerEvent]) -> set[ServerEvent]:
+    async def heard(self, sub: AsyncIterable[ServerEvent]) -> set[ServerEvent]:
         """Everything `sub` heard before the sentinel's next change (a set: the client
         merges an event with an equal one it has not handed out yet)."""
         await say(self.writer, self.session_id, "sentinel")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,7 @@ async def connect(
 @asynccontextmanager
 async def listening(
     server: FrsProcess, transport: str, tenant: str, era: str, sentinel: Sentinel, *sids: str
-) -> AsyncIterator[AsyncIterator[ServerEvent]]:
+) -> AsyncIterator[AsyncIterable[ServerEvent]]:
     """A client of `tenant` following the sessions in `era`: a listen stream (2026), or
     resources/subscribe and what its connection is told (2025)."""
     if era == "2026-07-28":
