@@ -10,6 +10,7 @@ process serves one client, so the client follows its own changes.
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -155,3 +156,16 @@ async def test_over_stdio_a_2025_subscriber_is_told_its_own_changes(tmp_path: Pa
             await say(client, sid, "hello")
             recorded = updated(sid, "thread", "messages", "anthropic")
             assert await sentinel.heard(inbox) == recorded
+
+
+async def test_a_shutdown_ends_open_listen_streams_gracefully(tmp_path: Path) -> None:
+    """A listen stream is a request that never ends by itself: SIGTERM closes it as the spec's
+    graceful close (not a lost stream) instead of waiting out the shutdown timeout."""
+    with frs_http(tmp_path / "frs.db", "--transport", "streamable-http") as server:
+        async with Client(server.mcp_url) as client:
+            async with client.listen(resources_list_changed=True) as sub:
+                server.proc.send_signal(signal.SIGTERM)
+                with anyio.fail_after(WAIT):
+                    heard = [event async for event in sub]  # SubscriptionLost if dropped
+                assert heard == []
+            assert await anyio.to_thread.run_sync(server.proc.wait) == 0
