@@ -76,6 +76,10 @@ class TenantEvents:
         self._handlers: dict[str, ListenHandler] = {}
         self._subscribers: dict[str, Subscribers] = {}
 
+    @property
+    def max_streams(self) -> int:
+        return self._max_streams
+
     def handler(self, tenant: str) -> ListenHandler:
         """The listen handler serving `tenant`'s streams."""
         found = self._handlers.get(tenant)

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
     DiscoverResult,
     EmptyResult,
     RequestParams,
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from server.deps import DepsContext
 
 log = logging.getLogger(__name__)
+
+_SDK_LIMIT = "Subscription limit reached"
 
 
 class Change(Enum):
@@ -97,7 +101,17 @@ async def listen(
 ) -> SubscriptionsListenResult:
     """`subscriptions/listen`, served by the caller's tenant's handler."""
     events: TenantEvents = rc.lifespan_context.events
-    return await events.handler(tenant_of(rc))(rc, params)
+    try:
+        return await events.handler(tenant_of(rc))(rc, params)
+    except MCPError as exc:
+        if exc.message != _SDK_LIMIT:  # the SDK's words for the one refusal before the ack
+            raise
+        raise MCPError(
+            INTERNAL_ERROR,
+            f"Too many open listen streams: {events.max_streams} are open for your tenant. "
+            "Close one you no longer read (or follow several resources in one listen), then "
+            "listen again.",
+        ) from None
 
 
 async def subscribe(

@@ -15,12 +15,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
@@ -32,6 +33,7 @@ from mcp.types import (
 
 from server import Settings, build_server
 from server.deps import Deps, open_deps
+from server.events import TenantEvents
 
 pytestmark = pytest.mark.anyio
 
@@ -318,3 +320,28 @@ class TestTwoClientsIn2025:
                     await a.unsubscribe_resource(uris(sid)["thread"])
                 await say(b, sid, "four")
                 assert await sentinel.heard(inbox) == updated(sid, "messages", "anthropic")
+
+
+class TestLimits:
+    async def test_a_listen_over_the_tenants_limit_is_refused_saying_what_to_do(
+        self, db_path: Path
+    ) -> None:
+        settings = Settings(database=str(db_path), log_level="WARNING")
+        async with open_deps(settings) as deps:
+            server = build_server(settings, shared=replace(deps, events=TenantEvents(1)))
+            async with (
+                Client(server) as a,
+                Client(server) as b,
+                a.listen(resources_list_changed=True),
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await refused_listen(b)
+        assert refused.value.message == (
+            "Too many open listen streams: 1 are open for your tenant. Close one you no longer "
+            "read (or follow several resources in one listen), then listen again."
+        )
+
+
+async def refused_listen(client: Client) -> None:
+    async with client.listen(resources_list_changed=True):
+        raise AssertionError("a listen over the limit was accepted")
