@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any
+from typing import Protocol
 
 import anyio
 from mcp.server.session import ServerSession
@@ -27,31 +27,36 @@ MAX_STREAMS_PER_TENANT = 256
 SEND_TIMEOUT = 5.0
 
 
+class _Told(Protocol):
+    """What a subscription is told through: a connection (or, failing that, a session)."""
+
+    async def send_resource_updated(self, uri: str) -> None: ...
+
+
 class Subscribers:
-    """2025-era subscriptions of one tenant: each live connection, the URIs it follows, and
-    the session proxy that writes to it. A connection that ends is forgotten with it."""
+    """2025-era subscriptions of one tenant: each live connection and the URIs it follows.
+    Keyed weakly by the connection, which nothing here keeps alive: a connection that ends is
+    forgotten with it."""
 
     def __init__(self) -> None:
-        self._followed: weakref.WeakKeyDictionary[Any, tuple[ServerSession, set[str]]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._followed: weakref.WeakKeyDictionary[_Told, set[str]] = weakref.WeakKeyDictionary()
+
+    def __len__(self) -> int:
+        return len(self._followed)
 
     def follow(self, session: ServerSession, uri: str) -> None:
-        _, uris = self._followed.setdefault(_connection(session), (session, set()))
-        uris.add(uri)
+        self._followed.setdefault(_connection(session), set()).add(uri)
 
     def unfollow(self, session: ServerSession, uri: str) -> None:
-        found = self._followed.get(_connection(session))
-        if found is not None:
-            found[1].discard(uri)
+        self._followed.get(_connection(session), set()).discard(uri)
 
     async def tell(self, uri: str) -> None:
-        for connection, (session, uris) in list(self._followed.items()):
+        for connection, uris in list(self._followed.items()):
             if uri not in uris:
                 continue
             with anyio.move_on_after(SEND_TIMEOUT) as waited:
                 try:
-                    await session.send_resource_updated(uri)
+                    await connection.send_resource_updated(uri)
                     continue
                 except Exception as exc:  # a closed connection: forget it
                     log.debug("a subscriber is gone (%s); forgetting it", type(exc).__name__)
@@ -60,10 +65,12 @@ class Subscribers:
             self._followed.pop(connection, None)
 
 
-def _connection(session: ServerSession) -> Any:
-    """The connection a per-request session proxy writes to: what a subscription belongs to
-    (the SDK builds a proxy per request; mcp 2.3 keeps the connection in `_connection`)."""
-    return getattr(session, "_connection", session)
+def _connection(session: ServerSession) -> _Told:
+    """The connection a per-request session proxy writes to: what a subscription belongs to.
+    The SDK builds a proxy per request (which holds its connection, so it must not be kept);
+    mcp 2.3 keeps the connection in `_connection`."""
+    found: _Told = getattr(session, "_connection", session)
+    return found
 
 
 class TenantEvents:

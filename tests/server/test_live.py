@@ -12,6 +12,7 @@ transports are in `test_live_transports.py`.
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ from mcp.types import (
     ResourceUpdatedNotification,
 )
 
+from frs.model import LOCAL_TENANT
 from server import Settings, build_server
 from server.deps import Deps, open_deps
 from server.events import TenantEvents
@@ -340,6 +342,18 @@ class TestLimits:
             "Too many open listen streams: 1 are open for your tenant. Close one you no longer "
             "read (or follow several resources in one listen), then listen again."
         )
+
+    async def test_a_2025_subscriber_that_goes_away_is_forgotten(self, db_path: Path) -> None:
+        settings = Settings(database=str(db_path), log_level="WARNING")
+        async with open_deps(settings) as deps:
+            server = build_server(settings, shared=deps)
+            subscribers = deps.events.subscribers(LOCAL_TENANT)
+            async with Client(server, mode="legacy") as client:
+                sentinel = Sentinel(client, await start(client, "s"))
+                await subscribe(client, sentinel)
+                assert len(subscribers) == 1
+            gc.collect()
+            assert len(subscribers) == 0
 
 
 async def refused_listen(client: Client) -> None:
