@@ -51,18 +51,25 @@ class Subscribers:
         self._followed.get(_connection(session), set()).discard(uri)
 
     async def tell(self, uri: str) -> None:
-        for connection, uris in list(self._followed.items()):
-            if uri not in uris:
-                continue
-            with anyio.move_on_after(SEND_TIMEOUT) as waited:
-                try:
-                    await connection.send_resource_updated(uri)
-                    continue
-                except Exception as exc:  # a closed connection: forget it
-                    log.debug("a subscriber is gone (%s); forgetting it", type(exc).__name__)
-            if waited.cancelled_caught:
-                log.warning("a subscriber took no update for %g s; forgetting it", SEND_TIMEOUT)
-            self._followed.pop(connection, None)
+        """Tell every connection following `uri`, all at once: a stuck one holds the change's
+        call up for `SEND_TIMEOUT` at most, and is forgotten."""
+        following = [c for c, uris in list(self._followed.items()) if uri in uris]
+        if not following:
+            return
+        async with anyio.create_task_group() as tg:
+            for connection in following:
+                tg.start_soon(self._tell_one, connection, uri)
+
+    async def _tell_one(self, connection: _Told, uri: str) -> None:
+        with anyio.move_on_after(SEND_TIMEOUT) as waited:
+            try:
+                await connection.send_resource_updated(uri)
+                return
+            except Exception as exc:  # a closed connection: forget it
+                log.debug("a subscriber is gone (%s); forgetting it", type(exc).__name__)
+        if waited.cancelled_caught:
+            log.warning("a subscriber took no update for %g s; forgetting it", SEND_TIMEOUT)
+        self._followed.pop(connection, None)
 
 
 def _connection(session: ServerSession) -> _Told:

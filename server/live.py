@@ -21,7 +21,6 @@ asked); a 2025 client follows `frs://sessions` to hear of new sessions. `adverti
 
 from __future__ import annotations
 
-import logging
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +47,6 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
     from server.deps import DepsContext
-
-log = logging.getLogger(__name__)
 
 _SDK_LIMIT = "Subscription limit reached"
 
@@ -108,9 +105,9 @@ async def listen(
             raise
         raise MCPError(
             INTERNAL_ERROR,
-            f"Too many open listen streams: {events.max_streams} are open for your tenant. "
-            "Close one you no longer read (or follow several resources in one listen), then "
-            "listen again.",
+            f"Too many open listen streams: your tenant has the most it may have open at once "
+            f"({events.max_streams}). Close one you no longer read (or follow several resources "
+            "in one listen), then listen again.",
         ) from None
 
 

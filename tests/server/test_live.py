@@ -339,8 +339,9 @@ class TestLimits:
                 with pytest.raises(MCPError) as refused:
                     await refused_listen(b)
         assert refused.value.message == (
-            "Too many open listen streams: 1 are open for your tenant. Close one you no longer "
-            "read (or follow several resources in one listen), then listen again."
+            "Too many open listen streams: your tenant has the most it may have open at once "
+            "(1). Close one you no longer read (or follow several resources in one listen), "
+            "then listen again."
         )
 
     async def test_a_2025_subscriber_that_goes_away_is_forgotten(self, db_path: Path) -> None:
