@@ -3,20 +3,21 @@
 `server.live` publishes here and serves both eras' subscriptions from here. The SDK's one bus
 per server would fan every event out to every listener; a tenant's session ids must not reach
 another tenant, so each tenant gets its own bus and its own `ListenHandler` (its own limit of
-open streams) for 2026-07-28's `subscriptions/listen`, and its own table of the connections
-that sent 2025-11-25's `resources/subscribe`, told on their own channel.
+open streams) for 2026-07-28's `subscriptions/listen`, and its own table of its 2025-11-25
+connections and what each sent `resources/subscribe` for, told on their own channel.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import anyio
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent
-from mcp.shared.subscriptions import ResourceUpdated
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +29,15 @@ SEND_TIMEOUT = 5.0
 
 
 class _Told(Protocol):
-    """What a subscription is told through: a connection (or, failing that, a session)."""
+    """What a 2025 client is told through: its connection (or, failing that, a session)."""
 
     async def send_resource_updated(self, uri: str) -> None: ...
 
+    async def send_resource_list_changed(self) -> None: ...
+
 
 class Subscribers:
-    """2025-era subscriptions of one tenant: each live connection and the URIs it follows.
+    """2025-era clients of one tenant: each live connection and the URIs it subscribed to.
     Keyed weakly by the connection, which nothing here keeps alive: a connection that ends is
     forgotten with it."""
 
@@ -44,6 +47,10 @@ class Subscribers:
     def __len__(self) -> int:
         return len(self._followed)
 
+    def seen(self, session: ServerSession) -> None:
+        """A connection that sent a request: it is told when the resource list changes."""
+        self._followed.setdefault(_connection(session), set())
+
     def follow(self, session: ServerSession, uri: str) -> None:
         self._followed.setdefault(_connection(session), set()).add(uri)
 
@@ -51,19 +58,29 @@ class Subscribers:
         self._followed.get(_connection(session), set()).discard(uri)
 
     async def tell(self, uri: str) -> None:
-        """Tell every connection following `uri`, all at once: a stuck one holds the change's
-        call up for `SEND_TIMEOUT` at most, and is forgotten."""
+        """Tell every connection following `uri`."""
         following = [c for c, uris in list(self._followed.items()) if uri in uris]
-        if not following:
+        await self._tell(following, lambda c: c.send_resource_updated(uri))
+
+    async def tell_list_changed(self) -> None:
+        """Tell every connection that the resource list changed."""
+        await self._tell(list(self._followed.keys()), lambda c: c.send_resource_list_changed())
+
+    async def _tell(
+        self, connections: list[_Told], send: Callable[[_Told], Awaitable[None]]
+    ) -> None:
+        """All at once: a stuck connection holds the change's call up for `SEND_TIMEOUT` at
+        most, and is forgotten."""
+        if not connections:
             return
         async with anyio.create_task_group() as tg:
-            for connection in following:
-                tg.start_soon(self._tell_one, connection, uri)
+            for connection in connections:
+                tg.start_soon(self._tell_one, connection, send)
 
-    async def _tell_one(self, connection: _Told, uri: str) -> None:
+    async def _tell_one(self, connection: _Told, send: Callable[[_Told], Awaitable[None]]) -> None:
         with anyio.move_on_after(SEND_TIMEOUT) as waited:
             try:
-                await connection.send_resource_updated(uri)
+                await send(connection)
                 return
             except Exception as exc:  # a closed connection: forget it
                 log.debug("a subscriber is gone (%s); forgetting it", type(exc).__name__)
@@ -115,8 +132,12 @@ class TenantEvents:
         for event in events:
             if bus is not None:
                 await bus.publish(event)
-            if subscribers is not None and isinstance(event, ResourceUpdated):
+            if subscribers is None:
+                continue
+            if isinstance(event, ResourceUpdated):
                 await subscribers.tell(event.uri)
+            elif isinstance(event, ResourcesListChanged):
+                await subscribers.tell_list_changed()
 
     def close(self) -> None:
         """End every open listen stream gracefully (at shutdown)."""

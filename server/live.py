@@ -13,18 +13,21 @@ the same database file is not seen here (two stdio processes, or an import from 
 line): each process tells only its own listeners.
 
 Under 2025-11-25 a client sends `resources/subscribe` for a URI and is told on its connection's
-own channel (stdio, its SSE stream, its Streamable HTTP session's GET stream). That era's
-list-changed notifications are not sent, so not advertised (the SDK advertises them only when
-asked); a 2025 client follows `frs://sessions` to hear of new sessions. `advertised` shapes the
+own channel (stdio, its SSE stream, its Streamable HTTP session's GET stream); every 2025
+connection that sent a request (`seen`) is told when the resource list changes. The SDK
+advertises that era's `listChanged` only when asked (`serve` asks); `advertised` shapes the
 2026-07-28 capabilities to what is delivered.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from enum import Enum
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -37,6 +40,8 @@ from mcp.types import (
     SubscriptionsListenResult,
     UnsubscribeRequestParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from server.deps import service
 from server.events import TenantEvents
@@ -129,8 +134,30 @@ async def unsubscribe(
     return EmptyResult()
 
 
+Answer = BaseModel | dict[str, Any] | None
+
+
+async def seen(
+    ctx: ServerRequestContext[Any, Any],
+    call_next: Callable[[ServerRequestContext[Any, Any]], Awaitable[Answer]],
+) -> Answer:
+    """A server middleware: each 2025 connection is known to its tenant's subscribers, so it
+    is told of list changes (2026-07-28 connections listen instead)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        events: TenantEvents = ctx.lifespan_context.events
+        events.subscribers(tenant_of(ctx)).seen(ctx.session)
+    return await call_next(ctx)
+
+
 def serve(lowlevel: Server[Any]) -> None:
     """Serve subscriptions per tenant in both eras and advertise only what is delivered."""
+    lowlevel.middleware.append(seen)
+    # 2025-11-25: the SDK takes the list-changed flags from NotificationOptions, which its
+    # transports never pass (mcp 2.3, its TODO L53); the resource list's changes are sent.
+    options = NotificationOptions(resources_changed=True)
+    lowlevel.create_initialization_options = partial(  # type: ignore[method-assign]
+        type(lowlevel).create_initialization_options, lowlevel, options
+    )
     lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)

@@ -83,7 +83,7 @@ class TestTypeScriptSdkClient:
 
         # Subscribed to its thread: told once by the record and once by the squash.
         assert report["resourcesCapability"]["subscribe"] is True
-        assert not report["resourcesCapability"].get("listChanged")
+        assert report["resourcesCapability"]["listChanged"] is True
         thread = f"frs://sessions/{report['sessionId']}/thread"
         assert report["updated"] == [thread, thread]
 

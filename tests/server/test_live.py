@@ -166,7 +166,7 @@ class TestWhatIsAdvertised:
             assert caps.prompts is not None
             assert caps.prompts.list_changed is False
 
-    async def test_2025_advertises_resource_subscriptions_and_no_list_changes(
+    async def test_2025_advertises_resource_subscriptions_and_list_changes_only(
         self, db_path: Path
     ) -> None:
         async with shared_server(db_path) as server, Client(server, mode="legacy") as client:
@@ -174,7 +174,7 @@ class TestWhatIsAdvertised:
             caps = client.server_capabilities
             assert caps.resources is not None
             assert caps.resources.subscribe is True
-            assert not caps.resources.list_changed
+            assert caps.resources.list_changed is True
             assert caps.tools is not None
             assert not caps.tools.list_changed
             assert caps.prompts is not None
@@ -301,7 +301,8 @@ class TestTwoClientsIn2025:
                 other = await start(b, "not watched")
                 sentinel = Sentinel(b, await start(b, "sentinel"))
                 await subscribe(a, sentinel, sid)
-                assert await sentinel.heard(inbox) == set()
+                # The three sessions just started: the list changed.
+                assert await sentinel.heard(inbox) == {ResourcesListChanged()}
 
                 await say(b, sid, "one", "two", "three")
                 assert await sentinel.heard(inbox) == updated(
@@ -314,8 +315,9 @@ class TestTwoClientsIn2025:
                 await call(b, "frs_plan", checkpoint="c", session_id=sid)
                 assert await sentinel.heard(inbox) == updated(sid, "thread")
                 await say(b, other, "elsewhere")
-                await start(b, "new")  # no list_changed in 2025: not advertised, not sent
                 assert await sentinel.heard(inbox) == set()
+                await start(b, "new")
+                assert await sentinel.heard(inbox) == {ResourcesListChanged()}
 
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", MCPDeprecationWarning)

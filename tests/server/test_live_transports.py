@@ -103,9 +103,7 @@ async def test_a_client_hears_its_tenants_changes_and_nothing_of_another_tenants
     tenants: FrsProcess, transport: str, era: str
 ) -> None:
     writes = OTHER[transport]  # the writer uses the other transport: one process, one bus
-    # In 2025 a new session is told as frs://sessions's update (not followed here), not as a
-    # list change: that era's list changes are not advertised.
-    new_session = {ResourcesListChanged()} if era == "2026-07-28" else set()
+    new_session = {ResourcesListChanged()}
     async with connect(tenants, writes, "alice") as alice, connect(tenants, writes, "bob") as bob:
         sid = await start(alice, "alice's")
         alice_sentinel = Sentinel(alice, await start(alice, "alice's sentinel"))
@@ -153,6 +151,7 @@ async def test_over_stdio_a_2025_subscriber_is_told_its_own_changes(tmp_path: Pa
             sid = await start(client, "mine")
             sentinel = Sentinel(client, await start(client, "sentinel"))
             await subscribe(client, sentinel, sid)
+            assert await sentinel.heard(inbox) == {ResourcesListChanged()}  # the two starts
             await say(client, sid, "hello")
             recorded = updated(sid, "thread", "messages", "anthropic")
             assert await sentinel.heard(inbox) == recorded
