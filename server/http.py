@@ -10,14 +10,16 @@ to name the limit. Which hosts may bind and be named is `server.hosts`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Literal
 
 import uvicorn
@@ -219,6 +221,23 @@ def _routes(mcp: MCPServer[Any], options: HttpOptions) -> tuple[list[BaseRoute],
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # Open subscriptions/listen streams are requests that never end by themselves: end
+        # them gracefully now (on the loop, not in the signal handler), or each would hold
+        # the shutdown for its whole timeout.
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_exit)
+
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
         # uvicorn re-raises a caught SIGINT/SIGTERM once serving stops, which would kill the
@@ -250,5 +269,5 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
             access_log=settings.log_level.upper() == "DEBUG",
             timeout_graceful_shutdown=options.shutdown_timeout,
         )
-        await _Server(config).serve(sockets=[sock])
+        await _Server(config, deps.events.close).serve(sockets=[sock])
     log.info("stopped; database %s closed", settings.database)

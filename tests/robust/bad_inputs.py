@@ -482,6 +482,19 @@ def _rows() -> tuple[Row, ...]:
             b'"params":{"uri":"frs://sessions/nope/thread"}}',
         ),
     )
+    stdio(
+        "stdio-subscribe-no-uri",
+        "resources/subscribe without a uri",
+        (b'{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{}}',),
+    )
+    stdio(
+        "stdio-listen-in-2025",
+        "subscriptions/listen on a 2025-11-25 connection",
+        (
+            b'{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen",'
+            b'"params":{"notifications":{"resourcesListChanged":true}}}',
+        ),
+    )
     # -- the command line and the database file
     cli("cli-unknown-flag", "an unknown flag", Cli(("--bogus",)))
     cli("cli-transport", "an unknown transport", Cli(("--transport", "carrier-pigeon")))
@@ -908,6 +921,10 @@ SEES: dict[str, str] = {
     "stdio-unknown-resource": (
         '{"code":-32602,"message":"No session \'nope\'. Read frs://sessions for the sessions '
         'there are.","data":{"uri":"frs://sessions/nope/thread"}}'
+    ),
+    "stdio-subscribe-no-uri": '{"code":-32602,"message":"Invalid request parameters","data":""}',
+    "stdio-listen-in-2025": (
+        '{"code":-32601,"message":"Method not found","data":"subscriptions/listen"}'
     ),
     "cli-unknown-flag": "{usage}\nfrs-mcp: error: unrecognized arguments: --bogus",
     "cli-transport": (
