@@ -20,6 +20,7 @@ from server.cli import parser
 from server.deps import open_deps
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
+from server.logs import hide_session_ids
 from server.settings import Settings, resolve_database
 from server.tenants import TokensFileError, tenants_of
 from storage import SchemaTooNew
@@ -44,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    hide_session_ids()
     if args.command == "import":
         return importer.run(args)
     if args.command == "export":

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.hosts import HostPolicy
@@ -133,7 +135,8 @@ class HostGuard:
 class BearerGuard:
     """401 unless the request carries `Authorization: Bearer <secret>` of a tenant (compared
     in constant time, `server.tenants`); the request then runs as that tenant
-    (`scope["state"]["frs_tenant"]`, read by `server.scopes`)."""
+    (`scope["state"]["frs_tenant"]`, read by `server.scopes`), and as that principal for the
+    SDK (`scope["user"]`), which keeps each MCP session to the tenant that opened it."""
 
     app: ASGIApp
     tenants: Mapping[str, str]  # secret -> tenant
@@ -146,6 +149,10 @@ class BearerGuard:
         tenant = tenant_of(self.tenants, given.strip()) if scheme.lower() == "bearer" else None
         if tenant is not None:
             scope.setdefault("state", {})[TENANT_KEY] = tenant
+            # The SDK binds each Streamable HTTP session and SSE stream to the principal that
+            # opened it and answers anyone else's request for it (POST, GET, DELETE, an SSE
+            # message) exactly as for an unknown session: 404.
+            scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=tenant, scopes=[]))
             await self.app(scope, receive, send)
             return
         await _refuse(

@@ -14,8 +14,10 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -336,3 +338,125 @@ class TestTwoAgentsOneToken:
         ):
             seen = await twins_write(one, two, "stateless")
         assert seen == (expected("one", "stateless"), expected("two", "stateless"))
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+POST = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+LEGACY = {"mcp-protocol-version": "2025-11-25"}
+PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+def auth(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+async def open_mcp_session(http: httpx2.AsyncClient, server: FrsProcess, secret: str) -> str:
+    opened = await http.post(server.mcp_url, json=INITIALIZE, headers={**POST, **auth(secret)})
+    assert opened.status_code == 200, opened.text
+    sid = opened.headers["mcp-session-id"]
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers = {**POST, **LEGACY, **auth(secret), "mcp-session-id": sid}
+    assert (await http.post(server.mcp_url, json=done, headers=headers)).status_code == 202
+    return str(sid)
+
+
+def as_seen(response: httpx2.Response, body: str | None = None) -> tuple[int, str]:
+    return response.status_code, response.text if body is None else body
+
+
+class TestMcpSessionsBoundToTheirTenant:
+    @pytest.mark.parametrize("method", ["POST", "GET", "DELETE"])
+    async def test_another_tenants_mcp_session_id_is_answered_as_an_unknown_one(
+        self, server: FrsProcess, method: str
+    ) -> None:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            hers = await open_mcp_session(http, server, ALICE)
+
+            async def bob_sends(sid: str) -> tuple[int, str]:
+                headers = {**POST, **LEGACY, **auth(BOB), "mcp-session-id": sid}
+                body = PING if method == "POST" else None
+                request = http.stream(method, server.mcp_url, json=body, headers=headers)
+                async with request as response:
+                    if response.status_code == 200 and method == "GET":
+                        return 200, "a stream of her session"  # read no further: it never ends
+                    return as_seen(response, (await response.aread()).decode())
+
+            with_hers = await bob_sends(hers)
+            with_unknown = await bob_sends("0" * 32)
+            still_hers = await http.post(
+                server.mcp_url,
+                json=PING,
+                headers={**POST, **LEGACY, **auth(ALICE), "mcp-session-id": hers},
+            )
+        assert with_hers[0] == 404
+        assert with_hers == with_unknown
+        assert still_hers.status_code == 200, still_hers.text  # a DELETE by bob ended nothing
+        assert hers not in server.stderr
+
+    async def test_a_post_to_another_tenants_sse_stream_is_answered_as_for_an_unknown_one(
+        self, server: FrsProcess
+    ) -> None:
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            http.stream("GET", server.sse_url, headers=auth(ALICE)) as stream,
+        ):
+            lines = stream.aiter_lines()
+            endpoint = ""
+            async for line in lines:
+                if line.startswith("data: "):
+                    endpoint = server.base + line.removeprefix("data: ").strip()
+                    break
+            sid = endpoint.rsplit("=", 1)[1]
+            unknown = endpoint.replace(sid, "0" * 32)
+            with_hers = await http.post(endpoint, json=PING, headers=auth(BOB))
+            with_unknown = await http.post(unknown, json=PING, headers=auth(BOB))
+            own = await http.post(endpoint, json={**PING, "id": 3}, headers=auth(ALICE))
+            answers = []
+            with anyio.fail_after(10):
+                async for line in lines:
+                    if line.startswith("data: "):
+                        answers.append(json.loads(line.removeprefix("data: ")))
+                        break
+        assert with_hers.status_code == 404
+        assert as_seen(with_hers) == as_seen(with_unknown)
+        assert own.status_code == 202
+        assert [a["id"] for a in answers] == [3]  # bob's ping never reached her stream
+        assert sid not in server.stderr
+
+
+class TestSessionIdsAreNotLogged:
+    async def test_no_mcp_or_sse_session_id_reaches_the_log_even_at_debug(
+        self, tmp_path: Path
+    ) -> None:
+        args = ("--transport", "both-http", "--log-level", "DEBUG")
+        with frs_http(tmp_path / "frs.db", *args) as debug:
+            async with httpx2.AsyncClient(timeout=30) as http:
+                sid = await open_mcp_session(http, debug, "")
+                await http.post(
+                    debug.mcp_url, json=PING, headers={**POST, **LEGACY, "mcp-session-id": sid}
+                )
+                await http.delete(debug.mcp_url, headers={**LEGACY, "mcp-session-id": sid})
+                await http.post(
+                    debug.mcp_url, json=PING, headers={**POST, **LEGACY, "mcp-session-id": sid}
+                )
+                async with http.stream("GET", debug.sse_url) as stream:
+                    async for line in stream.aiter_lines():
+                        if line.startswith("data: "):
+                            endpoint = debug.base + line.removeprefix("data: ").strip()
+                            break
+                    await http.post(endpoint, json=PING)
+            logged = debug.stderr
+        assert "session" in logged.lower()  # the SDK's lines are there, their ids are not
+        assert sid not in logged
+        assert not HEX32.search(logged), logged
+        assert not re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-", logged), logged
