@@ -29,6 +29,7 @@ from starlette.types import ASGIApp
 
 from server.app import build_server
 from server.deps import Deps, open_deps
+from server.evictions import EvictIdle
 from server.guards import (
     HEALTH_PATH,
     MCP_PATH,
@@ -161,15 +162,18 @@ def build_app(mcp: MCPServer[Any], options: HttpOptions, port: int) -> ASGIApp:
             yield
 
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    if options.serves_streamable:
+        app = EvictIdle(app, mcp.session_manager, options.max_sessions, MCP_PATH)
     app = RewordLimits(
         app,
         {
             413: f"Request body too large: the limit is {options.max_body_bytes} bytes "
             "(--max-body-bytes). Send long content in several smaller calls.",
             503: f"Too many open Streamable HTTP sessions: the limit of {options.max_sessions} "
-            "is reached. Close a client you no longer use (closing ends its session), wait for "
-            f"idle sessions to expire (after {options.session_idle_timeout:g} s), or restart "
-            "frs-mcp with a larger --max-sessions.",
+            "is reached and every session is busy (serving a request or holding its stream "
+            "open), so none could be closed to make room. Retry in a moment, close a client you "
+            "no longer use (closing ends its session), or restart frs-mcp with a larger "
+            "--max-sessions.",
         },
     )
     app = SseLimit(app, options.max_sse_connections, options.serves_streamable)
