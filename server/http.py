@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import uvicorn
@@ -43,6 +43,7 @@ from server.guards import (
 )
 from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
+from server.sockets import SocketLimits, guarded_protocol
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class HttpOptions:
     max_sessions: int = 100
     session_idle_timeout: float = 900.0
     shutdown_timeout: int = 10
+    sockets: SocketLimits = field(default_factory=SocketLimits)
 
     @property
     def secured(self) -> bool:
@@ -245,6 +247,7 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
             log_level=settings.log_level.lower(),
             access_log=settings.log_level.upper() == "DEBUG",
             timeout_graceful_shutdown=options.shutdown_timeout,
+            http=guarded_protocol(options.sockets),
         )
         await _Server(config).serve(sockets=[sock])
     log.info("stopped; database %s closed", settings.database)

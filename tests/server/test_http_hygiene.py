@@ -11,8 +11,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
+from anyio.abc import SocketStream
 
 from tests.clients.frs_process import FrsProcess, frs_http
 
@@ -111,3 +113,80 @@ class TestSessionLimit:
                     second = await http.post(server.mcp_url, json=initialize(), headers=POST)
         assert ended.status_code == 200
         assert second.status_code == 200, second.text
+
+
+async def until_closed(sock: SocketStream) -> bytes:
+    """Everything the server sends before it closes the socket (a bound: 30 s)."""
+    got = b""
+    async with sock:
+        with anyio.fail_after(30):
+            try:
+                while True:
+                    got += await sock.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionResetError):
+                return got
+
+
+async def connected(server: FrsProcess) -> SocketStream:
+    return await anyio.connect_tcp("127.0.0.1", server.port)
+
+
+class TestSlowAndIdleSockets:
+    async def test_thirty_idle_sockets_are_closed_and_a_real_client_gets_in(
+        self, tmp_path: Path
+    ) -> None:
+        args = ("--transport", "streamable-http", "--max-connections", "8")
+        with frs_http(tmp_path / "frs.db", *args, "--header-timeout", "0.5") as server:
+            idle = [await connected(server) for _ in range(30)]
+            answers = [await until_closed(sock) for sock in idle]
+            async with httpx2.AsyncClient(timeout=30) as http:
+                served = await http.post(server.mcp_url, json=initialize(), headers=POST)
+        timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408 ")]
+        refused = [a for a in answers if a.startswith(b"HTTP/1.1 503 ")]
+        assert len(timed_out) + len(refused) == 30
+        assert len(timed_out) >= 1
+        assert all(b"within 0.5 s (--header-timeout)" in a for a in timed_out)
+        assert all(b"the limit of 8 is reached (--max-connections)" in a for a in refused)
+        assert served.status_code == 200
+
+    async def test_headers_sent_a_byte_at_a_time_get_408_naming_the_limit(
+        self, tmp_path: Path
+    ) -> None:
+        args = ("--transport", "streamable-http", "--header-timeout", "0.5")
+        with frs_http(tmp_path / "frs.db", *args) as server:
+            sock = await connected(server)
+            await sock.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            answer = await until_closed(sock)
+        assert answer.startswith(b"HTTP/1.1 408 ")
+        assert b"headers did not arrive within 0.5 s (--header-timeout)" in answer
+
+    async def test_a_body_shorter_than_its_content_length_gets_408_and_others_are_served(
+        self, tmp_path: Path
+    ) -> None:
+        args = ("--transport", "streamable-http", "--body-timeout", "0.5")
+        with frs_http(tmp_path / "frs.db", *args) as server:
+            sock = await connected(server)
+            host = f"127.0.0.1:{server.port}".encode()
+            await sock.send(
+                b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\n"
+                b"Content-Length: 400\r\n\r\n" + b'{"jsonrpc": "2.0", "id": 1,'
+            )
+            async with httpx2.AsyncClient(timeout=30) as http:
+                meanwhile = await http.post(server.mcp_url, json=initialize(), headers=POST)
+            answer = await until_closed(sock)
+        assert meanwhile.status_code == 200
+        assert answer.startswith(b"HTTP/1.1 408 ")
+        assert b"within 0.5 s of its headers (--body-timeout)" in answer
+        assert b"Content-Length" in answer
+
+    async def test_a_socket_idle_between_requests_is_closed(self, tmp_path: Path) -> None:
+        args = ("--transport", "streamable-http", "--keep-alive-timeout", "0.5")
+        with frs_http(tmp_path / "frs.db", *args) as server:
+            sock = await connected(server)
+            host = f"127.0.0.1:{server.port}".encode()
+            await sock.send(b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")
+            answer = await until_closed(sock)
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert b'"status": "ok"' in answer
