@@ -21,6 +21,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.caching import CacheConfig, InMemoryResponseCacheStore
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -460,3 +461,45 @@ class TestSessionIdsAreNotLogged:
         assert sid not in logged
         assert not HEX32.search(logged), logged
         assert not re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-", logged), logged
+
+
+class TestResponseCacheHints:
+    """2026-07-28 lets a client (or a gateway serving many users) cache list and read results
+    for `ttlMs`, shared across users when `cacheScope` is public. Every tenant's lists and
+    reads differ, so none may be served to another tenant from a cache, even a shared one
+    that trusts the server's public marks."""
+
+    async def test_a_shared_cache_never_serves_one_tenants_results_to_another(
+        self, server: FrsProcess
+    ) -> None:
+        store = InMemoryResponseCacheStore()
+
+        @asynccontextmanager
+        async def cached(secret: str, partition: str) -> AsyncIterator[Client]:
+            config = CacheConfig(
+                store=store, partition=partition, target_id=server.mcp_url, share_public=True
+            )
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=30) as h,
+                Client(streamable_http_client(server.mcp_url, http_client=h), cache=config) as c,
+            ):
+                yield c
+
+        async with cached(ALICE, "alice") as alice_client:
+            alice = await alice_session(alice_client, "cache")
+            read = await alice_client.read_resource("frs://sessions")
+            listed = await alice_client.list_resources()
+            templates = await alice_client.list_resource_templates()
+            tools = await alice_client.list_tools()
+            prompts = await alice_client.list_prompts()
+            alice_thread = f"frs://sessions/{alice.session_id}/thread"
+            await alice_client.read_resource(alice_thread)
+        async with cached(BOB, "bob") as bob:
+            seen = await bob.read_resource("frs://sessions")
+            thread = await answer_to_resource(bob, alice_thread)
+            bob_listed = await bob.list_resources()
+        for result in (read, listed, templates, tools, prompts):
+            assert result.cache_scope == "private" or result.ttl_ms == 0, result
+        assert_nothing_of_alice(seen.model_dump_json(), alice)
+        assert_nothing_of_alice(bob_listed.model_dump_json(), alice)
+        assert '"code": -32602' in thread
