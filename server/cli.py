@@ -169,8 +169,8 @@ def _http(http: argparse._ArgumentGroup) -> None:
         type=_positive,
         default=_HTTP.sockets.max_connections,
         metavar="N",
-        help="open sockets at once, SSE streams included (default %(default)s); one more is "
-        "answered 503 and closed",
+        help="open sockets at once, SSE streams included (default %(default)s); at the cap the "
+        "oldest socket that sent no request yet makes room, else the new one gets 503",
     )
     http.add_argument(
         "--header-timeout",

@@ -7,14 +7,19 @@ but never times out a socket that has not finished its headers or its body, and 
 dozen clients that connect and send nothing, or a header a byte a minute, or a body shorter
 than its Content-Length, would hold their sockets for ever. `guarded_protocol` is uvicorn's
 h11 protocol with these limits added; every refusal names its limit and the flag that sets
-it. A server reachable from other machines belongs behind a reverse proxy all the same (TLS,
-rate limits); these limits keep a loopback or LAN server usable, they are not a firewall.
+it. At the connection cap, the oldest socket that has not sent a whole request yet is closed
+to admit the new one, so sockets that connect and wait lock no one out, even for the header
+timeout; only when every socket is in use is the newcomer refused.
+
+A server reachable from other machines belongs behind a reverse proxy all the same (TLS, rate
+limits); these limits keep a loopback or LAN server usable, they are not a firewall.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +53,11 @@ def _raw_response(status: int, reason: str, text: str) -> bytes:
 def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
     """uvicorn's h11 protocol with `limits` enforced; pass it as `uvicorn.Config(http=...)`."""
 
+    # Sockets that have not yet sent a whole first request, oldest first: at the cap, the
+    # oldest of them makes room for a newcomer, so sockets that connect and wait cannot lock
+    # real clients out even for the header timeout. A client sends its first request at once.
+    fresh: OrderedDict[Guarded, None] = OrderedDict()
+
     class Guarded(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
         _waiting_for: str = ""
@@ -58,7 +68,7 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            if len(self.connections) > limits.max_connections:
+            if len(self.connections) > limits.max_connections and not self._make_room():
                 log.warning("refused a connection: %d open", limits.max_connections)
                 self._refuse(
                     503,
@@ -67,7 +77,25 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
                     "(--max-connections). Close connections you no longer use and retry.",
                 )
                 return
+            fresh[self] = None
             self._arm("headers")
+
+        def _make_room(self) -> bool:
+            """Close the oldest socket that has sent no whole request yet; False if none."""
+            while fresh:
+                oldest, _ = fresh.popitem(last=False)
+                if oldest.transport.is_closing():
+                    continue
+                oldest._disarm()
+                oldest._refuse(
+                    503,
+                    "Service Unavailable",
+                    f"Closed: the server is at its limit of {limits.max_connections} connections "
+                    "(--max-connections) and this one had sent no request. Send the request "
+                    "right after connecting.",
+                )
+                return True
+            return False
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
@@ -78,6 +106,7 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
             self._follow()  # a pipelined request
 
         def connection_lost(self, exc: Exception | None) -> None:
+            fresh.pop(self, None)
             self._disarm()
             super().connection_lost(exc)
 
@@ -88,6 +117,8 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
             if self.transport.is_closing():
                 return
             state = self.conn.their_state
+            if state is not h11.IDLE:
+                fresh.pop(self, None)  # a whole request head arrived
             if state is h11.SEND_BODY:
                 self._arm("body")
             elif state is h11.IDLE and self.timeout_keep_alive_task is None:

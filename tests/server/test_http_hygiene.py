@@ -132,22 +132,45 @@ async def connected(server: FrsProcess) -> SocketStream:
 
 
 class TestSlowAndIdleSockets:
-    async def test_thirty_idle_sockets_are_closed_and_a_real_client_gets_in(
+    async def test_thirty_idle_sockets_at_the_cap_make_room_and_a_real_client_gets_in(
         self, tmp_path: Path
     ) -> None:
+        """The header timeout is long here: the client gets in because the oldest sockets that
+        never sent a request are closed for it, not because they timed out."""
         args = ("--transport", "streamable-http", "--max-connections", "8")
-        with frs_http(tmp_path / "frs.db", *args, "--header-timeout", "0.5") as server:
+        with frs_http(tmp_path / "frs.db", *args, "--header-timeout", "120") as server:
             idle = [await connected(server) for _ in range(30)]
-            answers = [await until_closed(sock) for sock in idle]
             async with httpx2.AsyncClient(timeout=30) as http:
                 served = await http.post(server.mcp_url, json=initialize(), headers=POST)
-        timed_out = [a for a in answers if a.startswith(b"HTTP/1.1 408 ")]
-        refused = [a for a in answers if a.startswith(b"HTTP/1.1 503 ")]
-        assert len(timed_out) + len(refused) == 30
-        assert len(timed_out) >= 1
-        assert all(b"within 0.5 s (--header-timeout)" in a for a in timed_out)
-        assert all(b"the limit of 8 is reached (--max-connections)" in a for a in refused)
+            closed = [await until_closed(sock) for sock in idle[:22]]
+            for sock in idle[22:]:
+                await sock.aclose()
         assert served.status_code == 200
+        assert all(a.startswith(b"HTTP/1.1 503 ") for a in closed)
+        assert all(b"at its limit of 8 connections (--max-connections)" in a for a in closed)
+
+    async def test_at_the_cap_with_every_socket_in_use_a_new_one_gets_503(
+        self, tmp_path: Path
+    ) -> None:
+        args = ("--transport", "sse", "--max-connections", "2")
+        with frs_http(tmp_path / "frs.db", *args) as server:
+            async with (
+                httpx2.AsyncClient(timeout=30) as one,
+                httpx2.AsyncClient(timeout=30) as two,
+                one.stream("GET", server.sse_url) as first,
+                two.stream("GET", server.sse_url) as second,
+            ):
+                assert (first.status_code, second.status_code) == (200, 200)
+                answer = await until_closed(await connected(server))
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b"the limit of 2 is reached (--max-connections)" in answer
+
+    async def test_an_idle_socket_gets_408_naming_the_header_timeout(self, tmp_path: Path) -> None:
+        args = ("--transport", "streamable-http", "--header-timeout", "0.5")
+        with frs_http(tmp_path / "frs.db", *args) as server:
+            answer = await until_closed(await connected(server))
+        assert answer.startswith(b"HTTP/1.1 408 ")
+        assert b"within 0.5 s (--header-timeout)" in answer
 
     async def test_headers_sent_a_byte_at_a_time_get_408_naming_the_limit(
         self, tmp_path: Path
