@@ -580,6 +580,7 @@ def render(results: dict[str, Any]) -> str:
         *_peers(results.get("peers", {})),
         *_memory(results.get("memory", {}), latency),
         *_plans(results.get("plans", {})),
+        *_web(results.get("web", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -607,3 +608,34 @@ def _scaling_note(section: dict[str, Any]) -> list[str]:
         *_table(["operation", "p50 ms at 100", "p50 ms at 100,000", "ratio", "≤ 1.2"], rows),
         "",
     ]
+
+
+def _web(section: dict[str, Any]) -> list[str]:
+    if not section:
+        return []
+    render = section.get("render", {})
+    newest = section["ops"].get("thread, newest 200 entries", {})
+    out = [
+        "## 8. The web viewer",
+        "",
+        f"`frs-mcp web` in its own process on a {section['size']:,}-message session (corpus"
+        f" text, {section['squashes']} squashes among the newest entries, one nesting two"
+        f" others), {section['rounds']} GETs per page over one kept-alive HTTP connection,"
+        " beside a floor measured in the same run: the viewer's static stylesheet (the HTTP"
+        " round trip and the server's own cost, no database read). Target: the thread page of"
+        f" the newest 200 entries within {section['target_ms']:.0f} ms:"
+        f" {'met' if section['met'] else '**not met**'} (p99 {_ms(newest.get('p99'))} ms).",
+        "",
+    ]
+    rows = [
+        [name, _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _x(r["floor"]), f"{r['bytes']:,}"]
+        for name, r in section["ops"].items()
+    ]
+    out += _table(["GET", "p50 ms", "p90 ms", "p99 ms", "p50 / floor", "bytes"], rows)
+    out += [
+        "",
+        f"In process, without HTTP, reading the newest page and building its HTML: p50"
+        f" {_ms(render.get('p50'))} ms, p99 {_ms(render.get('p99'))} ms.",
+        "",
+    ]
+    return out

@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
-peers.
+peers, web.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -21,14 +21,14 @@ from typing import Any
 
 import anyio
 
-from bench import cache, latency, machine, memory, peers, plans, report, throughput, tokens
+from bench import cache, latency, machine, memory, peers, plans, report, throughput, tokens, web
 from bench.corpus import REPO, corpus_dir, load_corpus
 from bench.targets import judge
 from bench.threads import TextPool
 from bench.tokenizer import PINNED_SHA256, verified
 from bench.tokenizer import load as load_tokenizer
 
-SECTIONS = ("plans", "memory", "latency", "throughput", "tokens", "cache", "peers")
+SECTIONS = ("plans", "memory", "latency", "throughput", "tokens", "cache", "peers", "web")
 FULL = {
     "latency": latency.Plan(
         rounds=200,
@@ -43,6 +43,7 @@ FULL = {
     "peer_rounds": 200,
     "thinking_calls": 300,
     "cache_trials": 30,
+    "web_rounds": 50,
 }
 QUICK = {
     "latency": latency.Plan(
@@ -58,6 +59,7 @@ QUICK = {
     "peer_rounds": 15,
     "thinking_calls": 30,
     "cache_trials": 3,
+    "web_rounds": 5,
 }
 
 
@@ -128,6 +130,9 @@ async def measure(
             },
             t,
         )
+    if "web" in sections:
+        t = time.perf_counter()
+        stamp("web", await web.run(folder, pool, settings["web_rounds"], log), t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 

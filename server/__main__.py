@@ -24,6 +24,7 @@ from server.logs import hide_session_ids
 from server.settings import Settings, resolve_database
 from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
+from server.web import command as web
 from storage import SchemaTooNew
 
 log = logging.getLogger("frs-mcp")
@@ -51,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return importer.run(args)
     if args.command == "export":
         return exporter.run(args)
+    if args.command == "web":
+        return web.run(args)
     try:
         settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first

@@ -9,6 +9,7 @@ from pathlib import Path
 from server import exporter, importer
 from server.http import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
+from server.web import command as web
 
 _HTTP = HttpOptions()  # the defaults
 
@@ -216,6 +217,15 @@ def _commands(p: argparse.ArgumentParser) -> None:
             help="print a session's live thread (--format openai|anthropic|text)",
             description="Print a session's live thread as chat messages a runtime can send to "
             "a model.",
+        )
+    )
+    web.configure(
+        commands.add_parser(
+            "web",
+            parents=[common],
+            help="serve a read-only web viewer of the sessions (http://127.0.0.1:8766/)",
+            description="Serve a read-only web viewer of the database's sessions: threads "
+            "with their squashes, the audit trail, search. It never writes to the database.",
         )
     )
 

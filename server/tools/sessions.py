@@ -11,6 +11,7 @@ from pydantic import Field
 from frs import SessionId, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
+from server.live import Change, changed
 from server.tools.arguments import NumberingArg, SessionArg, choices, numbering_of, session_of
 from server.tools.results import SessionOut, result, session_page, session_result
 
@@ -64,6 +65,8 @@ async def frs_session(
                 conversation,
             )
             session, created = started.session, started.created
+            if created:
+                await changed(ctx, session.id, Change.RECORDED, new=True)
             text = replies.session_started(session, created, title, goal, numbering, scope)
             if frs.scope.connection is None:
                 text += replies.shared_current(session, scope)
