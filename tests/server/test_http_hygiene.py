@@ -84,6 +84,28 @@ class TestSessionLimit:
         assert statuses == [404, 200]
         assert "evicted the least recently used idle session" in server.stderr
 
+    async def test_a_tenant_at_the_limit_evicts_its_own_idle_session_before_anothers(
+        self, tmp_path: Path
+    ) -> None:
+        tokens = tmp_path / "tokens"
+        tokens.write_text("alice alice-secret-0123456789\nbob bob-secret-0123456789ab\n")
+        tokens.chmod(0o600)
+        args = ("--transport", "streamable-http", "--max-sessions", "2", "--tokens", str(tokens))
+        alice = {"Authorization": "Bearer alice-secret-0123456789"}
+        bob = {"Authorization": "Bearer bob-secret-0123456789ab"}
+        with frs_http(tmp_path / "frs.db", *args) as server:
+            async with (
+                httpx2.AsyncClient(timeout=30, headers=alice) as as_alice,
+                httpx2.AsyncClient(timeout=30, headers=bob) as as_bob,
+            ):
+                bobs = await open_session(as_bob, server)
+                hers = await open_session(as_alice, server)
+                assert await pinged(as_alice, server, hers) == 200  # bob's is the least recent
+                another = await as_alice.post(server.mcp_url, json=initialize(), headers=POST)
+                after = (await pinged(as_alice, server, hers), await pinged(as_bob, server, bobs))
+        assert another.status_code == 200, another.text
+        assert after == (404, 200)  # alice made room with her own idle session, not bob's
+
     async def test_a_busy_session_is_never_evicted_and_the_refusal_echoes_the_requests_id(
         self, tmp_path: Path
     ) -> None:
