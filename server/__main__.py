@@ -20,7 +20,9 @@ from server.cli import parser
 from server.deps import open_deps
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
+from server.logs import hide_session_ids
 from server.settings import Settings, resolve_database
+from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
 from server.web import command as web
 from storage import DatabaseRefused
@@ -45,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    hide_session_ids()
     if args.command == "import":
         return importer.run(args)
     if args.command == "export":
@@ -92,6 +95,12 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         max_sse_connections=args.max_sse_connections,
         max_sessions=args.max_sessions,
         session_idle_timeout=args.session_idle_timeout,
+        sockets=SocketLimits(
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            keep_alive_timeout=args.keep_alive_timeout,
+        ),
     )
 
 

@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from starlette.types import ASGIApp
 
 from server.app import build_server
 from server.deps import Deps, open_deps
+from server.evictions import EvictIdle
 from server.guards import (
     HEALTH_PATH,
     MCP_PATH,
@@ -44,6 +45,7 @@ from server.guards import (
 )
 from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
+from server.sockets import SocketLimits, guarded_protocol
 from server.web.app import viewer_of
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,7 @@ class HttpOptions:
     max_sessions: int = 100
     session_idle_timeout: float = 900.0
     shutdown_timeout: int = 10
+    sockets: SocketLimits = field(default_factory=SocketLimits)
 
     @property
     def secured(self) -> bool:
@@ -171,15 +174,18 @@ def build_app(
             yield
 
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    if options.serves_streamable:
+        app = EvictIdle(app, mcp.session_manager, options.max_sessions, MCP_PATH)
     app = RewordLimits(
         app,
         {
             413: f"Request body too large: the limit is {options.max_body_bytes} bytes "
             "(--max-body-bytes). Send long content in several smaller calls.",
             503: f"Too many open Streamable HTTP sessions: the limit of {options.max_sessions} "
-            "is reached. Close a client you no longer use (closing ends its session), wait for "
-            f"idle sessions to expire (after {options.session_idle_timeout:g} s), or restart "
-            "frs-mcp with a larger --max-sessions.",
+            "is reached and every session is busy (serving a request or holding its stream "
+            "open), so none could be closed to make room. Retry in a moment, close a client you "
+            "no longer use (closing ends its session), or restart frs-mcp with a larger "
+            "--max-sessions.",
         },
     )
     app = SseLimit(app, options.max_sse_connections, options.serves_streamable)
@@ -268,6 +274,7 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
             log_level=settings.log_level.lower(),
             access_log=settings.log_level.upper() == "DEBUG",
             timeout_graceful_shutdown=options.shutdown_timeout,
+            http=guarded_protocol(options.sockets),
         )
         await _Server(config, deps.events.close).serve(sockets=[sock])
     log.info("stopped; database %s closed", settings.database)

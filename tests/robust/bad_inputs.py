@@ -503,6 +503,9 @@ def _rows() -> tuple[Row, ...]:
     cli("cli-preview", "`--preview-chars` below 200", Cli(("--preview-chars", "10")))
     cli("cli-log-level", "an unknown log level", Cli(("--log-level", "LOUD")))
     cli("cli-body-zero", "`--max-body-bytes 0`", Cli(("--max-body-bytes", "0")))
+    cli("cli-connections-zero", "`--max-connections 0`", Cli(("--max-connections", "0")))
+    cli("cli-header-timeout", "`--header-timeout 0`", Cli(("--header-timeout", "0")))
+    cli("cli-body-timeout", "`--body-timeout soon`", Cli(("--body-timeout", "soon")))
     cli(
         "cli-public-no-token",
         "HTTP on 0.0.0.0 without a token",
@@ -650,6 +653,17 @@ def _rows() -> tuple[Row, ...]:
         "http-sse-unknown-session",
         "a POST to the SSE endpoint for an unknown session",
         Http("POST", "/messages/?session_id=" + "0" * 32, {}, INITIALIZE),
+    )
+    http(
+        "http-unknown-mcp-session",
+        "an `Mcp-Session-Id` that does not exist, has expired or was evicted, or is another "
+        "tenant's",
+        Http(
+            "POST",
+            "/mcp",
+            {"Mcp-Session-Id": "0" * 32, "MCP-Protocol-Version": "2025-11-25"},
+            b'{"jsonrpc":"2.0","id":5,"method":"ping"}',
+        ),
     )
     http("http-health-post", "POST /health", Http("POST", "/health", {}, b"{}"))
     http("http-unknown-path", "an unknown path", Http("GET", "/admin"))
@@ -939,6 +953,16 @@ SEES: dict[str, str] = {
         "'DEBUG', 'INFO', 'WARNING', 'ERROR')"
     ),
     "cli-body-zero": "{usage}\nfrs-mcp: error: argument --max-body-bytes: 0 must be at least 1",
+    "cli-connections-zero": (
+        "{usage}\nfrs-mcp: error: argument --max-connections: 0 must be at least 1"
+    ),
+    "cli-header-timeout": (
+        "{usage}\nfrs-mcp: error: argument --header-timeout: 0.0 must be a positive number of "
+        "seconds"
+    ),
+    "cli-body-timeout": (
+        "{usage}\nfrs-mcp: error: argument --body-timeout: 'soon' is not a number of seconds"
+    ),
     "cli-public-no-token": (
         "frs-mcp: refusing to listen on 0.0.0.0 without a token: anyone who can reach this port "
         "could read and change every session. Set a token with FRS_TOKEN=<secret> (or --token "
@@ -1074,6 +1098,9 @@ SEES: dict[str, str] = {
         'session ID"}}'
     ),
     "http-sse-unknown-session": "404 Could not find session",
+    "http-unknown-mcp-session": (
+        '404 {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}'
+    ),
     "http-health-post": "405 Use GET /health.",
     "http-unknown-path": "404 Not Found",
 }
