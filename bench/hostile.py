@@ -2,7 +2,9 @@
 
 The hostile client sends, in turn and without pause, an oversized batch (200,000 tiny messages,
 3 MiB, under the 4 MiB body cap, so the server itself must refuse it on its count) and a
-maximal valid request (5,000 messages filling the body cap, which the server records). Its
+maximal valid request (5,000 messages filling the body cap, which the server records), and
+holds idle sockets that never send a byte, twice the server's connection cap, each reopened a
+second after the server closes it. Its
 requests are built once and sent as raw bytes (stdlib `http.client`, in a worker thread), so
 its own cost in this process is small next to the server's. Normal clients are MCP clients, each
 in its own session: record a few short messages, view the last ten entries, read a message back.
@@ -40,6 +42,9 @@ HEADERS = {
 }
 OVERSIZED = 200_000
 MAXIMAL = 5_000
+MAX_CONNECTIONS = 32  # the server's --max-connections in the bench
+IDLE = 2 * MAX_CONNECTIONS  # idle sockets the hostile client holds: twice the cap
+REOPEN = 1.0  # seconds before an idle socket the server closed is opened again
 REFUSAL = (
     f"Error executing tool frs_record: {OVERSIZED:,} messages in one call; the limit is "
     f"{MAXIMAL:,}. Split the batch."
@@ -108,18 +113,48 @@ class Hostile:
 
     url: str
     kinds: tuple[str, ...] = ("oversized", "maximal")
+    idle: int = 0  # sockets held open without a byte sent, each reopened once closed
     answers: dict[str, int] = field(default_factory=dict)
     unexpected: list[str] = field(default_factory=list)
 
     async def run(self, stop: anyio.Event) -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.idle):
+                tg.start_soon(self._idle_socket)
+            await self._requests(stop)
+            tg.cancel_scope.cancel()
+
+    async def _requests(self, stop: anyio.Event) -> None:
         built = {"oversized": oversized_body, "maximal": maximal_body}
         bodies = {kind: built[kind]() for kind in self.kinds}
+        if not bodies:
+            await stop.wait()
+            return
         headers = await self._initialize()
         for kind in itertools.cycle(bodies):
             if stop.is_set():
                 return
             reply = await anyio.to_thread.run_sync(post, self.url, bodies[kind], headers)
             self._check(kind, reply)
+
+    async def _idle_socket(self) -> None:
+        """Connect, send nothing, wait for the server to close the socket; again."""
+        parts = urlsplit(self.url)
+        while True:
+            try:
+                stream = await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            async with stream:
+                try:
+                    while True:
+                        await stream.receive()  # a refusal's bytes, then the end
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    pass
+            key = "idle socket closed by the server"
+            self.answers[key] = self.answers.get(key, 0) + 1
+            await anyio.sleep(REOPEN)  # holding sockets, not a flood of connections
 
     async def _initialize(self) -> dict[str, str]:
         hello = {
@@ -188,15 +223,16 @@ class Normal:
 
 
 async def phase(
-    url: str, clients: int, calls: int, hostile: tuple[str, ...] = ()
+    url: str, clients: int, calls: int, hostile: tuple[str, ...] = (), idle: int = 0
 ) -> dict[str, Any]:
     """Normal clients' p50 and p99 (ms) over `calls` calls each, beside a hostile client
-    sending the `hostile` kinds of request the whole time (none: alone)."""
+    sending the `hostile` kinds of request and holding `idle` idle sockets the whole time
+    (neither: alone)."""
     normals = [Normal(i) for i in range(clients)]
-    enemy = Hostile(url, hostile)
+    enemy = Hostile(url, hostile, idle)
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
-        if hostile:
+        if hostile or idle:
             tg.start_soon(enemy.run, stop)
         async with anyio.create_task_group() as inner:
             for normal in normals:
@@ -220,14 +256,17 @@ async def run(folder: Path, clients: int, calls: int, log: Callable[[str], None]
     out: dict[str, Any] = {
         "clients": clients,
         "calls_each": calls,
+        "idle": IDLE,
+        "max_connections": MAX_CONNECTIONS,
         "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_average_before": load_average(),
     }
-    with http_server(folder / "hostile.db", port):
+    with http_server(folder / "hostile.db", port, "--max-connections", str(MAX_CONNECTIONS)):
         url = f"http://127.0.0.1:{port}/mcp"
         both = ("oversized", "maximal")
         for name, kinds in (("alone", ()), ("beside hostile", both), ("alone again", ())):
-            out[name] = await phase(url, clients, calls, kinds)
+            idle = IDLE if kinds else 0
+            out[name] = await phase(url, clients, calls, kinds, idle)
             log(f"hostile: {name}: p50 {out[name]['p50_ms']} ms")
     out["load_average_after"] = load_average()
     floor = min(out["alone"]["p50_ms"], out["alone again"]["p50_ms"])
@@ -257,7 +296,10 @@ def render(section: dict[str, Any]) -> list[str]:
         " messages, view the last ten entries, read a message back), alone, then while one"
         f" client sends, without pause, oversized batches ({OVERSIZED:,} tiny messages, 3 MiB,"
         f" refused on their count) and maximal valid requests ({MAXIMAL:,} messages filling the"
-        " 4 MiB body cap, recorded), then alone again, on one server. Measured"
+        f" 4 MiB body cap, recorded) and holds {section.get('idle', 0)} sockets open without"
+        " sending a byte, each reopened a second after the server closes it (the server runs"
+        " with --max-connections"
+        f" {section.get('max_connections', '256')}), then alone again, on one server. Measured"
         f" {section.get('measured', '?')}, load average {_load(section, 'before')} before and"
         f" {_load(section, 'after')} after (1/5/15 min). Its answers: "
         + ", ".join(f"{count} {kind}" for kind, count in sorted(answers.items()))

@@ -4,8 +4,8 @@ then fewer clients, alone and beside a hostile client (`bench.hostile`).
 Each client works in its own session with a mix of record, view, compress (last N, a range) and
 get_alias, all valid, so every call must succeed: zero errors, zero failed calls. Afterwards the
 file keeps its invariants and holds every confirmed message. The hostile client sends oversized
-batches (refused, with the exact text) and maximal valid requests (recorded) without pause; the
-idle sockets the issue also names wait for the `http` branch's connection limits. Throughput and
+batches (refused, with the exact text) and maximal valid requests (recorded) without pause, and
+holds twice the server's connection cap in sockets that never send a byte. Throughput and
 p50/p99 latency are printed (and written to $FRS_LOAD_REPORT as JSON when set) for the benchmark
 report; nothing here asserts a time.
 """
@@ -25,7 +25,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from bench.hostile import Hostile
+from bench.hostile import IDLE, MAX_CONNECTIONS, Hostile
 from tests.robust.audit import Acknowledged, check_acknowledged, check_database
 from tests.robust.wire import http_server
 
@@ -171,6 +171,7 @@ class TestLoad:
         db = tmp_path / "hostile.db"
         acked = Acknowledged()
         args = ["--transport", "streamable-http", "--db", str(db), "--log-level", "WARNING"]
+        args += ["--max-connections", str(MAX_CONNECTIONS)]
         phases: dict[str, list[LoadClient]] = {}
         hostile: Hostile | None = None
         async with http_server(args, tmp_path) as port:
@@ -180,7 +181,7 @@ class TestLoad:
                 stop = anyio.Event()
                 async with anyio.create_task_group() as tg:
                     if name != "alone":
-                        hostile = Hostile(url)
+                        hostile = Hostile(url, idle=IDLE)
                         tg.start_soon(hostile.run, stop)
                     async with anyio.create_task_group() as peers:
                         for client in clients:
@@ -194,6 +195,7 @@ class TestLoad:
         assert hostile.unexpected == []
         assert hostile.answers.get("oversized as expected", 0) >= 1
         assert hostile.answers.get("maximal as expected", 0) >= 1
+        assert hostile.answers.get("idle socket closed by the server", 0) >= IDLE - MAX_CONNECTIONS
         for clients in phases.values():
             assert sum(len(c.latencies) for c in clients) == HOSTILE_PEERS * HOSTILE_CALLS
         report: dict[str, Any] = {name: _latency(c) for name, c in phases.items()}
