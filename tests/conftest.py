@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from server import Settings, build_server
+from tests.pg import Cluster, start_cluster
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
 
@@ -31,3 +32,13 @@ def connect(db_path: Path) -> Connect:
             yield client
 
     return _connect
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL cluster for the whole run (tests/pg.py)."""
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,0 +1,211 @@
+"""The PostgreSQL database: a pool of asyncpg connections, transactions and snapshots.
+
+A transaction runs at READ COMMITTED and locks the row of every session it reads through a
+finder (`storage.postgres.writes`), so writes to one session are serialized across every
+instance on the database, while other sessions' writes go on. Within this process one
+transaction runs at a time, as with SQLite: the port promises that no other writer runs until
+it commits. A snapshot is a REPEATABLE READ, READ ONLY transaction: its first read fixes the
+state it sees. Commit and rollback are shielded from cancellation, and a connection whose
+rollback failed is closed rather than returned to the pool, so a cancelled call never leaves
+a connection idle in a transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
+from storage.postgres.schema import migrate
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POOL = 10
+CONNECT_TIMEOUT = 10.0
+INSTALL = "pip install 'frs-mcp[postgres]'"
+
+
+def is_postgres(database: str) -> bool:
+    """Whether `--db` names a PostgreSQL server (a postgresql:// or postgres:// URL)."""
+    return database.startswith(("postgresql://", "postgres://"))
+
+
+def pool_size() -> int:
+    """Connections per instance: $FRS_DB_POOL, else 10."""
+    raw = os.environ.get("FRS_DB_POOL", "")
+    try:
+        return max(2, int(raw)) if raw else DEFAULT_POOL
+    except ValueError:
+        raise ValueError(
+            f"FRS_DB_POOL={raw!r} is not a number; give a whole number like 10."
+        ) from None
+
+
+def store_error(error: BaseException) -> StoreError:
+    """The domain's word for what PostgreSQL (or the way to it) said, by SQLSTATE; the
+    message stays the engine's own."""
+    state = str(getattr(error, "sqlstate", "") or "")
+    text = str(error) or type(error).__name__
+    if state == "25006":  # read_only_sql_transaction: a hot standby
+        return StoreReadOnly(text)
+    if state in ("53100", "54000"):  # disk_full, program_limit_exceeded
+        return StoreFull(text)
+    if state.startswith("23") or state in ("40001", "40P01"):  # integrity; serialization
+        return StoreConflict(text)
+    # Class 08 (connection), 57P (shutdown, cancel), 53300 (too many connections), a socket
+    # that closed under us, a timeout.
+    return StoreUnavailable(text)
+
+
+def _engine_errors() -> tuple[type[BaseException], ...]:
+    import asyncpg
+
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+class PgDatabase:
+    """A pool opened by `open_postgres`; `transaction()` to write, `snapshot()` to read."""
+
+    def __init__(self, dsn: str, pool: Any) -> None:
+        self.path = dsn
+        self.pool = pool
+        self._write_lock = anyio.Lock()
+        self._errors = _engine_errors()
+
+    @asynccontextmanager
+    async def _connection(self, begin: str) -> AsyncIterator[Any]:
+        try:
+            conn = await self.pool.acquire(timeout=CONNECT_TIMEOUT)
+        except self._errors as exc:
+            raise store_error(exc) from exc
+        clean = False
+        try:
+            await conn.execute(begin)
+            yield conn
+            with anyio.CancelScope(shield=True):
+                await conn.execute("commit")
+            clean = True
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                clean = await _rollback(conn)
+            if isinstance(exc, self._errors):
+                raise store_error(exc) from exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                if clean:
+                    await self.pool.release(conn)
+                else:
+                    conn.terminate()
+                    await self.pool.release(conn)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Any]:
+        """BEGIN … COMMIT at READ COMMITTED, or ROLLBACK on any error or cancellation."""
+        async with self._write_lock, self._connection("begin isolation level read committed") as c:
+            yield c
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Any]:
+        """A read-only transaction whose reads all see the state of its first one."""
+        async with self._connection("begin isolation level repeatable read read only") as c:
+            yield c
+
+    async def close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.pool.close()
+
+
+async def _rollback(conn: Any) -> bool:
+    """Roll back; False if the connection is unusable (it will be closed, not reused)."""
+    try:
+        with anyio.fail_after(CONNECT_TIMEOUT):
+            await conn.execute("rollback")
+    except Exception:
+        return False
+    return True
+
+
+# PostgreSQL text cannot hold U+0000, which the port stores (frs.text.check_text allows it).
+# Every text value crosses the wire escaped: U+E000 (a private-use character) introduces an
+# escape, U+0000 becomes U+E000 U+E001 and U+E000 itself U+E000 U+E000. The map is one to one,
+# so equality in SQL still matches; only the order of texts holding either character moves.
+_ESCAPE, _ESCAPED_NUL = "\ue000", "\ue000\ue001"
+_UNESCAPE = re.compile("\ue000(.)", re.DOTALL)
+
+
+def encode_text(value: str) -> str:
+    if "\x00" not in value and _ESCAPE not in value:
+        return value
+    return value.replace(_ESCAPE, _ESCAPE * 2).replace("\x00", _ESCAPED_NUL)
+
+
+def decode_text(value: str) -> str:
+    if _ESCAPE not in value:
+        return value
+    return _UNESCAPE.sub(lambda m: "\x00" if m.group(1) == "\ue001" else m.group(1), value)
+
+
+async def _setup(conn: Any) -> None:
+    """Each new pooled connection: text through the escape above."""
+    await conn.set_type_codec(
+        "text", schema="pg_catalog", encoder=encode_text, decoder=decode_text, format="text"
+    )
+
+
+def _import_asyncpg() -> Any:
+    try:
+        import asyncpg
+    except ImportError:
+        raise StoreUnavailable(
+            f"--db names a PostgreSQL server, but its driver is not installed: {INSTALL}"
+        ) from None
+    return asyncpg
+
+
+@asynccontextmanager
+async def open_postgres(dsn: str, size: int | None = None) -> AsyncIterator[PgDatabase]:
+    """Open a pool on the server `dsn` names and migrate its schema; close it on exit."""
+    asyncpg = _import_asyncpg()
+    size = size or pool_size()
+    refused: tuple[type[BaseException], ...] = (*_engine_errors(), ValueError)  # a bad URL
+    try:
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=1,
+            max_size=size,
+            timeout=CONNECT_TIMEOUT,
+            command_timeout=None,
+            init=_setup,
+        )
+    except refused as exc:
+        raise StoreUnavailable(
+            f"cannot reach PostgreSQL at {redact(dsn)}: {exc}. Check that the server runs and "
+            "the connection string (host, port, user, password, database) is right."
+        ) from exc
+    try:
+        try:
+            async with pool.acquire() as conn:
+                version = await migrate(conn)
+        except _engine_errors() as exc:
+            raise store_error(exc) from exc
+        log.info("database %s ready (PostgreSQL schema version %d)", redact(dsn), version)
+        yield PgDatabase(dsn, pool)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pool.close()
+
+
+def redact(dsn: str) -> str:
+    """The connection string without its password, for messages and logs."""
+    scheme, sep, rest = dsn.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return dsn
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
