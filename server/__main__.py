@@ -23,6 +23,7 @@ from server.http import HttpOptions, bind_socket, serve_http
 from server.settings import Settings, resolve_database
 from server.tenants import TokensFileError, tenants_of
 from storage import SchemaTooNew
+from storage.postgres import redact
 
 log = logging.getLogger("frs-mcp")
 
@@ -119,7 +120,8 @@ def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: objec
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
     except (StoreError, OSError) as exc:
-        print(f"frs-mcp: cannot open the database {settings.database}: {exc}", file=sys.stderr)
+        where = redact(settings.database)
+        print(f"frs-mcp: cannot open the database {where}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

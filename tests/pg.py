@@ -56,6 +56,11 @@ class Cluster:
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@/{database}?host={self.folder}"
 
+    @staticmethod
+    def name_of(dsn: str) -> str:
+        """The database a `dsn(name)` connection string names."""
+        return dsn.split("/")[3].split("?")[0]
+
     def psql(self, sql: str, database: str = "postgres") -> str:
         done = subprocess.run(
             [str(self.bin / "psql"), "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1",
