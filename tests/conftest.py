@@ -42,3 +42,13 @@ def pg_cluster() -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """This test's empty database on each backend in turn: a SQLite file in the test's folder,
+    or a new database in the run's cluster (its postgresql:// URL); `--db` takes either."""
+    if request.param == "sqlite":
+        return tmp_path / "frs.db"
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database()

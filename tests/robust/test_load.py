@@ -119,9 +119,9 @@ def _write_report(report: dict[str, Any]) -> None:
 
 class TestLoad:
     async def test_thirty_two_clients_over_streamable_http_have_no_failed_call(
-        self, tmp_path: Path
+        self, tmp_path: Path, database: Path | str
     ) -> None:
-        db = tmp_path / "load.db"
+        db = database
         acked = Acknowledged()
         clients = [LoadClient(index, acked) for index in range(CLIENTS)]
         args = ["--transport", "streamable-http", "--db", str(db), "--log-level", "WARNING"]
