@@ -33,8 +33,9 @@ pytestmark = pytest.mark.slow
 class LoadClient:
     """One client's session, the numbers it recorded, and the latency of every call."""
 
-    def __init__(self, index: int, acked: Acknowledged) -> None:
+    def __init__(self, index: int, acked: Acknowledged, calls: int = CALLS) -> None:
         self.index = index
+        self.count = calls
         self.rng = random.Random(index)
         self.acked = acked
         self.session = ""
@@ -65,7 +66,7 @@ class LoadClient:
                 },
             )
             self.session = started.content[0].text.split()[2]
-            for _ in range(CALLS - 1):
+            for _ in range(self.count - 1):
                 await self.step(client)
 
     async def step(self, client: Client) -> None:
