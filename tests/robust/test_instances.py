@@ -26,7 +26,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.haproxy import free_port, haproxy
+from tests.haproxy import config, free_port, haproxy
 from tests.pg import Cluster
 from tests.pgsync import SyncPg
 from tests.robust.audit import Acknowledged, check_acknowledged, check_database
@@ -310,3 +310,8 @@ async def writer(url: str, index: int, acked: Acknowledged, failed: list[int]) -
         except Exception:
             failed[0] += 1
             await anyio.sleep(0.05)
+
+
+def test_the_readme_shows_the_haproxy_configuration_this_test_runs() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert config(8765, [8801, 8802, 8803]).rstrip("\n") in readme
