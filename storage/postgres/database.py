@@ -186,8 +186,8 @@ async def open_postgres(dsn: str, size: int | None = None) -> AsyncIterator[PgDa
         )
     except refused as exc:
         raise StoreUnavailable(
-            f"cannot reach PostgreSQL at {redact(dsn)}: {exc}. Check that the server runs and "
-            "the connection string (host, port, user, password, database) is right."
+            f"cannot reach the PostgreSQL server ({exc}). Check that it runs and that the "
+            "connection string (host, port, user, password, database) is right."
         ) from exc
     try:
         try:

@@ -63,7 +63,8 @@ class TestClearErrors:
         assert line.startswith(
             "frs-mcp: cannot open the database postgresql://frs:***@127.0.0.1:1/frs"
         )
-        assert "Check that the server runs" in line
+        assert "cannot reach the PostgreSQL server" in line
+        assert "Check that it runs" in line
         assert "hunter2" not in run.stderr
 
     def test_frs_db_selects_postgres_too(self, pg_cluster: Cluster) -> None:

@@ -141,9 +141,9 @@ class TestClearErrors:
             async with open_postgres("postgresql://nobody:secret@127.0.0.1:1/none", size=2):
                 pass
         message = str(caught.value)
-        assert "cannot reach PostgreSQL at postgresql://nobody:***@127.0.0.1:1/none" in message
+        assert message.startswith("cannot reach the PostgreSQL server (")
         assert "secret" not in message
-        assert "Check that the server runs" in message
+        assert "Check that it runs" in message
 
     async def test_a_missing_database_is_one_store_unavailable(self, pg_cluster: Cluster) -> None:
         with pytest.raises(StoreUnavailable, match="does not exist"):
