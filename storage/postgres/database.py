@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,6 +22,7 @@ import anyio
 
 from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
 from storage.postgres.schema import migrate
+from storage.postgres.text import decode_text, encode_text
 
 log = logging.getLogger(__name__)
 
@@ -130,26 +130,6 @@ async def _rollback(conn: Any) -> bool:
     except Exception:
         return False
     return True
-
-
-# PostgreSQL text cannot hold U+0000, which the port stores (frs.text.check_text allows it).
-# Every text value crosses the wire escaped: U+E000 (a private-use character) introduces an
-# escape, U+0000 becomes U+E000 U+E001 and U+E000 itself U+E000 U+E000. The map is one to one,
-# so equality in SQL still matches; only the order of texts holding either character moves.
-_ESCAPE, _ESCAPED_NUL = "\ue000", "\ue000\ue001"
-_UNESCAPE = re.compile("\ue000(.)", re.DOTALL)
-
-
-def encode_text(value: str) -> str:
-    if "\x00" not in value and _ESCAPE not in value:
-        return value
-    return value.replace(_ESCAPE, _ESCAPE * 2).replace("\x00", _ESCAPED_NUL)
-
-
-def decode_text(value: str) -> str:
-    if _ESCAPE not in value:
-        return value
-    return _UNESCAPE.sub(lambda m: "\x00" if m.group(1) == "\ue001" else m.group(1), value)
 
 
 async def _setup(conn: Any) -> None:

@@ -24,6 +24,7 @@ from frs.model import (
     Source,
     Squash,
 )
+from storage.postgres.text import encode_text
 from storage.reads import BLOCK_BITS
 from storage.rows import (
     LAYER_COLUMNS,
@@ -238,7 +239,8 @@ class PgReader:
         ids = list(dict.fromkeys(call_ids))
         if not ids:
             return {}
-        rows = await self._all(_LATEST_CALLS, session_id, ids)
+        # Array elements bypass the connection's text codec: escaped here, as stored.
+        rows = await self._all(_LATEST_CALLS, session_id, [encode_text(i) for i in ids])
         return {row[0]: CallRecord(row[1], row[2]) for row in rows}
 
     async def pair_partners(

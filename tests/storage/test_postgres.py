@@ -17,7 +17,7 @@ import pytest
 
 from frs import ReasoningService
 from frs.errors import StaleRevision, StoreUnavailable
-from frs.model import NewMessage, Scope, SessionId
+from frs.model import NewMessage, Scope, SessionId, ToolCall
 from storage.postgres import MIGRATIONS, PgStore, open_postgres
 from tests.pg import Cluster
 
@@ -164,11 +164,19 @@ class TestText:
             )
             sid = started.session.id
             await service.record([NewMessage("user", text, run_id=text) for text in odd], sid)
+            # A call id holding U+0000 still pairs its result with its call (latest_calls).
+            call = ToolCall("c\x00\ue000", "bash", "{}")
+            await service.record([NewMessage("assistant", "run", tool_calls=(call,))], sid)
+            await service.record([NewMessage("tool", "ok", name="bash", tool_call_id=call.id)], sid)
             thread = await service.live_thread(sid)
             again = await service.start_session(
                 "t", interface="chat\x00x", conversation="\ue000\x00"
             )
-        assert [m.content for m in thread.entries] == odd
-        assert [m.run_id for m in thread.entries] == odd
+        assert [m.content for m in thread.entries[: len(odd)]] == odd
+        assert [m.run_id for m in thread.entries[: len(odd)]] == odd
+        asked, answered = thread.entries[-2:]
+        assert asked.tool_calls[0].id == "c\x00\ue000"
+        assert answered.tool_call_id == "c\x00\ue000"
+        assert answered.answers == asked.number
         assert again.session.id == sid
         assert not again.created
