@@ -107,16 +107,19 @@ class PgTx(PgReader):
         )
 
     async def _shift_blocks(self, session_id: SessionId, ords: Iterable[tuple[int, int]]) -> None:
-        """Add each (ord, delta) to the live count of the ord's block."""
+        """Add each (ord, delta) to the live count of the ord's block, in one statement."""
         deltas: Counter[int] = Counter()
         for ord_, delta in ords:
             deltas[ord_ >> BLOCK_BITS] += delta
-        rows = [(session_id, block, delta) for block, delta in sorted(deltas.items()) if delta]
-        if rows:
-            await self.conn.executemany(
-                "insert into blocks (session_id, block, live) values ($1, $2, $3)"
+        changed = sorted((block, delta) for block, delta in deltas.items() if delta)
+        if changed:
+            await self.conn.execute(
+                "insert into blocks (session_id, block, live)"
+                " select $1, b, d from unnest($2::bigint[], $3::bigint[]) as t (b, d)"
                 " on conflict (session_id, block) do update set live = blocks.live + excluded.live",
-                rows,
+                session_id,
+                [block for block, _ in changed],
+                [delta for _, delta in changed],
             )
 
     async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None:
@@ -169,9 +172,13 @@ class PgTx(PgReader):
             squash.created_at,
         )
         if members:
-            await self.conn.executemany(
-                "insert into squash_members (session_id, n, seq, number) values ($1, $2, $3, $4)",
-                [(session_id, squash.n, seq, m.number) for seq, m in enumerate(members)],
+            await self.conn.execute(
+                "insert into squash_members (session_id, n, seq, number)"
+                " select $1, $2, seq - 1, number from unnest($3::bigint[])"
+                " with ordinality as t (number, seq)",
+                session_id,
+                squash.n,
+                [m.number for m in members],
             )
         await self._shift_blocks(session_id, [*((m.ord, -1) for m in members), (summary.ord, 1)])
 
@@ -183,8 +190,14 @@ class PgTx(PgReader):
         members: Sequence[Message],
         restored_at: str,
     ) -> None:
-        await self._set_live(session_id, [summary.number or 0], 0)
-        await self._set_live(session_id, (m.number for m in members if m.number), 1)
+        # One statement: the summary leaves the thread, its members come back.
+        await self.conn.execute(
+            "update messages set live = case when number = $2 then 0 else 1 end"
+            " where session_id = $1 and number = any($3::bigint[])",
+            session_id,
+            summary.number or 0,
+            [summary.number or 0, *(m.number for m in members if m.number)],
+        )
         await self.conn.execute(
             "update squashes set restored_at = $1 where session_id = $2 and n = $3",
             restored_at,
