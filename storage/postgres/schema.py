@@ -170,9 +170,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 async def migrate(conn: Any) -> int:
     """Bring the schema to the newest version on this asyncpg connection; returns it.
 
-    The advisory lock is the session-level kind, held across the migrations' own
-    transactions and released on the way out (or when a crash drops the connection).
+    A schema already at the newest version is only read (a read-only standby opens). The
+    advisory lock is the session-level kind, held across the migrations' own transactions and
+    released on the way out (or when a crash drops the connection).
     """
+    if await conn.fetchval("select to_regclass('schema_migrations') is not null"):
+        found = int(await conn.fetchval("select coalesce(max(version), 0) from schema_migrations"))
+        if found > len(MIGRATIONS):
+            raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
+        if found == len(MIGRATIONS):
+            return found
     await conn.execute("select pg_advisory_lock($1)", MIGRATION_LOCK)
     try:
         await conn.execute(

@@ -16,8 +16,9 @@ import asyncpg
 import pytest
 
 from frs import ReasoningService
-from frs.errors import StaleRevision, StoreUnavailable
+from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
 from frs.model import NewMessage, Scope, SessionId, ToolCall
+from storage import SchemaTooNew
 from storage.postgres import MIGRATIONS, PgStore, open_postgres
 from tests.pg import Cluster
 
@@ -180,3 +181,31 @@ class TestText:
         assert answered.answers == asked.number
         assert again.session.id == sid
         assert not again.created
+
+    async def test_a_read_only_database_opens_reads_and_refuses_writes_as_read_only(
+        self, pg_cluster: Cluster
+    ) -> None:
+        # What a hot standby does: the schema is there, every write is refused (SQLSTATE 25006).
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 1) as (service,):
+            sid = (await service.start_session("before")).session.id
+        pg_cluster.psql(
+            f"alter database {pg_cluster.name_of(dsn)} set default_transaction_read_only = on"
+        )
+        async with instances(dsn, 1) as (service,):
+            assert (await service.session(sid)).title == "before"
+            with pytest.raises(StoreReadOnly, match="read-only transaction"):
+                await service.record([NewMessage("user", "x")], sid)
+
+    async def test_a_schema_from_a_newer_frs_mcp_is_refused_and_left_alone(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 1):
+            pass
+        pg_cluster.psql(
+            "insert into schema_migrations (version) values (999)", pg_cluster.name_of(dsn)
+        )
+        with pytest.raises(SchemaTooNew, match="schema version 999"):
+            async with open_postgres(dsn, size=2):
+                pass
