@@ -139,6 +139,12 @@ async def _setup(conn: Any) -> None:
     )
 
 
+async def _keep(conn: Any) -> None:
+    """What a connection needs on its way back to the pool: nothing more than asyncpg's own
+    rollback of an open transaction. Its default reset query (RESET ALL, UNLISTEN *, …) is a
+    round trip per call, for session state this store never sets."""
+
+
 def _import_asyncpg() -> Any:
     try:
         import asyncpg
@@ -163,6 +169,7 @@ async def open_postgres(dsn: str, size: int | None = None) -> AsyncIterator[PgDa
             timeout=CONNECT_TIMEOUT,
             command_timeout=None,
             init=_setup,
+            reset=_keep,
         )
     except refused as exc:
         raise StoreUnavailable(
