@@ -82,6 +82,11 @@ class PgDatabase:
     async def _connection(self, begin: str) -> AsyncIterator[Any]:
         try:
             conn = await self.pool.acquire(timeout=CONNECT_TIMEOUT)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"no connection to PostgreSQL came free within {CONNECT_TIMEOUT:.0f} s (the pool"
+                f" holds {self.pool.get_max_size()}; raise FRS_DB_POOL, or check the server)"
+            ) from None
         except self._errors as exc:
             raise store_error(exc) from exc
         clean = False
