@@ -103,6 +103,11 @@ async def explain_hot_statements(dsn: str, sid: SessionId, size: int) -> dict[st
         store.op[0] = "compress_last + restore"
         done = await service.compress_last(5, SUMMARY, sid)
         await service.restore(done.squash.alias, sid)
+    return await _explain(dsn, store.seen)
+
+
+async def _explain(dsn: str, seen_statements: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """EXPLAIN each statement with the parameters it ran with, after ANALYZE."""
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute("analyze")
@@ -113,7 +118,7 @@ async def explain_hot_statements(dsn: str, sid: SessionId, size: int) -> dict[st
             )
         }
         statements = []
-        for sql, seen in store.seen.items():
+        for sql, seen in seen_statements.items():
             rows = await conn.fetch(f"explain {sql}", *seen["params"])
             plan = [row[0] for row in rows]
             statements.append(

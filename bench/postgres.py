@@ -109,15 +109,7 @@ async def per_tool(
                     lambda: call(client, "frs_restore", {"alias": alias, "session_id": sid})
                 )
                 return
-            calls: dict[str, tuple[str, dict[str, Any]]] = {
-                INFO: ("frs_session", {"action": "info"}),
-                VIEW_LAST: ("frs_view_thread", {"last": 50}),
-                VIEW_USER: ("frs_view_thread", {"roles": ["user"], "last": 5}),
-                VIEW_BUDGET: ("frs_view_thread", {"budget_tokens": 4_000}),
-                ALIAS: ("get_alias", {"alias": f"M.{mid + 2}"}),
-                RECORD_1: ("frs_record", {"messages": [{"role": "user", "content": f"r{k}"}]}),
-            }
-            tool, args = calls[name]
+            tool, args = _plain_call(name, mid, k)
             target = spare[backend] if name == RECORD_1 else sid
             await got[name].time(lambda: call(client, tool, {**args, "session_id": target}))
 
@@ -133,6 +125,19 @@ async def per_tool(
         out[name] = {"sqlite_p50": sq["p50"], "postgres_p50": pg["p50"]}
         out[name]["ratio"] = ratio(pg["p50"], sq["p50"])
     return out
+
+
+def _plain_call(name: str, mid: int, k: int) -> tuple[str, dict[str, Any]]:
+    """The tool and arguments (but the session) of an operation that is one call."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {
+        INFO: ("frs_session", {"action": "info"}),
+        VIEW_LAST: ("frs_view_thread", {"last": 50}),
+        VIEW_USER: ("frs_view_thread", {"roles": ["user"], "last": 5}),
+        VIEW_BUDGET: ("frs_view_thread", {"budget_tokens": 4_000}),
+        ALIAS: ("get_alias", {"alias": f"M.{mid + 2}"}),
+        RECORD_1: ("frs_record", {"messages": [{"role": "user", "content": f"r{k}"}]}),
+    }
+    return calls[name]
 
 
 def structured_id(result: Any) -> str:
