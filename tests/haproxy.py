@@ -48,9 +48,13 @@ backend frs
 """
 
 
-def find_haproxy() -> str:
-    """The haproxy binary; fails with the command that installs it."""
-    for candidate in (shutil.which("haproxy"), "/usr/sbin/haproxy", "/usr/local/sbin/haproxy"):
+def find_haproxy(
+    path: str | None = None,
+    places: tuple[str, ...] = ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy"),
+) -> str:
+    """The haproxy binary, on `path` (default $PATH) or in `places`; fails with the command
+    that installs it."""
+    for candidate in (shutil.which("haproxy", path=path), *places):
         if candidate and Path(candidate).exists():
             return candidate
     raise RuntimeError(f"haproxy was not found: install it with {INSTALL}")

@@ -27,12 +27,13 @@ class PostgresMissing(RuntimeError):
     pass
 
 
-def bindir() -> Path:
-    """The newest installed server's bin folder (initdb, pg_ctl)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_major)
+def bindir(pattern: str = "/usr/lib/postgresql/*/bin/initdb", path: str | None = None) -> Path:
+    """The newest installed server's bin folder (initdb, pg_ctl): Debian's layout, else
+    initdb on `path` (default $PATH)."""
+    found = sorted(glob.glob(pattern), key=_major)
     if found:
         return Path(found[-1]).parent
-    initdb = shutil.which("initdb")
+    initdb = shutil.which("initdb", path=path)
     if initdb:
         return Path(initdb).parent
     raise PostgresMissing(f"PostgreSQL's initdb was not found: install it with {INSTALL}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import anyio
 import asyncpg
@@ -20,7 +21,8 @@ from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
 from frs.model import NewMessage, Scope, SessionId, ToolCall
 from storage import SchemaTooNew
 from storage.postgres import MIGRATIONS, PgStore, open_postgres
-from tests.pg import Cluster
+from tests.haproxy import find_haproxy
+from tests.pg import Cluster, PostgresMissing, bindir
 
 INSTANCES = 8
 
@@ -209,3 +211,15 @@ class TestText:
         with pytest.raises(SchemaTooNew, match="schema version 999"):
             async with open_postgres(dsn, size=2):
                 pass
+
+
+class TestMissingTools:
+    """A machine without PostgreSQL or haproxy fails these suites with the install command."""
+
+    def test_no_postgresql_names_the_package_to_install(self, tmp_path: Path) -> None:
+        with pytest.raises(PostgresMissing, match=r"apt-get install -y postgresql"):
+            bindir(str(tmp_path / "*" / "bin" / "initdb"), path=str(tmp_path))
+
+    def test_no_haproxy_names_the_package_to_install(self, tmp_path: Path) -> None:
+        with pytest.raises(RuntimeError, match=r"apt-get install -y haproxy"):
+            find_haproxy(path=str(tmp_path), places=())
