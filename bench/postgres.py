@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from bench import machine
 from bench.latency import ALIAS, LAST, RANGE, RECORD_1, RESTORE, SUMMARY, VIEW_LAST, VIEW_USER, call
 from bench.pg_plans import explain_hot_statements
 from bench.servers import stdio_params
@@ -188,6 +189,7 @@ async def throughput(
 async def run(
     folder: Path, pool: TextPool, settings: dict[str, Any], log: Callable[[str], None]
 ) -> dict[str, Any]:
+    before = machine.load_average()
     cluster = start_cluster(durable=True)
     try:
         dsn = cluster.create_database()
@@ -206,6 +208,8 @@ async def run(
             "throughput": load,
             "plans": plans,
             "postgres_version": cluster.psql("show server_version"),
+            "load_average_before": before,
+            "load_average_after": machine.load_average(),
         }
     finally:
         cluster.stop()

@@ -580,7 +580,8 @@ def render(results: dict[str, Any]) -> str:
         *_peers(results.get("peers", {})),
         *_memory(results.get("memory", {}), latency),
         *_plans(results.get("plans", {})),
-        *_postgres(results.get("postgres", {}), results.get("run", {})),
+        *_web(results.get("web", {})),
+        *_postgres(results.get("postgres", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -610,7 +611,38 @@ def _scaling_note(section: dict[str, Any]) -> list[str]:
     ]
 
 
-def _postgres(section: dict[str, Any], run: dict[str, Any]) -> list[str]:
+def _web(section: dict[str, Any]) -> list[str]:
+    if not section:
+        return []
+    render = section.get("render", {})
+    newest = section["ops"].get("thread, newest 200 entries", {})
+    out = [
+        "## 8. The web viewer",
+        "",
+        f"`frs-mcp web` in its own process on a {section['size']:,}-message session (corpus"
+        f" text, {section['squashes']} squashes among the newest entries, one nesting two"
+        f" others), {section['rounds']} GETs per page over one kept-alive HTTP connection,"
+        " beside a floor measured in the same run: the viewer's static stylesheet (the HTTP"
+        " round trip and the server's own cost, no database read). Target: the thread page of"
+        f" the newest 200 entries within {section['target_ms']:.0f} ms:"
+        f" {'met' if section['met'] else '**not met**'} (p99 {_ms(newest.get('p99'))} ms).",
+        "",
+    ]
+    rows = [
+        [name, _ms(r["p50"]), _ms(r["p90"]), _ms(r["p99"]), _x(r["floor"]), f"{r['bytes']:,}"]
+        for name, r in section["ops"].items()
+    ]
+    out += _table(["GET", "p50 ms", "p90 ms", "p99 ms", "p50 / floor", "bytes"], rows)
+    out += [
+        "",
+        f"In process, without HTTP, reading the newest page and building its HTML: p50"
+        f" {_ms(render.get('p50'))} ms, p99 {_ms(render.get('p99'))} ms.",
+        "",
+    ]
+    return out
+
+
+def _postgres(section: dict[str, Any]) -> list[str]:
     """Section 8: PostgreSQL against SQLite in one run (bench/postgres.py)."""
     if not section:
         return []
@@ -638,13 +670,13 @@ def _postgres(section: dict[str, Any], run: dict[str, Any]) -> list[str]:
         if s["flagged"]
     ]
     return [
-        "## 8. PostgreSQL against SQLite (issue 14)",
+        "## 9. PostgreSQL against SQLite (issue 14)",
         "",
         f"PostgreSQL {section.get('postgres_version', '?')} on a throwaway cluster started by the"
         " run (fsync on, synchronous commit), against a SQLite file (WAL, synchronous=FULL),"
         f" the same {size:,}-message thread in both, built batch by batch in turn. Load average"
-        f" {_load(run.get('load_average_before'))} before the run,"
-        f" {_load(run.get('load_average_after'))} after. Ratios compare samples taken in the"
+        f" {_load(section.get('load_average_before'))} before the section,"
+        f" {_load(section.get('load_average_after'))} after. Ratios compare samples taken in the"
         " same shuffled rounds.",
         "",
         f"Per tool, stdio server, p50 at {size:,} messages (target: PostgreSQL ≤ 1.5× SQLite):",

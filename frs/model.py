@@ -226,6 +226,20 @@ class PlanStep:
 
 
 @dataclass(frozen=True, slots=True)
+class Change:
+    """One line of a session's change log: the revision, what changed, and the counters that
+    revision left (None on lines logged before the store kept them)."""
+
+    revision: int
+    change: str
+    created_at: str
+    live_count: int | None = None
+    live_tokens: int | None = None
+    recorded: int | None = None
+    recorded_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     name: str
     revision: int

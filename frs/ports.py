@@ -27,6 +27,7 @@ from typing import Protocol
 
 from frs.model import (
     CallRecord,
+    Change,
     Checkpoint,
     FileText,
     FocusLayer,
@@ -65,6 +66,12 @@ class ThreadReader(Protocol):
 
     async def count_sessions(self, tenant: str) -> int:
         """How many sessions the tenant has."""
+        ...
+
+    async def search_sessions(self, tenant: str, text: str, limit: int) -> list[Session]:
+        """The tenant's sessions whose title, or the content of any message (live or not),
+        holds `text` (case-insensitive for ASCII letters, every other character as given), in
+        `list_sessions` order, at most `limit`."""
         ...
 
     # -- entries ----------------------------------------------------------------------------
@@ -175,6 +182,11 @@ class ThreadReader(Protocol):
 
     async def sources(self, session_id: SessionId) -> list[Source]:
         """Every registered source, by alias."""
+        ...
+
+    async def change_log(self, session_id: SessionId, limit: int) -> list[Change]:
+        """The newest `limit` lines of the change log with the counters each revision left,
+        oldest of them first."""
         ...
 
 

@@ -50,6 +50,16 @@ def session_started(
     return text
 
 
+def shared_current(session: Session, scope: str) -> str:
+    """Appended to start and use on a transport without connections (2026-07-28 HTTP): the
+    current session is the scope's, shared by every client that names itself alike."""
+    return (
+        f"\nThis connection has no identity of its own (stateless HTTP): every client in scope "
+        f'{scope} shares this current session. Pass session_id="{session.id}" on each call to '
+        "stay in it."
+    )
+
+
 def session_used(session: Session, scope: str) -> str:
     return (
         f'Session {session.id} "{session.title}" is now current in scope {scope} · revision '

@@ -20,8 +20,11 @@ from server.cli import parser
 from server.deps import open_deps
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
+from server.logs import hide_session_ids
 from server.settings import Settings, resolve_database
+from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
+from server.web import command as web
 from storage import SchemaTooNew
 from storage.postgres import redact
 
@@ -45,10 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    hide_session_ids()
     if args.command == "import":
         return importer.run(args)
     if args.command == "export":
         return exporter.run(args)
+    if args.command == "web":
+        return web.run(args)
     try:
         settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first
@@ -90,6 +96,12 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         max_sse_connections=args.max_sse_connections,
         max_sessions=args.max_sessions,
         session_idle_timeout=args.session_idle_timeout,
+        sockets=SocketLimits(
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            keep_alive_timeout=args.keep_alive_timeout,
+        ),
     )
 
 

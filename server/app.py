@@ -9,11 +9,12 @@ from typing import Any
 
 import mcp.types as types
 from mcp.server import MCPServer
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 
-from server import prompts, resources, tools
+from server import live, prompts, resources, tools
 from server.deps import Deps, open_deps
 from server.errors import validation_middleware
 from server.scopes import Roots, scope_middleware
@@ -42,6 +43,11 @@ class FrsServer(MCPServer[Deps]):
             await self._lowlevel_server.run(
                 read_stream, write_stream, self._lowlevel_server.create_initialization_options()
             )
+
+    @property
+    def lowlevel(self) -> Server[Deps]:
+        """The SDK's protocol-level server, for the handlers `MCPServer` has no hook for."""
+        return self._lowlevel_server
 
     async def list_resources(self) -> list[types.Resource]:
         listed = await super().list_resources()
@@ -94,6 +100,9 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level=settings.log_level.upper(),  # type: ignore[arg-type]
+        # The SDK's listen handler fans every change out to every tenant; `live.serve` serves
+        # one per tenant instead.
+        subscriptions=False,
     )
     mcp.max_line_bytes = settings.max_line_bytes
     mcp.middleware.append(validation_middleware)
@@ -101,4 +110,5 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
     tools.register(mcp)
     resources.register(mcp)
     prompts.register(mcp)
+    live.serve(mcp.lowlevel)
     return mcp

@@ -9,6 +9,7 @@ from pathlib import Path
 from server import exporter, importer
 from server.http import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
+from server.web import command as web
 
 _HTTP = HttpOptions()  # the defaults
 
@@ -165,6 +166,37 @@ def _http(http: argparse._ArgumentGroup) -> None:
         metavar="SECONDS",
         help="close Streamable HTTP sessions idle this long (default %(default)s)",
     )
+    http.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=_HTTP.sockets.max_connections,
+        metavar="N",
+        help="open sockets at once, SSE streams included (default %(default)s); at the cap the "
+        "oldest socket that sent no request yet makes room, else the new one gets 503",
+    )
+    http.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=_HTTP.sockets.header_timeout,
+        metavar="SECONDS",
+        help="time a request's headers may take to arrive, from connecting or from the first "
+        "byte of the next request (default %(default)s); slower gets 408",
+    )
+    http.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=_HTTP.sockets.body_timeout,
+        metavar="SECONDS",
+        help="time a request's body may take after its headers (default %(default)s); slower "
+        "or shorter than its Content-Length gets 408",
+    )
+    http.add_argument(
+        "--keep-alive-timeout",
+        type=_seconds,
+        default=_HTTP.sockets.keep_alive_timeout,
+        metavar="SECONDS",
+        help="close a socket idle this long between requests (default %(default)s)",
+    )
 
 
 def _commands(p: argparse.ArgumentParser) -> None:
@@ -186,6 +218,15 @@ def _commands(p: argparse.ArgumentParser) -> None:
             help="print a session's live thread (--format openai|anthropic|text)",
             description="Print a session's live thread as chat messages a runtime can send to "
             "a model.",
+        )
+    )
+    web.configure(
+        commands.add_parser(
+            "web",
+            parents=[common],
+            help="serve a read-only web viewer of the sessions (http://127.0.0.1:8766/)",
+            description="Serve a read-only web viewer of the database's sessions: threads "
+            "with their squashes, the audit trail, search. It never writes to the database.",
         )
     )
 

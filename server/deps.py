@@ -1,16 +1,18 @@
-"""What every handler needs, opened once per process: the database and the service."""
+"""What every handler needs, opened once per process: the database, the service and the
+listeners for changes."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
 from frs.model import Scope
 from frs.ports import Store
+from server.events import TenantEvents
 from server.scopes import client_of, connection_of, current_scope, tenant_of
 from server.settings import Settings
 from storage import Database, LocalFiles, SqliteStore, open_database
@@ -24,6 +26,9 @@ class Deps:
     service: ReasoningService
     db: Database | PgDatabase
     settings: Settings
+    # Who listens for changes (`server.live`): shared, like the database, by every client
+    # this process serves.
+    events: TenantEvents = field(default_factory=TenantEvents)
 
 
 DepsContext = Context[Deps]

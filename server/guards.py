@@ -10,6 +10,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.hosts import HostPolicy
@@ -133,7 +135,8 @@ class HostGuard:
 class BearerGuard:
     """401 unless the request carries `Authorization: Bearer <secret>` of a tenant (compared
     in constant time, `server.tenants`); the request then runs as that tenant
-    (`scope["state"]["frs_tenant"]`, read by `server.scopes`)."""
+    (`scope["state"]["frs_tenant"]`, read by `server.scopes`), and as that principal for the
+    SDK (`scope["user"]`), which keeps each MCP session to the tenant that opened it."""
 
     app: ASGIApp
     tenants: Mapping[str, str]  # secret -> tenant
@@ -146,6 +149,10 @@ class BearerGuard:
         tenant = tenant_of(self.tenants, given.strip()) if scheme.lower() == "bearer" else None
         if tenant is not None:
             scope.setdefault("state", {})[TENANT_KEY] = tenant
+            # The SDK binds each Streamable HTTP session and SSE stream to the principal that
+            # opened it and answers anyone else's request for it (POST, GET, DELETE, an SSE
+            # message) exactly as for an unknown session: 404.
+            scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=tenant, scopes=[]))
             await self.app(scope, receive, send)
             return
         await _refuse(
@@ -209,7 +216,8 @@ def _once(send: Send) -> Send:
 @dataclass(slots=True)
 class RewordLimits:
     """Replace the SDK's terse 413/503 bodies with ones that name the limit and the way out,
-    keeping their format (JSON-RPC error or plain text)."""
+    keeping their format (JSON-RPC error or plain text) and answering the request's own id
+    (the SDK refuses before it reads the body, so it says `"id": null`)."""
 
     app: ASGIApp
     texts: dict[int, str]
@@ -219,6 +227,7 @@ class RewordLimits:
             await self.app(scope, receive, send)
             return
         held: list[Message] = []
+        body = _Body(receive)
 
         async def reword(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] in self.texts:
@@ -226,14 +235,51 @@ class RewordLimits:
                 return
             if held and message["type"] == "http.response.body":
                 start = held.pop()
-                await _send_reworded(send, start, message, self.texts[start["status"]])
+                text = self.texts[start["status"]]
+                await _send_reworded(send, start, message, text, await body.request_id())
                 return
             await send(message)
 
-        await self.app(scope, receive, reword)
+        await self.app(scope, body.receive, reword)
 
 
-async def _send_reworded(send: Send, start: Message, body: Message, text: str) -> None:
+_ID_BYTES = 64 * 1024  # a request whose id is not within this much is answered with id null
+
+
+@dataclass(slots=True)
+class _Body:
+    """The request body as the app reads it, its first `_ID_BYTES` kept to find the id."""
+
+    source: Receive
+    kept: bytearray = field(default_factory=bytearray)
+    more: bool = True
+
+    async def receive(self) -> Message:
+        message = await self.source()
+        if message["type"] == "http.request":
+            if len(self.kept) <= _ID_BYTES:
+                self.kept += message.get("body", b"")
+            self.more = bool(message.get("more_body", False))
+        return message
+
+    async def request_id(self) -> str | int | None:
+        """The JSON-RPC id of a single request, reading what the app left of a small body;
+        None for a batch, a body too large or not JSON."""
+        while self.more and len(self.kept) <= _ID_BYTES:
+            if (await self.receive())["type"] != "http.request":
+                break
+        if self.more or len(self.kept) > _ID_BYTES:
+            return None
+        try:
+            found = json.loads(self.kept).get("id")
+        except (ValueError, AttributeError):
+            return None
+        return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+async def _send_reworded(
+    send: Send, start: Message, body: Message, text: str, request_id: str | int | None
+) -> None:
     headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
     content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
     data: bytes
@@ -241,10 +287,11 @@ async def _send_reworded(send: Send, start: Message, body: Message, text: str) -
         try:
             payload = json.loads(body.get("body", b"") or b"{}")
             payload["error"]["message"] = text
+            payload["id"] = request_id
             data = json.dumps(payload).encode()
         except (ValueError, KeyError, TypeError):
             data = json.dumps(
-                {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": text}}
+                {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": text}}
             ).encode()
     else:
         data = (text + "\n").encode()

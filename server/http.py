@@ -10,25 +10,28 @@ to name the limit. Which hosts may bind and be named is `server.hosts`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, Literal
 
 import uvicorn
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
 from server.app import build_server
 from server.deps import Deps, open_deps
+from server.evictions import EvictIdle
 from server.guards import (
     HEALTH_PATH,
     MCP_PATH,
@@ -42,10 +45,13 @@ from server.guards import (
 )
 from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
+from server.sockets import SocketLimits, guarded_protocol
+from server.web.app import viewer_of
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
+UI_PATH = "/ui"  # the read-only web viewer (server.web), under the same guards
 
 HttpTransport = Literal["sse", "streamable-http", "both-http"]
 
@@ -64,6 +70,7 @@ class HttpOptions:
     max_sessions: int = 100
     session_idle_timeout: float = 900.0
     shutdown_timeout: int = 10
+    sockets: SocketLimits = field(default_factory=SocketLimits)
 
     @property
     def secured(self) -> bool:
@@ -118,7 +125,8 @@ def urls(options: HttpOptions, port: int) -> dict[str, str]:
         found["Streamable HTTP"] = base + MCP_PATH
     if options.serves_sse:
         found["SSE"] = base + SSE_PATH
-    found["health"] = base + HEALTH_PATH
+    found["web viewer"] = base + UI_PATH + "/"
+    found["health"] = base + HEALTH_PATH  # last: a test waiting for it has every URL
     return found
 
 
@@ -143,10 +151,15 @@ def announce(options: HttpOptions, port: int, policy: HostPolicy) -> None:
         )
 
 
-def build_app(mcp: MCPServer[Any], options: HttpOptions, port: int) -> ASGIApp:
-    """The ASGI app serving the chosen transports with every guard in place."""
+def build_app(
+    mcp: MCPServer[Any], options: HttpOptions, port: int, viewer: ASGIApp | None = None
+) -> ASGIApp:
+    """The ASGI app serving the chosen transports with every guard in place, and the
+    read-only web viewer at `/ui` when given (behind the same guards and token)."""
     policy = HostPolicy.for_server(options.host, port, options.allowed_hosts)
     routes, transports = _routes(mcp, options)
+    if viewer is not None:
+        routes.append(Mount(UI_PATH, app=viewer))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -161,15 +174,18 @@ def build_app(mcp: MCPServer[Any], options: HttpOptions, port: int) -> ASGIApp:
             yield
 
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    if options.serves_streamable:
+        app = EvictIdle(app, mcp.session_manager, options.max_sessions, MCP_PATH)
     app = RewordLimits(
         app,
         {
             413: f"Request body too large: the limit is {options.max_body_bytes} bytes "
             "(--max-body-bytes). Send long content in several smaller calls.",
             503: f"Too many open Streamable HTTP sessions: the limit of {options.max_sessions} "
-            "is reached. Close a client you no longer use (closing ends its session), wait for "
-            f"idle sessions to expire (after {options.session_idle_timeout:g} s), or restart "
-            "frs-mcp with a larger --max-sessions.",
+            "is reached and every session is busy (serving a request or holding its stream "
+            "open), so none could be closed to make room. Retry in a moment, close a client you "
+            "no longer use (closing ends its session), or restart frs-mcp with a larger "
+            "--max-sessions.",
         },
     )
     app = SseLimit(app, options.max_sse_connections, options.serves_streamable)
@@ -211,6 +227,23 @@ def _routes(mcp: MCPServer[Any], options: HttpOptions) -> tuple[list[BaseRoute],
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # Open subscriptions/listen streams are requests that never end by themselves: end
+        # them gracefully now (on the loop, not in the signal handler), or each would hold
+        # the shutdown for its whole timeout.
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_exit)
+
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
         # uvicorn re-raises a caught SIGINT/SIGTERM once serving stops, which would kill the
@@ -235,12 +268,13 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     async with open_deps(settings) as deps:
         mcp = build_server(settings, shared=deps)
         config = uvicorn.Config(
-            build_app(mcp, options, port),
+            build_app(mcp, options, port, viewer_of(deps.service.store)),
             lifespan="on",
             log_config=None,  # our stderr logging, not uvicorn's (its access log goes to stdout)
             log_level=settings.log_level.lower(),
             access_log=settings.log_level.upper() == "DEBUG",
             timeout_graceful_shutdown=options.shutdown_timeout,
+            http=guarded_protocol(options.sockets),
         )
-        await _Server(config).serve(sockets=[sock])
+        await _Server(config, deps.events.close).serve(sockets=[sock])
     log.info("stopped; database %s closed", settings.database)

@@ -18,6 +18,22 @@ _WHOLE = 2**62  # a resource is read whole; get_alias pages only for tool output
 SESSIONS_URI = "frs://sessions"
 SESSIONS_TEMPLATE = SESSIONS_URI + "{?offset}"
 SESSIONS_PAGE = 1000
+SESSION_URI = "frs://sessions/{session_id}"
+
+
+def session_uris(session_id: str, *, exports: bool = True, squashes: bool = False) -> list[str]:
+    """The URIs of the resources a change to a session changes (`server.live`), the session's
+    own first: the thread and the session list (its row: counts, revision, time) always, the
+    exports when entries changed, the squash log when a squash was made or restored. The
+    alias resources are not announced: a message's and a squash's originals never change, and
+    a file source is read from a file whose changes nobody here sees."""
+    base = SESSION_URI.format(session_id=session_id)
+    uris = [f"{base}/thread"]
+    if exports:
+        uris += [f"{base}/messages", f"{base}/messages/anthropic"]
+    if squashes:
+        uris.append(f"{base}/squashes")
+    return [*uris, SESSIONS_URI]
 
 
 async def sessions(ctx: DepsContext, offset: str = "0") -> dict[str, Any]:
@@ -115,34 +131,34 @@ RESOURCES = (
     ),
     Resource(
         thread,
-        "frs://sessions/{session_id}/thread",
+        SESSION_URI + "/thread",
         "text/plain",
         "The session's thread as frs_view_thread renders it.",
     ),
     Resource(
         messages,
-        "frs://sessions/{session_id}/messages",
+        SESSION_URI + "/messages",
         "application/json",
         "The live thread as OpenAI chat messages (summaries as text, thinking left "
         "out, every tool call paired with its result): what a runtime sends to a model.",
     ),
     Resource(
         messages_anthropic,
-        "frs://sessions/{session_id}/messages/anthropic",
+        SESSION_URI + "/messages/anthropic",
         "application/json",
         "The live thread as an Anthropic Messages payload: system and alternating "
         "user/assistant turns, tool_use answered by tool_result.",
     ),
     Resource(
         alias,
-        "frs://sessions/{session_id}/aliases/{alias}",
+        SESSION_URI + "/aliases/{alias}",
         "text/plain",
         "The full text behind an alias (M.7, SQ.2, H.main, with or without @sha8), "
         "unpaged: what get_alias returns a page at a time.",
     ),
     Resource(
         squashes,
-        "frs://sessions/{session_id}/squashes",
+        SESSION_URI + "/squashes",
         "application/json",
         "Every squash of the session: span, tokens before and after, summary, alias.",
     ),

@@ -8,6 +8,7 @@ most one block of the `messages_live` index, however long the thread grows.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
@@ -16,6 +17,7 @@ import aiosqlite
 
 from frs.model import (
     CallRecord,
+    Change,
     Checkpoint,
     FocusLayer,
     Message,
@@ -120,6 +122,19 @@ class SqliteReader:
     async def count_sessions(self, tenant: str) -> int:
         row = await self._one("select count(*) from sessions where tenant = ?", (tenant,))
         return int(row[0])
+
+    async def search_sessions(self, tenant: str, text: str, limit: int) -> list[Session]:
+        # LIKE is case-insensitive for ASCII letters only, as the port promises; its wildcards
+        # in the text asked for are escaped so they match themselves.
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
+        rows = await self._all(
+            f"select {SESSION_COLUMNS} from sessions s where s.tenant = ?1"
+            " and (title like ?2 escape '\\' or exists (select 1 from messages m"
+            " where m.session_id = s.id and m.content like ?2 escape '\\'))"
+            " order by updated_at desc, id limit ?3",
+            (tenant, pattern, limit),
+        )
+        return [session_from_row(row) for row in rows]
 
     # positions
 
@@ -350,3 +365,11 @@ class SqliteReader:
             (session_id, max(revision, 0)),
         )
         return [f"revision {row[0]}: {row[1]}" for row in reversed(rows)]
+
+    async def change_log(self, session_id: SessionId, limit: int) -> list[Change]:
+        rows = await self._all(
+            "select revision, change, created_at, live_count, live_tokens, recorded,"
+            " recorded_tokens from changes where session_id = ? order by revision desc limit ?",
+            (session_id, limit),
+        )
+        return [Change(*row) for row in reversed(rows)]

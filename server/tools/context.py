@@ -11,6 +11,7 @@ from pydantic import Field
 from frs import PlanStep, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
+from server.live import Change, changed, creates
 from server.tools.arguments import RevisionArg, SessionArg, StepIn, choices, session_of
 from server.tools.results import Revision, result
 
@@ -34,9 +35,11 @@ async def frs_plan(
     """
     plan = [PlanStep(s.text, s.status) for s in steps] if steps is not None else None  # type: ignore[arg-type]
     with tool_errors():
+        new = await creates(ctx, session_id)
         done = await service(ctx).update_plan(
             plan, checkpoint, session_of(session_id), expected_revision
         )
+    await changed(ctx, done.session.id, Change.FRAMED, new)
     out = Revision(session_id=done.session.id, revision=done.session.revision)
     return result(replies.plan_updated(done, checkpoint), out)
 
@@ -77,12 +80,16 @@ async def frs_source(
     sid = session_of(session_id)
     with tool_errors():
         if action == "add":
+            new = await creates(ctx, session_id)
             added = await service(ctx).add_source(alias, text, path, sid, expected_revision)
+            await changed(ctx, added.session_id, Change.FRAMED, new)
             return replies.source_added(added)
         if action == "remove":
             if alias is None:
                 raise ToolError("action='remove' needs alias, e.g. alias='H.main'.")
+            new = await creates(ctx, session_id)
             removed = await service(ctx).remove_source(alias, sid, expected_revision)
+            await changed(ctx, removed.session_id, Change.FRAMED, new)
             return replies.source_removed(removed)
         if action in ("list", "verify"):
             verify = action == "verify"

@@ -11,6 +11,7 @@ from pydantic import Field
 from frs import SessionId, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
+from server.live import Change, changed
 from server.tools.arguments import NumberingArg, SessionArg, choices, numbering_of, session_of
 from server.tools.results import SessionOut, result, session_page, session_result
 
@@ -64,7 +65,11 @@ async def frs_session(
                 conversation,
             )
             session, created = started.session, started.created
+            if created:
+                await changed(ctx, session.id, Change.RECORDED, new=True)
             text = replies.session_started(session, created, title, goal, numbering, scope)
+            if frs.scope.connection is None:
+                text += replies.shared_current(session, scope)
             return session_result(text, "start", session, True, scope, created)
         if action == "list":
             page = await frs.list_sessions(limit, offset)
@@ -73,7 +78,10 @@ async def frs_session(
             if session_id is None:
                 raise ToolError("action='use' needs session_id; see frs_session(action='list').")
             session = await frs.use_session(SessionId(session_id))
-            return session_result(replies.session_used(session, scope), "use", session, True, scope)
+            text = replies.session_used(session, scope)
+            if frs.scope.connection is None:
+                text += replies.shared_current(session, scope)
+            return session_result(text, "use", session, True, scope)
         if action == "info":
             found = await frs.find_session(session_of(session_id))
             if found is None:

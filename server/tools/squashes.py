@@ -11,6 +11,7 @@ from pydantic import Field
 from frs import replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
+from server.live import Change, changed, creates
 from server.tools.arguments import (
     NumberingArg,
     RangeIn,
@@ -60,9 +61,11 @@ async def frs_compress_range(
     """
     asked = ranges_asked(from_, to, summary, ranges)
     with tool_errors():
+        new = await creates(ctx, session_id)
         done = await service(ctx).compress_ranges(
             asked, numbering_of(numbering), session_of(session_id), expected_revision
         )
+    await changed(ctx, done[0].session_id, Change.SQUASHED, new)
     return squash_result(done)
 
 
@@ -79,9 +82,11 @@ async def frs_compress_last(
     Example: frs_compress_last(count=6, summary="Installed deps; build passes.")
     """
     with tool_errors():
+        new = await creates(ctx, session_id)
         done = await service(ctx).compress_last(
             count, summary, session_of(session_id), expected_revision
         )
+    await changed(ctx, done.session_id, Change.SQUASHED, new)
     return squash_result(done)
 
 
@@ -97,7 +102,9 @@ async def frs_restore(
     Example: frs_restore(alias="SQ.2")
     """
     with tool_errors():
+        new = await creates(ctx, session_id)
         done = await service(ctx).restore(alias, session_of(session_id), expected_revision)
+    await changed(ctx, done.session_id, Change.SQUASHED, new)
     out = RestoreOut(
         session_id=done.session_id, revision=done.revision, first=done.first, last=done.last
     )
@@ -129,12 +136,15 @@ async def frs_focus(
     """
     sid = session_of(session_id)
     with tool_errors():
+        new = await creates(ctx, session_id)
         if action == "open":
             opened = await service(ctx).open_focus(goal or "", sid, expected_revision)
+            await changed(ctx, opened.session_id, Change.FRAMED, new)
             out = Revision(session_id=opened.session_id, revision=opened.revision)
             return result(replies.layer_opened(opened), out)
         if action == "close":
             closed = await service(ctx).close_focus(summary or "", sid, expected_revision)
+            await changed(ctx, closed.session_id, Change.SQUASHED, new)
             out = Revision(session_id=closed.session_id, revision=closed.revision)
             return result(replies.layer_closed(closed), out)
     raise ToolError(f"action is {action!r}; use open or close.")

@@ -10,6 +10,7 @@ from pydantic import Field
 from frs import LANES, ViewOptions, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
+from server.live import Change, changed, creates
 from server.progress import with_progress
 from server.tools.arguments import (
     MessageIn,
@@ -44,6 +45,7 @@ async def frs_record(
     """
     batch = [message.to_domain(i) for i, message in enumerate(messages)]
     with tool_errors():
+        new = await creates(ctx, session_id)
         done = await with_progress(
             ctx,
             "messages recorded",
@@ -51,6 +53,7 @@ async def frs_record(
                 batch, session_of(session_id), expected_revision, progress
             ),
         )
+    await changed(ctx, done.session_id, Change.RECORDED, new)
     out = RecordOut(
         session_id=done.session_id,
         revision=done.revision,

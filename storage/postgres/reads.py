@@ -8,12 +8,15 @@ sum plus a scan of at most one block however long the thread grows.
 from __future__ import annotations
 
 import heapq
+import re
+import string
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
 from frs.model import (
     CallRecord,
+    Change,
     Checkpoint,
     FocusLayer,
     Message,
@@ -42,6 +45,7 @@ from storage.rows import (
 )
 
 _BIGINT_MAX = 2**63 - 1
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
 _SESSION_BY_ID = f"select {SESSION_COLUMNS} from sessions where id = $1 and tenant = $2"
 _SESSION_BY_CONVERSATION = (
@@ -108,6 +112,23 @@ class PgReader:
         return int(
             await self.conn.fetchval("select count(*) from sessions where tenant = $1", tenant)
         )
+
+    async def search_sessions(self, tenant: str, text: str, limit: int) -> list[Session]:
+        # translate() folds ASCII letters only, as the port promises (ILIKE would fold every
+        # letter the locale knows); LIKE's wildcards in the text are escaped to match themselves.
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.translate(_ASCII_LOWER)) + "%"
+        rows = await self._all(
+            f"select {SESSION_COLUMNS} from sessions s where s.tenant = $1"
+            " and (translate(s.title, $4, $5) like $2 or exists (select 1 from messages m"
+            " where m.session_id = s.id and translate(m.content, $4, $5) like $2))"
+            " order by updated_at desc, id limit $3",
+            tenant,
+            pattern,
+            limit,
+            string.ascii_uppercase,
+            string.ascii_lowercase,
+        )
+        return [session_from_row(row) for row in rows]
 
     # positions
 
@@ -357,3 +378,12 @@ class PgReader:
             min(max(revision, 0), _BIGINT_MAX),
         )
         return [f"revision {row[0]}: {row[1]}" for row in reversed(rows)]
+
+    async def change_log(self, session_id: SessionId, limit: int) -> list[Change]:
+        rows = await self._all(
+            "select revision, change, created_at, live_count, live_tokens, recorded,"
+            " recorded_tokens from changes where session_id = $1 order by revision desc limit $2",
+            session_id,
+            limit,
+        )
+        return [Change(*row) for row in reversed(rows)]

@@ -21,7 +21,7 @@ from pathlib import Path
 FRS_MCP = str(Path(sys.executable).with_name("frs-mcp"))
 TOKEN = "test-token-0123456789"
 STARTUP_TIMEOUT = 60.0
-_URL_LINE = re.compile(r"^frs-mcp: (Streamable HTTP|SSE|health)\s+(http://\S+)$")
+_URL_LINE = re.compile(r"^frs-mcp: (Streamable HTTP|SSE|web viewer|health)\s+(http://\S+)$")
 
 
 def server_env(**extra: str) -> dict[str, str]:

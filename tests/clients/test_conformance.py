@@ -35,6 +35,8 @@ IN_SCOPE = (
     "caching",
     "sep-2164-resource-not-found",
     "server-sse-multiple-streams",
+    "resources-subscribe",
+    "resources-unsubscribe",
 )
 
 _FIXTURE_TOOLS = "calls the suite's fixture tools (test_*), which only its reference server has"
@@ -73,8 +75,6 @@ OUT_OF_SCOPE: dict[str, str] = {
     "resources-read-text": _FIXTURE_RESOURCES,
     "resources-read-binary": _FIXTURE_RESOURCES,
     "resources-templates-read": _FIXTURE_RESOURCES,
-    "resources-subscribe": "frs-mcp offers no resource subscriptions",
-    "resources-unsubscribe": "frs-mcp offers no resource subscriptions",
     "prompts-get-simple": _FIXTURE_PROMPTS,
     "prompts-get-with-args": _FIXTURE_PROMPTS,
     "prompts-get-embedded-resource": _FIXTURE_PROMPTS,

@@ -1,5 +1,6 @@
 """The official TypeScript SDK client (`@modelcontextprotocol/sdk`) drives frs-mcp over stdio,
-SSE and Streamable HTTP: tools, recording, the view, a squash, a resource and a tool error."""
+SSE and Streamable HTTP: tools, recording, the view, a squash, a resource, a tool error, and
+the updates of the thread it subscribed to (protocol 2025-11-25)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,12 @@ class TestTypeScriptSdkClient:
         assert "[2] Summary of 2 messages" in report["resource"]
         assert "Ran it 20x: 4 failures, 3 != 4." in report["resource"]
         assert "[3] Assistant: The flush races the writer" in report["resource"]
+
+        # Subscribed to its thread: told once by the record and once by the squash.
+        assert report["resourcesCapability"]["subscribe"] is True
+        assert report["resourcesCapability"]["listChanged"] is True
+        thread = f"frs://sessions/{report['sessionId']}/thread"
+        assert report["updated"] == [thread, thread]
 
         assert report["badRange"]["isError"] is True
         assert "Range 40..50 is outside the thread" in report["badRange"]["text"]

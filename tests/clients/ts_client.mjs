@@ -7,6 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [kind, target, ...rest] = process.argv.slice(2);
 
@@ -29,9 +30,28 @@ const text = (result) =>
 
 const client = new Client({ name: "frs-ts-sdk-check", version: "1.0.0" });
 const report = {};
+// notifications/resources/updated, in the order they came; `told` wakes whoever waits.
+const updated = [];
+let told = () => {};
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+  updated.push(notification.params.uri);
+  told();
+});
+async function updatesUntil(count, ms) {
+  const deadline = Date.now() + ms;
+  while (updated.length < count && Date.now() < deadline) {
+    await new Promise((resolve) => {
+      told = resolve;
+      setTimeout(resolve, 100);
+    });
+  }
+  return [...updated];
+}
+
 try {
   await client.connect(transport());
   report.server = client.getServerVersion();
+  report.resourcesCapability = client.getServerCapabilities().resources;
 
   const tools = await client.listTools();
   report.tools = tools.tools.map((t) => t.name).sort();
@@ -43,6 +63,9 @@ try {
   report.started = text(started);
   const sessionId = /session (\S+) "/.exec(report.started)[1];
   report.sessionId = sessionId;
+  // Follow the thread (2025-11-25 resources/subscribe): the record and the squash below each
+  // change it.
+  await client.subscribeResource({ uri: `frs://sessions/${sessionId}/thread` });
 
   const messages = [
     { role: "user", content: "Why does test_sync fail one run in five?" },
@@ -86,6 +109,8 @@ try {
     structured: squashed.structuredContent,
     text: text(squashed),
   };
+
+  report.updated = await updatesUntil(2, 20000);
 
   const resource = await client.readResource({ uri: `frs://sessions/${sessionId}/thread` });
   report.resource = resource.contents.map((c) => c.text).join("\n");

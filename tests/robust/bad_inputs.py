@@ -403,6 +403,19 @@ def _rows() -> tuple[Row, ...]:
             b'"params":{"uri":"frs://sessions/nope/thread"}}',
         ),
     )
+    stdio(
+        "stdio-subscribe-no-uri",
+        "resources/subscribe without a uri",
+        (b'{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{}}',),
+    )
+    stdio(
+        "stdio-listen-in-2025",
+        "subscriptions/listen on a 2025-11-25 connection",
+        (
+            b'{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen",'
+            b'"params":{"notifications":{"resourcesListChanged":true}}}',
+        ),
+    )
     # -- the command line and the database file
     cli("cli-unknown-flag", "an unknown flag", Cli(("--bogus",)))
     cli("cli-transport", "an unknown transport", Cli(("--transport", "carrier-pigeon")))
@@ -411,6 +424,9 @@ def _rows() -> tuple[Row, ...]:
     cli("cli-preview", "`--preview-chars` below 200", Cli(("--preview-chars", "10")))
     cli("cli-log-level", "an unknown log level", Cli(("--log-level", "LOUD")))
     cli("cli-body-zero", "`--max-body-bytes 0`", Cli(("--max-body-bytes", "0")))
+    cli("cli-connections-zero", "`--max-connections 0`", Cli(("--max-connections", "0")))
+    cli("cli-header-timeout", "`--header-timeout 0`", Cli(("--header-timeout", "0")))
+    cli("cli-body-timeout", "`--body-timeout soon`", Cli(("--body-timeout", "soon")))
     cli(
         "cli-public-no-token",
         "HTTP on 0.0.0.0 without a token",
@@ -443,6 +459,19 @@ def _rows() -> tuple[Row, ...]:
         Cli(("--db", "{db}"), prepare="read-only empty"),
     )
     cli("cli-import-missing", "`import` of a file that does not exist", Cli(("import", "{db}")))
+    web = ("web", "--port", "0", "--db", "{db}")
+    cli("cli-web-missing", "`web` on a database file that does not exist", Cli(web))
+    cli("cli-web-not-sqlite", "`web` on a text file", Cli(web, prepare="not sqlite"))
+    cli(
+        "cli-web-never-migrated",
+        "`web` on an empty file (the viewer never writes, so never migrates)",
+        Cli(web, prepare="read-only empty"),
+    )
+    cli(
+        "cli-web-newer",
+        "`web` on a database from a newer schema version (left byte for byte)",
+        Cli(web, prepare="newer schema"),
+    )
     rows.append(
         Row(
             "served-read-only",
@@ -540,6 +569,17 @@ def _rows() -> tuple[Row, ...]:
         "http-sse-unknown-session",
         "a POST to the SSE endpoint for an unknown session",
         Http("POST", "/messages/?session_id=" + "0" * 32, {}, INITIALIZE),
+    )
+    http(
+        "http-unknown-mcp-session",
+        "an `Mcp-Session-Id` that does not exist, has expired or was evicted, or is another "
+        "tenant's",
+        Http(
+            "POST",
+            "/mcp",
+            {"Mcp-Session-Id": "0" * 32, "MCP-Protocol-Version": "2025-11-25"},
+            b'{"jsonrpc":"2.0","id":5,"method":"ping"}',
+        ),
     )
     http("http-health-post", "POST /health", Http("POST", "/health", {}, b"{}"))
     http("http-unknown-path", "an unknown path", Http("GET", "/admin"))
@@ -785,6 +825,10 @@ SEES: dict[str, str] = {
         '{"code":-32602,"message":"No session \'nope\'. Read frs://sessions for the sessions '
         'there are.","data":{"uri":"frs://sessions/nope/thread"}}'
     ),
+    "stdio-subscribe-no-uri": '{"code":-32602,"message":"Invalid request parameters","data":""}',
+    "stdio-listen-in-2025": (
+        '{"code":-32601,"message":"Method not found","data":"subscriptions/listen"}'
+    ),
     "cli-unknown-flag": "{usage}\nfrs-mcp: error: unrecognized arguments: --bogus",
     "cli-transport": (
         "{usage}\nfrs-mcp: error: argument --transport: invalid choice: 'carrier-pigeon' (choose "
@@ -798,6 +842,16 @@ SEES: dict[str, str] = {
         "'DEBUG', 'INFO', 'WARNING', 'ERROR')"
     ),
     "cli-body-zero": "{usage}\nfrs-mcp: error: argument --max-body-bytes: 0 must be at least 1",
+    "cli-connections-zero": (
+        "{usage}\nfrs-mcp: error: argument --max-connections: 0 must be at least 1"
+    ),
+    "cli-header-timeout": (
+        "{usage}\nfrs-mcp: error: argument --header-timeout: 0.0 must be a positive number of "
+        "seconds"
+    ),
+    "cli-body-timeout": (
+        "{usage}\nfrs-mcp: error: argument --body-timeout: 'soon' is not a number of seconds"
+    ),
     "cli-public-no-token": (
         "frs-mcp: refusing to listen on 0.0.0.0 without a token: anyone who can reach this port "
         "could read and change every session. Set a token with FRS_TOKEN=<secret> (or --token "
@@ -819,6 +873,22 @@ SEES: dict[str, str] = {
     ),
     "cli-db-read-only-new": (
         "frs-mcp: cannot open the database {db}: attempt to write a readonly database"
+    ),
+    "cli-web-missing": (
+        "frs-mcp: no database at {db}: start frs-mcp once to create it, or pass --db with the "
+        "file your server uses (default $FRS_DB, else ~/.local/share/frs-mcp/frs.db)."
+    ),
+    "cli-web-not-sqlite": (
+        "frs-mcp: {db} cannot be read as an SQLite database: file is not a database"
+    ),
+    "cli-web-never-migrated": (
+        "frs-mcp: {db} holds no frs-mcp data (schema version 0: never migrated, or not an "
+        "frs-mcp database). Start the server on it once (frs-mcp --db {db}) to create the "
+        "schema, or pass the --db file your server uses."
+    ),
+    "cli-web-newer": (
+        "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
+        "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
     ),
     "cli-import-missing": (
         "frs-mcp import: cannot read {db}: [Errno 2] No such file or directory: '{db}'"
@@ -887,6 +957,9 @@ SEES: dict[str, str] = {
         'session ID"}}'
     ),
     "http-sse-unknown-session": "404 Could not find session",
+    "http-unknown-mcp-session": (
+        '404 {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}'
+    ),
     "http-health-post": "405 Use GET /health.",
     "http-unknown-path": "404 Not Found",
 }

@@ -12,11 +12,13 @@ lines, unindented and unescaped, give its text back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tempfile
 import unicodedata
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 import anyio
@@ -24,7 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frs import FrsError, NewMessage, PlanStep, ReasoningService, ToolCall, ViewOptions
+from frs.model import LOCAL_TENANT
 from frs.text import message_body
+from server.web import pages as web_pages
+from server.web.audit import audit_page
+from server.web.thread import load_page, open_squash
 from storage import SqliteStore, open_database
 
 FORGERIES = (
@@ -282,3 +288,215 @@ class TestOriginalsSafety:
                 continue  # spelled out or escaped: the rule gives back the plain ones only
             recovered = "\n".join(line[4:].removeprefix("\\") for line in shown)
             assert re.sub(r" id=c\d+\.", " id=c", recovered) == body, text
+
+
+# -- the web viewer's pages ---------------------------------------------------------------------
+
+HTML_FORGERIES = (
+    "<script>window.pwned=1</script>",
+    "</pre><pre class=body>forged",
+    '<img src=x onerror="alert(1)">',
+    "\"'><b onclick=alert(1) x='",
+    "<!-- ",
+    " -->",
+    "<![CDATA[",
+    "&lt;b&gt;",
+    "&amp;",
+    "</details></section><article id=M.1>",
+    "<svg onload=alert(1)>",
+    "javascript:alert(1)",
+)
+html_fragment = st.one_of(fragment, st.sampled_from(HTML_FORGERIES))
+html_multi_line = st.lists(
+    st.one_of(html_fragment, st.sampled_from(["\n", "\n<"])), max_size=8
+).map("".join)
+html_line = st.lists(html_fragment, max_size=4).map(
+    lambda parts: "".join(parts).replace("\r", " ").replace("\n", " ")
+)
+html_message = st.builds(
+    Drawn,
+    role=st.sampled_from(["system", "user", "assistant", "tool"]),
+    content=html_multi_line,
+    name=st.none() | html_line,
+    calls=st.lists(st.tuples(html_line.filter(str.strip), arguments), max_size=2).map(tuple),
+    thinking=st.none() | html_multi_line,
+)
+
+# Every element and attribute the viewer's pages are built of; stored text may add none.
+_ELEMENTS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "link",
+    "script",
+    "body",
+    "header",
+    "a",
+    "main",
+    "h1",
+    "h2",
+    "p",
+    "div",
+    "form",
+    "input",
+    "button",
+    "nav",
+    "section",
+    "pre",
+    "details",
+    "summary",
+    "article",
+    "code",
+    "span",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "time",
+    "ol",
+    "li",
+    "svg",
+    "path",
+    "polyline",
+    "text",
+}
+_ATTRIBUTES = {
+    "lang",
+    "charset",
+    "name",
+    "content",
+    "rel",
+    "href",
+    "src",
+    "defer",
+    "class",
+    "id",
+    "type",
+    "value",
+    "placeholder",
+    "method",
+    "action",
+    "min",
+    "data-md",
+    "data-key",
+    "title",
+    "d",
+    "points",
+    "x",
+    "y",
+    "text-anchor",
+    "viewbox",
+    "role",
+}
+
+
+class _Elements(HTMLParser):
+    """The elements of a page, with their attributes, and the text of each `pre.body`."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, list[str]]] = []
+        self.bodies: list[str] = []
+        self._in_body = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, [name for name, _ in attrs]))
+        if tag == "pre" and ("class", "body") in attrs:
+            self._in_body = 1
+            self.bodies.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "pre":
+            self._in_body = 0
+
+    def handle_data(self, data: str) -> None:
+        if self._in_body:
+            self.bodies[-1] += data
+
+    def handle_comment(self, data: str) -> None:
+        self.elements.append(("<!--", []))
+
+
+async def _pages_of(
+    folder: Path, title: str, goal: str, drawn: list[Drawn], summary: str, plan: list[str]
+) -> tuple[list[str], list[str]]:
+    """Store everything (the first two entries squashed, then that and the next: nested), and
+    render every page the viewer has; returns them with the contents stored, in thread order."""
+    async with open_database(folder / "pages.db") as db:
+        store = SqliteStore(db)
+        service = ReasoningService(store)
+        session = (await service.start_session(title, goal)).session
+        batch = [
+            NewMessage(
+                "assistant" if item.calls else item.role,  # type: ignore[arg-type]
+                item.content,
+                name=item.name,
+                tool_calls=tuple(
+                    ToolCall(f"c{i}.{k}", name, args) for k, (name, args) in enumerate(item.calls)
+                ),
+            )
+            for i, item in enumerate(drawn)
+        ]
+        # A long first message, so a squash of it and the next is smaller than what it replaces.
+        # It is over the preview, so the viewer shows it as a card too, stored text at both ends.
+        batch.insert(0, NewMessage("user", drawn[0].content + "long " * 300 + drawn[-1].content))
+        await service.record(batch, session.id)
+        for squash in ((1, 2), (1, 3)):
+            with contextlib.suppress(FrsError):  # a summary larger than what it replaces
+                await service.compress_range(*squash, summary, session_id=session.id)
+        with contextlib.suppress(FrsError):
+            await service.update_plan([PlanStep(t) for t in plan], plan[0] if plan else None)
+        async with store.snapshot() as reader:
+            found = await reader.find_session(LOCAL_TENANT, session.id)
+            assert found is not None
+            view = await load_page(reader, found, None)
+            pages: list[str] = [
+                web_pages.thread_page(view),
+                web_pages.sessions_page([found], title, 1, 0),
+                audit_page(
+                    found, await reader.squashes(found.id), await reader.change_log(found.id, 99)
+                ),
+            ]
+            for made in await reader.squashes(found.id):
+                summary_message = await reader.message(found.id, made.summary_number)
+                assert summary_message is not None
+                opened = await open_squash(reader, found.id, summary_message)
+                assert opened is not None
+                pages.append(web_pages.squash_page(found, opened, summary_message))
+        return pages, [m.content for m in batch]
+
+
+class TestHtmlSafety:
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        title=html_line,
+        goal=html_line,
+        drawn=st.lists(html_message, min_size=2, max_size=5),
+        summary=html_multi_line.filter(str.strip),
+        plan=st.lists(html_line.filter(str.strip), max_size=2),
+    )
+    def test_no_stored_text_creates_an_element_or_an_attribute(
+        self, title: str, goal: str, drawn: list[Drawn], summary: str, plan: list[str]
+    ) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            pages, contents = anyio.run(_pages_of, Path(folder), title, goal, drawn, summary, plan)
+        for page in pages:
+            parsed = _Elements()
+            parsed.feed(page)
+            parsed.close()
+            strays = [
+                (tag, names)
+                for tag, names in parsed.elements
+                if tag not in _ELEMENTS or not set(names) <= _ATTRIBUTES
+            ]
+            assert strays == [], page
+            assert sum(tag == "script" for tag, _ in parsed.elements) == 1, page
+            assert all(body in contents for body in parsed.bodies), page
+        # The thread page shows every original once, squashed or not (summaries are not
+        # `pre.body` alone: they are `pre.body.summary-text`).
+        thread = _Elements()
+        thread.feed(pages[0])
+        assert sorted(thread.bodies) == sorted(contents), pages[0]

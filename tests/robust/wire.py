@@ -56,6 +56,7 @@ class Wire:
         self.process = process
         self.stderr_path = stderr_path
         self.unsolicited: list[dict[str, Any]] = []  # lines that answer no pending request
+        self.notifications: list[dict[str, Any]] = []  # e.g. a new session's list change
         self.closed = False
         self._ids = itertools.count(1)
         self._pending: dict[int | str, anyio.Event] = {}
@@ -115,6 +116,8 @@ class Wire:
                 if key is not None and key in self._pending:
                     self._answers[key] = message
                     self._pending.pop(key).set()
+                elif isinstance(message, dict) and "method" in message and "id" not in message:
+                    self.notifications.append(message)  # the server's news, not an answer
                 else:
                     self.unsolicited.append(message)
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):

@@ -26,6 +26,7 @@ from frs.model import (
     LANES,
     LOCAL_TENANT,
     CallRecord,
+    Change,
     Checkpoint,
     FocusLayer,
     Message,
@@ -1091,6 +1092,62 @@ class TestSessions:
         assert listed == ["d", "g", "b", "c", "e", "a", "f"]
         assert pages == [["d", "g", "b"], ["c", "e", "a"], ["f"], [], ["g", "b"], []]
         assert count == 7
+
+
+class TestViewerReads:
+    """What the web viewer reads beyond the tools: the change log with its counters, and
+    sessions found by their title or their messages' text."""
+
+    async def test_the_change_log_gives_the_newest_lines_with_the_counters_each_left(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s")
+                await thread.record(tx, originals(1, 4))
+                await thread.save(tx, "a plan", recorded_tokens=40)
+                await thread.squash(tx, 1, 2)
+            async with store.snapshot() as reader:
+                log = await reader.change_log(thread.sid, 100)
+                newest = await reader.change_log(thread.sid, 2)
+                none = await reader.change_log(SessionId("other"), 100)
+        assert [(c.revision, c.change) for c in log] == [
+            (1, "recorded 4 messages"),
+            (2, "a plan"),
+            (3, "squashed positions 1–2 into SQ.1"),
+        ]
+        assert log[0] == Change(1, "recorded 4 messages", stamp(1), 4, 4, 4, 0)
+        assert (log[1].recorded_tokens, log[2].live_count) == (40, 3)
+        assert log[2].live_tokens == thread.session.live_tokens
+        assert newest == log[1:]
+        assert none == []
+
+    async def test_sessions_are_found_by_title_or_any_message_text_of_the_tenant_only(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                await tx.create_session(new_session("t", title="Parser 100% done_x"))
+                await tx.create_session(new_session("o", title="Parser", tenant="other"))
+                thread = await Thread.start(tx, "m")
+                await thread.record(tx, [original(1, content="the Needle in text")])
+                await thread.squash(tx, 1, 1)  # a squashed original is still found
+            async with store.snapshot() as reader:
+
+                async def found(text: str, limit: int = 10) -> list[str]:
+                    return [s.id for s in await reader.search_sessions(LOCAL, text, limit)]
+
+                assert await found("parser") == ["t"]
+                assert await found("100%") == ["t"]
+                assert await found("0% d") == ["t"]
+                assert await found("%") == ["t"]  # a wildcard matches only itself
+                assert await found("e_x") == ["t"]
+                assert await found("_") == ["t"]
+                assert await found("needle IN") == ["m"]
+                assert await found("e") == ["m", "t"]
+                assert await found("e", 1) == ["m"]
+                assert await found("absent") == []
+                assert [s.id for s in await reader.search_sessions("other", "parser", 9)] == ["o"]
 
 
 class TestToolCalls:

@@ -10,6 +10,7 @@ from tests.storage.contract import (
     TestSquashAndRestore,
     TestToolCalls,
     TestTransactions,
+    TestViewerReads,
     TestWindowsAndLanes,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "TestSquashAndRestore",
     "TestToolCalls",
     "TestTransactions",
+    "TestViewerReads",
     "TestWindowsAndLanes",
 ]

@@ -1,0 +1,239 @@
+"""The viewer's ASGI app: its routes, its answers to bad requests, and its security headers.
+
+It reads through `snapshot()` only, one snapshot per page, so a page is one consistent state
+even while a server writes beside it. A caller sees only its tenant's sessions: the tenant
+comes from the bearer token (`server.guards.BearerGuard` sets it) and is the local tenant
+without one, as on stdio. Every answer carries a Content-Security-Policy that allows this
+server's own stylesheet and script and nothing else: no inline code, nothing remote.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Protocol
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
+
+from frs.errors import StoreError
+from frs.model import LOCAL_TENANT, Message, Session, SessionId
+from frs.ports import ThreadReader
+from server.guards import TENANT_KEY
+from server.web import audit, markdown, pages
+from server.web.html import MOUNTED_AT
+from server.web.thread import PAGE, Opened, load_page, open_squash
+
+STATIC = Path(__file__).parent / "static"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would send Origin: null
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+SESSIONS_SHOWN = 100
+MARKDOWN_ENTRIES = 1000  # a range copied as Markdown holds at most this many entries
+ALL = 2**31  # a squash page opens every original
+_ALIAS = re.compile(r"^(M|SQ)\.([0-9]{1,18})$")
+
+
+class Readable(Protocol):
+    def snapshot(self) -> AbstractAsyncContextManager[ThreadReader]: ...
+
+
+def _tenant(request: Request) -> str:
+    return str(getattr(request.state, TENANT_KEY, LOCAL_TENANT))
+
+
+def _number(request: Request, name: str, default: int | None = None) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 2**62:
+        raise HTTPException(400, f"{name}={raw[:40]!r}: give a whole number of at least 1.")
+    return int(raw)
+
+
+async def _session(reader: ThreadReader, request: Request) -> Session:
+    sid = request.path_params["sid"]
+    session = await reader.find_session(_tenant(request), SessionId(sid))
+    if session is None:
+        raise HTTPException(404, f"No session {sid[:80]!r}: it does not exist, or is not yours.")
+    return session
+
+
+# One handler per page, each a few lines closing over the store: longer than 50 lines
+# together, read one route at a time.
+def build_viewer(store: Readable) -> ASGIApp:
+    """The viewer over `store`, from `/`; mount it elsewhere with `Mount`."""
+
+    async def sessions(request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()[:200]
+        offset = (_number(request, "offset", 0) or 1) - 1 if "offset" in request.query_params else 0
+        async with store.snapshot() as reader:
+            tenant = _tenant(request)
+            total = await reader.count_sessions(tenant)
+            if query:
+                found = await reader.search_sessions(tenant, query, SESSIONS_SHOWN)
+            else:
+                found = await reader.list_sessions(tenant, SESSIONS_SHOWN, offset)
+        return HTMLResponse(pages.sessions_page(found, query, total, offset))
+
+    async def thread(request: Request) -> Response:
+        before = _number(request, "before")
+        async with store.snapshot() as reader:
+            session = await _session(reader, request)
+            view = await load_page(reader, session, before)
+        return HTMLResponse(pages.thread_page(view))
+
+    async def squash(request: Request) -> Response:
+        async with store.snapshot() as reader:
+            session = await _session(reader, request)
+            n = int(request.path_params["n"])
+            summary, opened = await _squash_opened(reader, session, n)
+        return HTMLResponse(pages.squash_page(session, opened, summary))
+
+    async def copy(request: Request) -> Response:
+        async with store.snapshot() as reader:
+            session = await _session(reader, request)
+            text = await _markdown(reader, session, request)
+        return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+
+    async def trail(request: Request) -> Response:
+        async with store.snapshot() as reader:
+            session = await _session(reader, request)
+            squashes = await reader.squashes(session.id)
+            changes = await reader.change_log(session.id, audit.CHANGES_SHOWN)
+        return HTMLResponse(audit.audit_page(session, squashes, changes))
+
+    async def permalink(request: Request) -> Response:
+        async with store.snapshot() as reader:
+            session = await _session(reader, request)
+            before = await _page_of(reader, session, request.path_params["alias"])
+        alias = request.path_params["alias"]
+        url = pages.session_url(session, before=before) + f"#{alias}"
+        return RedirectResponse(url, status_code=303)
+
+    routes = [
+        Route("/", sessions),
+        Route("/s/{sid}", thread),
+        Route("/s/{sid}/sq/{n:int}", squash),
+        Route("/s/{sid}/md", copy),
+        Route("/s/{sid}/audit", trail),
+        Route("/s/{sid}/at/{alias}", permalink),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    handlers = {HTTPException: _refused, StoreError: _unreadable}
+    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    return Mounted(app)
+
+
+async def _refused(request: Request, exc: HTTPException) -> Response:
+    return HTMLResponse(pages.error_page(exc.status_code, exc.detail), status_code=exc.status_code)
+
+
+async def _unreadable(request: Request, exc: StoreError) -> Response:
+    """The database failed under a page (moved, locked past the timeout, damaged)."""
+    text = f"The database could not be read: {exc}. Nothing was changed; reload to try again."
+    return HTMLResponse(pages.error_page(503, text), status_code=503)
+
+
+async def _squash_opened(reader: ThreadReader, session: Session, n: int) -> tuple[Message, Opened]:
+    """Squash `n`'s summary and the squash opened to every original."""
+    squash = await reader.squash(session.id, n)
+    summary = None if squash is None else await reader.message(session.id, squash.summary_number)
+    opened = None if summary is None else await open_squash(reader, session.id, summary, shown=ALL)
+    if summary is None or opened is None:
+        raise HTTPException(404, f"No squash SQ.{n} in this session.")
+    return summary, opened
+
+
+async def _markdown(reader: ThreadReader, session: Session, request: Request) -> str:
+    """`?sq=N`: squash N with its originals; `?from=P&to=Q`: the entries at positions P..Q."""
+    n = _number(request, "sq")
+    if n is not None:
+        summary, opened = await _squash_opened(reader, session, n)
+        return markdown.squash_markdown(f"SQ.{n}", summary, opened) + "\n"
+    first = _number(request, "from", 1) or 1
+    last = _number(request, "to", session.live_count) or 1
+    if last < first or last - first + 1 > MARKDOWN_ENTRIES:
+        raise HTTPException(
+            400,
+            f"from={first}, to={last}: give from ≤ to, at most {MARKDOWN_ENTRIES} entries apart.",
+        )
+    view = await load_page(reader, session, last + 1, count=last - first + 1)
+    return "\n\n".join(markdown.nodes_markdown(list(view.nodes))) + "\n"
+
+
+async def _page_of(reader: ThreadReader, session: Session, alias: str) -> int | None:
+    """The `before` of the thread page showing `alias` (M.n or SQ.n): its entry, or the squash
+    that holds it, among the `PAGE` entries before it."""
+    found = _ALIAS.match(alias)
+    if found is None:
+        raise HTTPException(400, f"{alias[:40]!r} is not an alias: use M.7 or SQ.2.")
+    kind, n = found.group(1), int(found.group(2))
+    message = None
+    if kind == "SQ":
+        squash = await reader.squash(session.id, n)
+        if squash is not None:
+            message = await reader.message(session.id, squash.summary_number)
+    else:
+        message = await reader.message(session.id, n)
+    if message is None:
+        raise HTTPException(404, f"No {alias} in this session.")
+    covering = await reader.entry_covering(session.id, message.ord)
+    if covering is None:
+        return None
+    (position,) = await reader.positions_of(session.id, [covering.ord])
+    stop = position + PAGE // 2
+    return None if stop > session.live_count else stop
+
+
+def viewer_of(store: Readable) -> ASGIApp:
+    """The viewer with its security headers, to mount beside the MCP transports (`/ui`)."""
+    return SecurityHeaders(build_viewer(store))
+
+
+class Mounted:
+    """Tells the pages where the viewer is mounted (the request's `root_path`: `/ui` inside
+    the HTTP transports), so their links lead back into it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = MOUNTED_AT.set(str(scope.get("root_path", "")).rstrip("/"))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            MOUNTED_AT.reset(token)
+
+
+class SecurityHeaders:
+    """Adds the Content-Security-Policy and its companions to every answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: AsgiMessage) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

@@ -1,0 +1,115 @@
+"""`frs-mcp web`: serve the read-only viewer, on 127.0.0.1 by default.
+
+The same rules as the HTTP transports: another address needs a token (`--token`, `FRS_TOKEN`
+or `--tokens`, each tenant seeing only its own sessions), and the Host and Origin checks
+guard against DNS rebinding on every address.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+
+import anyio
+import uvicorn
+from starlette.types import ASGIApp
+
+from frs import StoreError
+from server.guards import BearerGuard, HostGuard
+from server.hosts import HostPolicy, unsafe_bind
+from server.http import bind_socket
+from server.settings import resolve_database
+from server.tenants import TokensFileError, tenants_of
+from server.web.app import Readable, viewer_of
+from server.web.login import CookieLogin
+from storage import SchemaTooNew
+from storage.readonly import open_readonly
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WEB_PORT = 8766
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """The options of `frs-mcp web`; `--db` and `--log-level` come from the main parser."""
+    p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_WEB_PORT,
+        help=f"port (default {DEFAULT_WEB_PORT}; 0 picks a free one)",
+    )
+    p.add_argument("--token", default=None, help="bearer token (default $FRS_TOKEN)")
+    p.add_argument("--tokens", metavar="FILE", default=None, help="tenants: NAME SECRET a line")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT|:*]",
+        help="another name browsers may use in Host/Origin (repeatable)",
+    )
+
+
+def viewer_app(
+    store: Readable, host: str, port: int, tenants: dict[str, str], allowed: tuple[str, ...]
+) -> ASGIApp:
+    """The viewer with its guards: security headers, the token when there is one (from the
+    header, or from the cookie a browser got at /login), Host and Origin."""
+    app = viewer_of(store)
+    if tenants:
+        app = CookieLogin(BearerGuard(app, tenants), tenants)
+    return HostGuard(app, HostPolicy.for_server(host, port, allowed), port)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the flags, bind the port, then serve until interrupted; 2 for what cannot run."""
+    try:
+        tenants = tenants_of(args.token or os.environ.get("FRS_TOKEN"), args.tokens)
+    except TokensFileError as exc:
+        return _fail(str(exc))
+    refusal = unsafe_bind(args.host, bool(tenants))
+    if refusal is not None:
+        return _fail(refusal)
+    if not 0 <= args.port <= 65535:
+        return _fail(f"--port {args.port} is not a port (0..65535)")
+    try:
+        HostPolicy.for_server(args.host, args.port, tuple(args.allowed_host))
+        sock = bind_socket(args.host, args.port)
+    except ValueError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+    database = resolve_database(args.db)
+    with sock:
+        try:
+            anyio.run(_serve, database, args, tenants, sock)
+        except (SchemaTooNew, StoreError) as exc:
+            return _fail(str(exc))
+        except KeyboardInterrupt:
+            return 130
+    return 0
+
+
+async def _serve(
+    database: str, args: argparse.Namespace, tenants: dict[str, str], sock: socket.socket
+) -> None:
+    port = int(sock.getsockname()[1])
+    async with open_readonly(database) as store:
+        app = viewer_app(store, args.host, port, tenants, tuple(args.allowed_host))
+        shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        shown = f"[{shown}]" if ":" in shown else shown
+        print(
+            f"frs-mcp: viewer of {database} (read-only) at http://{shown}:{port}/",
+            file=sys.stderr,
+            flush=True,
+        )
+        config = uvicorn.Config(app, log_config=None, lifespan="off", access_log=False)
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def _fail(text: str) -> int:
+    print(f"frs-mcp: {text}", file=sys.stderr)
+    return 2

@@ -1,0 +1,111 @@
+"""A page of a thread as the model sees it, with every squash opened to its originals.
+
+The entries, their labels, thinking, checkpoints and focus headings come from the domain
+(`frs.layout`), exactly as a view builds them; only the HTML differs from the text view. A page
+is the newest `PAGE` entries before a position, read by position through the store's block
+counts, so its cost does not grow with the thread. A squash opens to at most `MEMBERS_SHOWN`
+originals, nested squashes `NESTING` deep; its own page shows the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from frs.layout import Shown, attach, focus_headings, label
+from frs.model import Message, Session, SessionId, Squash
+from frs.ports import ThreadReader
+from frs.render import Entry
+from frs.selection import Frame, load_frame
+
+PAGE = 200
+MEMBERS_SHOWN = 200
+NESTING = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A squash and the originals it replaced (some of them squashes, opened in turn)."""
+
+    squash: Squash
+    members: tuple[Node, ...]
+    hidden: int  # members past MEMBERS_SHOWN, or all of them past NESTING
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One entry (or original) to show, and, for a summary, its squash opened."""
+
+    entry: Entry
+    opened: Opened | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadPage:
+    session: Session
+    frame: Frame
+    first: int  # the position of the first entry shown (1-based)
+    nodes: tuple[Node, ...]
+    leading: tuple[str, ...]  # thinking and marks before the first entry of the thread
+    trailing: tuple[str, ...]  # focus goals with no entry yet
+
+    @property
+    def end(self) -> int:
+        """One past the last position shown."""
+        return self.first + len(self.nodes)
+
+
+async def load_page(
+    reader: ThreadReader, session: Session, before: int | None, count: int = PAGE
+) -> ThreadPage:
+    """The `count` entries before position `before` (None: the newest), in thread order."""
+    end = session.live_count + 1
+    stop = end if before is None else max(1, min(before, end))
+    first = max(1, stop - count)
+    messages = await reader.entries_at(session.id, first, stop - first)
+    shown = [Shown(first + i, m) for i, m in enumerate(messages)]
+    labels = [label(s.message, s.position, session.numbering) for s in shown]
+    frame = await load_frame(reader, session)
+    thinking: list[Message] = []
+    if first == 1:
+        thinking = await reader.thinking(session.id, 0, 0)
+    if shown:
+        thinking += await reader.thinking(session.id, shown[0].message.ord, messages[-1].ord_last)
+    entries, leading = attach(shown, labels, thinking, frame.checkpoints, first == 1)
+    entries, trailing = focus_headings(entries, frame.layers, stop == end)
+    nodes = [Node(entry, await open_squash(reader, session.id, entry.message)) for entry in entries]
+    return ThreadPage(session, frame, first, tuple(nodes), tuple(leading), tuple(trailing))
+
+
+async def open_squash(
+    reader: ThreadReader,
+    session_id: SessionId,
+    message: Message,
+    depth: int = 0,
+    shown: int = MEMBERS_SHOWN,
+) -> Opened | None:
+    """For a summary, its squash with the originals it replaced; None for any other entry."""
+    if message.kind != "summary" or message.squash_n is None:
+        return None
+    squash = await reader.squash(session_id, message.squash_n)
+    if squash is None:
+        return None
+    if depth >= NESTING:
+        return Opened(squash, (), squash.count)
+    members = await reader.squash_members(session_id, squash.n)
+    nodes = [
+        Node(Entry(member_label(m), m), await open_squash(reader, session_id, m, depth + 1))
+        for m in members[:shown]
+    ]
+    return Opened(squash, tuple(nodes), max(0, len(members) - shown))
+
+
+def member_label(message: Message) -> str:
+    """An original inside a squash has no position: it is named as `get_alias` names it."""
+    if message.kind == "summary":
+        return f"SQ.{message.squash_n}"
+    return f"M.{message.number}"
+
+
+def anchor(message: Message) -> str:
+    """The permalink of an entry or original: `SQ.2` for a summary, `M.7` for a message."""
+    return member_label(message)

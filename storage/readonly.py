@@ -1,0 +1,120 @@
+"""The database opened to read only, for the web viewer: it never writes, not even a migration.
+
+SQLite opens the file with `mode=ro`, so a write would fail in the engine itself, whatever the
+code above asks. A stdio server writing beside it is the common case: in WAL mode a reader sees
+the last committed state and never blocks the writer. A schema this frs-mcp does not know, or
+one it would first have to migrate, is refused with what to do, since migrating is a write.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import aiosqlite
+import anyio
+
+from frs.errors import StoreUnavailable
+from storage.db import BUSY_TIMEOUT_MS, store_error
+from storage.migrations import MIGRATIONS, SchemaTooNew
+from storage.reads import SqliteReader
+
+
+class NotReadable(StoreUnavailable):
+    """The file cannot be read as an frs-mcp database as it is; the text says what to do."""
+
+
+class ReadOnlyStore:
+    """`snapshot()` of `frs.ports.Store`, over one read-only connection."""
+
+    def __init__(self, conn: aiosqlite.Connection, path: str) -> None:
+        self.path = path
+        self._conn = conn
+        self._lock = anyio.Lock()
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[SqliteReader]:
+        """One read transaction: every query inside sees the same committed state."""
+        async with self._lock:
+            try:
+                await self._conn.execute("begin")
+                yield SqliteReader(self._conn)
+            except sqlite3.Error as exc:
+                raise store_error(exc) from exc
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._conn.rollback()
+
+
+def _uri(path: Path) -> str:
+    """A `file:` URI that opens `path` read-only; `quote` keeps `?` and `#` in a name from
+    being read as the URI's query or fragment."""
+    return f"file:{quote(str(path))}?mode=ro"
+
+
+async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
+    rows = list(await conn.execute_fetchall("pragma user_version"))
+    found = int(rows[0][0]) if rows else 0
+    newest = len(MIGRATIONS)
+    if found > newest:
+        raise SchemaTooNew(found=found, supported=newest)
+    if found == 0:
+        raise NotReadable(
+            f"{path} holds no frs-mcp data (schema version 0: never migrated, or not an frs-mcp "
+            f"database). Start the server on it once (frs-mcp --db {path}) to create the "
+            "schema, or pass the --db file your server uses."
+        )
+    tables = {
+        str(row[0])
+        for row in await conn.execute_fetchall(
+            "select name from sqlite_master where type = 'table'"
+        )
+    }
+    if not {"sessions", "messages", "changes"} <= tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        raise NotReadable(
+            f"{path} is not an frs-mcp database (schema version {found}, tables: "
+            f"{shown or 'none'}). Pass the --db file your frs-mcp server uses."
+        )
+    if found < newest:
+        raise NotReadable(
+            f"{path} has schema version {found}; this viewer reads version {newest}. The viewer "
+            f"never writes, so it does not migrate: start the server on it once (frs-mcp --db "
+            f"{path}), which migrates it, then open the viewer again."
+        )
+
+
+@asynccontextmanager
+async def open_readonly(path: str | os.PathLike[str]) -> AsyncIterator[ReadOnlyStore]:
+    """Open the database at `path` read-only; refuse a missing file, a schema this frs-mcp
+    does not read as it is, or a file that is not a database (`NotReadable`, `SchemaTooNew`)."""
+    file = Path(path).expanduser()  # noqa: ASYNC240 - once at startup, before serving
+    if not file.is_file():
+        raise NotReadable(
+            f"no database at {file}: start frs-mcp once to create it, or pass --db with the "
+            "file your server uses (default $FRS_DB, else ~/.local/share/frs-mcp/frs.db)."
+        )
+    try:
+        conn = await aiosqlite.connect(_uri(file), uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise store_error(exc) from exc
+    try:
+        await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        await _check_version(conn, file)
+    except sqlite3.Error as exc:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+        raise NotReadable(f"{file} cannot be read as an SQLite database: {exc}") from exc
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+        raise
+    try:
+        yield ReadOnlyStore(conn, str(file))
+    finally:
+        with anyio.CancelScope(shield=True):
+            await conn.close()

@@ -1,0 +1,364 @@
+"""Live updates: what each protocol era advertises, and that what it advertises is delivered.
+
+Two in-process clients share one server process (as every client of an HTTP server does): one
+listens (`subscriptions/listen`, protocol 2026-07-28), the other changes sessions. What the
+listener hears is read up to a sentinel: after the change under test, the writer records into a
+sentinel session the listener also follows, and the events before the sentinel's are exactly
+the change's (a stream is ordered; no timing is asserted). The session list
+(`frs://sessions`), which every change updates, is followed in a test of its own: a sentinel
+would update it too. Tenants, stdio and the HTTP
+transports are in `test_live_transports.py`.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
+from mcp.types import (
+    Implementation,
+    ResourceListChangedNotification,
+    ResourceUpdatedNotification,
+)
+
+from frs.model import LOCAL_TENANT
+from server import Settings, build_server
+from server.deps import Deps, open_deps
+from server.events import TenantEvents
+
+pytestmark = pytest.mark.anyio
+
+SESSIONS = "frs://sessions"
+WAIT = 30.0  # seconds before a stream that never delivers fails the test (not a measurement)
+
+
+def uris(session_id: str) -> dict[str, str]:
+    base = f"frs://sessions/{session_id}"
+    return {
+        "thread": f"{base}/thread",
+        "messages": f"{base}/messages",
+        "anthropic": f"{base}/messages/anthropic",
+        "squashes": f"{base}/squashes",
+    }
+
+
+def updated(session_id: str, *names: str) -> set[ServerEvent]:
+    """`ResourceUpdated` for the named resources of a session."""
+    return {ResourceUpdated(uri=uris(session_id)[n]) for n in names}
+
+
+@asynccontextmanager
+async def shared_server(db_path: Path) -> AsyncIterator[MCPServer[Deps]]:
+    """One server whose clients share one database and one set of listeners, like HTTP's."""
+    settings = Settings(database=str(db_path), log_level="WARNING")
+    async with open_deps(settings) as deps:
+        yield build_server(settings, shared=deps)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return dict(result.structured_content or {})
+
+
+async def start(client: Client, title: str) -> str:
+    return str((await call(client, "frs_session", action="start", title=title))["session_id"])
+
+
+async def say(client: Client, session_id: str | None, *contents: str) -> dict[str, Any]:
+    messages = [{"role": "user", "content": c} for c in contents]
+    if session_id is None:
+        return await call(client, "frs_record", messages=messages)
+    return await call(client, "frs_record", messages=messages, session_id=session_id)
+
+
+class Sentinel:
+    """A session the listener follows (its thread only) to know where a change's events end:
+    a record into it sends exactly one event the listener asked for."""
+
+    def __init__(self, writer: Client, session_id: str) -> None:
+        self.writer = writer
+        self.session_id = session_id
+        self.uri = uris(session_id)["thread"]
+
+    async def heard(self, sub: AsyncIterable[ServerEvent]) -> set[ServerEvent]:
+        """Everything `sub` heard before the sentinel's next change (a set: the client
+        merges an event with an equal one it has not handed out yet)."""
+        await say(self.writer, self.session_id, "sentinel")
+        heard: set[ServerEvent] = set()
+        with anyio.fail_after(WAIT):
+            async for event in sub:
+                if event == ResourceUpdated(uri=self.uri):
+                    return heard
+                heard.add(event)
+        raise AssertionError(f"the stream ended; heard {heard}")
+
+
+class Inbox:
+    """The updates a 2025-era client is told (its `message_handler`), as events: in the
+    order they came, none merged."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[ServerEvent](1000)
+
+    async def handle(self, message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            await self._send.send(ResourceUpdated(uri=str(message.params.uri)))
+        elif isinstance(message, ResourceListChangedNotification):
+            await self._send.send(ResourcesListChanged())
+
+    def __aiter__(self) -> AsyncIterator[ServerEvent]:
+        return self._receive.__aiter__()
+
+    def __enter__(self) -> Inbox:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._send.close()
+        self._receive.close()
+
+
+async def subscribe(client: Client, sentinel: Sentinel, *session_ids: str) -> None:
+    """2025's resources/subscribe for every resource of the sessions and the sentinel's
+    thread (the client warns that 2026-07-28 removed the method)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        for uri in [*(u for s in session_ids for u in uris(s).values()), sentinel.uri]:
+            await client.subscribe_resource(uri)
+
+
+def follow(client: Client, sentinel: Sentinel, *session_ids: str, **asked: Any) -> Any:
+    """A listen stream on every resource of the sessions and the resource list's changes;
+    `asked` adds to or overrides the filter."""
+    followed = [u for s in session_ids for u in uris(s).values()]
+    options: dict[str, Any] = {
+        "resources_list_changed": True,
+        "resource_subscriptions": [*followed, sentinel.uri],
+        **asked,
+    }
+    return client.listen(**options)
+
+
+class TestWhatIsAdvertised:
+    async def test_2026_advertises_resource_updates_and_list_changes_not_tool_or_prompt_changes(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as client:
+            assert client.protocol_version == "2026-07-28"
+            caps = client.server_capabilities
+            assert caps.resources is not None
+            assert caps.resources.subscribe is True
+            assert caps.resources.list_changed is True
+            # The tools and prompts never change while the server runs: nothing to deliver.
+            assert caps.tools is not None
+            assert caps.tools.list_changed is False
+            assert caps.prompts is not None
+            assert caps.prompts.list_changed is False
+
+    async def test_2025_advertises_resource_subscriptions_and_list_changes_only(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server, mode="legacy") as client:
+            assert client.protocol_version == "2025-11-25"
+            caps = client.server_capabilities
+            assert caps.resources is not None
+            assert caps.resources.subscribe is True
+            assert caps.resources.list_changed is True
+            assert caps.tools is not None
+            assert not caps.tools.list_changed
+            assert caps.prompts is not None
+            assert not caps.prompts.list_changed
+
+
+class TestTwoClients:
+    async def test_each_change_is_told_for_exactly_the_resources_it_changed(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sid = await start(b, "watched")
+            other = await start(b, "not watched")
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            async with follow(a, sentinel, sid) as sub:
+                assert await sentinel.heard(sub) == set()
+
+                await say(b, sid, "one", "two", "three")
+                recorded = updated(sid, "thread", "messages", "anthropic")
+                assert await sentinel.heard(sub) == recorded
+
+                squash = {"from": 1, "to": 2, "summary": "s", "session_id": sid}
+                await call(b, "frs_compress_range", **squash)
+                squashed = updated(sid, "thread", "messages", "anthropic", "squashes")
+                assert await sentinel.heard(sub) == squashed
+
+                await call(b, "frs_restore", alias="SQ.1", session_id=sid)
+                assert await sentinel.heard(sub) == squashed
+
+                await call(b, "frs_compress_last", count=1, summary="s", session_id=sid)
+                assert await sentinel.heard(sub) == squashed
+
+                await call(b, "frs_plan", checkpoint="here", session_id=sid)
+                assert await sentinel.heard(sub) == updated(sid, "thread")
+
+                await call(b, "frs_focus", action="open", goal="g", session_id=sid)
+                assert await sentinel.heard(sub) == updated(sid, "thread")
+                await say(b, sid, "inside")
+                assert await sentinel.heard(sub) == recorded
+                await call(b, "frs_focus", action="close", summary="done", session_id=sid)
+                assert await sentinel.heard(sub) == squashed
+
+                added = await b.call_tool(
+                    "frs_source", {"action": "add", "alias": "D.x", "text": "t", "session_id": sid}
+                )
+                assert not added.is_error, added.content
+                assert await sentinel.heard(sub) == updated(sid, "thread")
+
+                await say(b, other, "elsewhere")  # a session this listener does not follow
+                assert await sentinel.heard(sub) == set()
+
+                await start(b, "new")
+                assert await sentinel.heard(sub) == {ResourcesListChanged()}
+
+    async def test_reads_refusals_and_get_or_create_hits_tell_nobody(self, db_path: Path) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sid = await start(b, "watched")
+            keyed = {"action": "start", "interface": "chat", "conversation": "c1"}
+            await call(b, "frs_session", **keyed)
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            async with follow(a, sentinel, sid) as sub:
+                await b.call_tool("frs_view_thread", {"session_id": sid})
+                await b.read_resource(uris(sid)["thread"])
+                await b.read_resource(SESSIONS)
+                stale = await b.call_tool(
+                    "frs_record",
+                    {
+                        "session_id": sid,
+                        "messages": [{"role": "user", "content": "x"}],
+                        "expected_revision": 99,
+                    },
+                )
+                assert stale.is_error
+                await call(b, "frs_session", action="use", session_id=sid)
+                found = await call(b, "frs_session", **keyed)  # get-or-create finds it
+                assert found["created"] is False
+                assert await sentinel.heard(sub) == set()
+
+    async def test_the_first_record_of_a_client_without_a_session_says_the_list_changed(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            fresh_client = Client(server, client_info=Implementation(name="fresh", version="0"))
+            async with fresh_client as fresh, follow(a, sentinel) as sub:
+                created = (await say(fresh, None, "hello"))["session_id"]
+                assert await sentinel.heard(sub) == {ResourcesListChanged()}
+                await say(fresh, None, "again")  # its session exists now
+                assert await sentinel.heard(sub) == set()
+                await call(fresh, "frs_plan", checkpoint="c", session_id=created)
+                assert await sentinel.heard(sub) == set()
+
+    async def test_every_change_updates_the_session_list_for_those_who_follow_it(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sid = await start(b, "any")
+            async with a.listen(resource_subscriptions=[SESSIONS]) as sub:
+                await say(b, sid, "one")
+                with anyio.fail_after(WAIT):
+                    assert await anext(sub) == ResourceUpdated(uri=SESSIONS)
+
+    async def test_a_listener_that_did_not_ask_for_list_changes_does_not_get_them(
+        self, db_path: Path
+    ) -> None:
+        async with shared_server(db_path) as server, Client(server) as a, Client(server) as b:
+            sentinel = Sentinel(b, await start(b, "sentinel"))
+            async with follow(a, sentinel, resources_list_changed=False) as sub:
+                await start(b, "new")
+                assert await sentinel.heard(sub) == set()
+
+
+class TestTwoClientsIn2025:
+    async def test_a_subscriber_is_told_each_change_of_what_it_subscribed_to(
+        self, db_path: Path
+    ) -> None:
+        with Inbox() as inbox:
+            async with (
+                shared_server(db_path) as server,
+                Client(server) as b,
+                Client(server, mode="legacy", message_handler=inbox.handle) as a,
+            ):
+                sid = await start(b, "watched")
+                other = await start(b, "not watched")
+                sentinel = Sentinel(b, await start(b, "sentinel"))
+                await subscribe(a, sentinel, sid)
+                # The three sessions just started: the list changed.
+                assert await sentinel.heard(inbox) == {ResourcesListChanged()}
+
+                await say(b, sid, "one", "two", "three")
+                assert await sentinel.heard(inbox) == updated(
+                    sid, "thread", "messages", "anthropic"
+                )
+                await call(b, "frs_compress_last", count=2, summary="s", session_id=sid)
+                assert await sentinel.heard(inbox) == updated(
+                    sid, "thread", "messages", "anthropic", "squashes"
+                )
+                await call(b, "frs_plan", checkpoint="c", session_id=sid)
+                assert await sentinel.heard(inbox) == updated(sid, "thread")
+                await say(b, other, "elsewhere")
+                assert await sentinel.heard(inbox) == set()
+                await start(b, "new")
+                assert await sentinel.heard(inbox) == {ResourcesListChanged()}
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await a.unsubscribe_resource(uris(sid)["thread"])
+                await say(b, sid, "four")
+                assert await sentinel.heard(inbox) == updated(sid, "messages", "anthropic")
+
+
+class TestLimits:
+    async def test_a_listen_over_the_tenants_limit_is_refused_saying_what_to_do(
+        self, db_path: Path
+    ) -> None:
+        settings = Settings(database=str(db_path), log_level="WARNING")
+        async with open_deps(settings) as deps:
+            server = build_server(settings, shared=replace(deps, events=TenantEvents(1)))
+            async with (
+                Client(server) as a,
+                Client(server) as b,
+                a.listen(resources_list_changed=True),
+            ):
+                with pytest.raises(MCPError) as refused:
+                    await refused_listen(b)
+        assert refused.value.message == (
+            "Too many open listen streams: your tenant has the most it may have open at once "
+            "(1). Close one you no longer read (or follow several resources in one listen), "
+            "then listen again."
+        )
+
+    async def test_a_2025_subscriber_that_goes_away_is_forgotten(self, db_path: Path) -> None:
+        settings = Settings(database=str(db_path), log_level="WARNING")
+        async with open_deps(settings) as deps:
+            server = build_server(settings, shared=deps)
+            subscribers = deps.events.subscribers(LOCAL_TENANT)
+            async with Client(server, mode="legacy") as client:
+                sentinel = Sentinel(client, await start(client, "s"))
+                await subscribe(client, sentinel)
+                assert len(subscribers) == 1
+            gc.collect()
+            assert len(subscribers) == 0
+
+
+async def refused_listen(client: Client) -> None:
+    async with client.listen(resources_list_changed=True):
+        raise AssertionError("a listen over the limit was accepted")

@@ -1,0 +1,36 @@
+"""The viewer inside the HTTP transports, at `/ui`, behind their Host check and token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.clients.frs_process import TOKEN, frs_http, server_env
+from tests.web.sample import write_sample
+from tests.web.test_viewer import get
+
+pytestmark = pytest.mark.slow
+
+
+async def test_the_viewer_is_served_at_ui_under_the_same_token(tmp_path: Path) -> None:
+    db = tmp_path / "frs.db"
+    ids = await write_sample(db)
+    env = server_env(FRS_TOKEN=TOKEN)
+    with frs_http(db, "--transport", "streamable-http", env=env) as server:
+        announced = server.urls.get("web viewer")
+        anonymous = get(server.base + "/ui/")
+        listed = get(server.base + "/ui/", TOKEN)
+        thread = get(f"{server.base}/ui/s/{ids.session}", TOKEN)
+        script = get(server.base + "/ui/static/viewer.js", TOKEN)
+        foreign = get(server.base + "/ui/", TOKEN, host="evil.example")
+    assert announced == server.base + "/ui/"
+    assert anonymous[0] == 401
+    assert listed[0] == 200
+    assert f'href="/ui/s/{ids.session}"' in listed[2]
+    assert "default-src 'none'" in listed[1]["content-security-policy"]
+    assert thread[0] == 200
+    assert 'href="/ui/static/viewer.css"' in thread[2]
+    assert f'data-md="/ui/s/{ids.session}/md?sq=2"' in thread[2]
+    assert script[0] == 200
+    assert foreign[0] == 421

@@ -1,0 +1,329 @@
+"""`frs-mcp web` over a real socket: the pages, their headers, tenants, refusals, and a
+database left byte for byte as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import urllib.error
+import urllib.request
+from contextlib import closing
+from pathlib import Path
+
+import anyio
+import pytest
+
+from frs import NewMessage, ReasoningService
+from frs.model import Limits
+from storage import MIGRATIONS, SqliteStore, open_database
+from tests.command import frs_mcp
+from tests.web.conftest import viewer
+from tests.web.sample import Sample, write_sample
+
+pytestmark = pytest.mark.slow
+
+
+def get(
+    url: str, token: str | None = None, host: str | None = None
+) -> tuple[int, dict[str, str], str]:
+    request = urllib.request.Request(url)
+    if host:
+        request.add_header("Host", host)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, dict(error.headers), error.read().decode()
+
+
+@pytest.fixture
+async def sample(tmp_path: Path) -> tuple[Path, Sample]:
+    path = tmp_path / "frs.db"
+    return path, await write_sample(path)
+
+
+class TestPages:
+    def test_browsing_every_page_leaves_the_database_byte_identical(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        before = hashlib.sha256(path.read_bytes()).hexdigest()
+        with viewer(path) as base:
+            for url in (
+                "/",
+                "/?q=zebra",
+                f"/s/{ids.session}",
+                f"/s/{ids.session}?before=3",
+                f"/s/{ids.session}/audit",
+                f"/s/{ids.session}/sq/2",
+                f"/s/{ids.session}/md?sq=2",
+                f"/s/{ids.session}/md?from=1&to=5",
+                f"/s/{ids.session}/at/M.3",
+                f"/s/{ids.other}",
+            ):
+                status, _, _ = get(base + url)
+                assert status == 200, url
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+        # SQLite's WAL index may appear beside it (a reader needs one), but no page was
+        # written: the write-ahead log, if SQLite made one, is empty.
+        wal = path.with_name(path.name + "-wal")
+        assert not wal.exists() or wal.stat().st_size == 0
+
+    def test_the_sessions_list_and_search_by_title_and_by_text(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ids = sample
+        with viewer(path) as base:
+            _, _, listed = get(base + "/")
+            _, _, by_title = get(base + "/?q=parser")
+            _, _, by_text = get(base + "/?q=zebra-striped")
+            _, _, nothing = get(base + "/?q=absent%25")
+        assert "Parser work" in listed
+        assert "Release notes" in listed
+        assert "cli · c-1" in listed
+        assert "Parser work" in by_title
+        assert "Release notes" not in by_title
+        assert "Release notes" in by_text
+        assert "Parser work" not in by_text
+        assert "No session matches." in nothing
+
+    def test_a_thread_shows_the_models_numbering_and_nested_squashes_with_their_sizes(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            status, headers, page = get(f"{base}/s/{ids.session}")
+        assert status == 200
+        csp = headers["content-security-policy"]
+        assert "default-src 'none'" in csp
+        assert "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        # SQ.2 at position 1 holds M.1 and SQ.1, which holds M.2-M.4.
+        assert page.index('id="SQ.2"') < page.index('id="M.1"') < page.index('id="SQ.1"')
+        assert page.index('id="SQ.1"') < page.index('id="M.4"') < page.index('id="M.5"')
+        assert '<a href="#SQ.2" class="label">[1]</a>' in page
+        assert '<a href="#M.5" class="label">[2]</a>' in page
+        assert "4 messages, ~29 → ~15 tokens" in page
+        assert "[tool_use:bash, command:grep -n tokenize src/]" in page
+        assert "Plan: ✓ read the code · ▶ fix it" in page
+        assert "▸ focus 1: write the regression test" in page
+        assert "— checkpoint &quot;cause found&quot; · revision 5" in page
+        # A long message is a card first, as the model sees it, and whole a click away.
+        assert "log line 0\nlog line 1\nlog line 2\n… 295 lines …\nlog line 298" in page
+        assert "<summary>all 3,790 characters</summary>" in page
+        assert "log line 150\n" in page
+
+    def test_the_audit_trail_lists_squashes_restores_and_charts_the_tokens(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            _, _, page = get(f"{base}/s/{ids.session}/audit")
+        assert "squashed positions 2–4 into SQ.1" in page
+        assert '<li value="8" class="restored">' in page
+        assert page.count("<polyline") == 2
+        assert '<tr class="restored">' in page
+
+    def test_markdown_of_a_squash_holds_its_originals_in_fences_that_cannot_break(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            status, headers, text = get(f"{base}/s/{ids.session}/md?sq=2")
+        assert status == 200
+        assert headers["content-type"].startswith("text/markdown")
+        assert text.startswith("## [SQ.2] Summary of 4 messages (SQ.2@")
+        assert "#### [M.1] User (M.1@" in text
+        assert "#### [SQ.1] Summary of 3 messages" in text
+        assert "```text\nThe loop stops one short: range(len(t) - 1).\n```" in text
+
+    def test_a_permalink_leads_to_the_page_that_holds_it(self, sample: tuple[Path, Sample]) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            status, _, page = get(f"{base}/s/{ids.session}/at/M.3")
+            bad, _, why = get(f"{base}/s/{ids.session}/at/X.3")
+        assert status == 200
+        assert 'id="M.3"' in page
+        assert bad == 400
+        assert "use M.7 or SQ.2" in why
+
+
+class TestRefusals:
+    def test_bad_input_gets_a_page_that_says_what_to_do(self, sample: tuple[Path, Sample]) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            unknown = get(f"{base}/s/nope")
+            before = get(f"{base}/s/{ids.session}?before=-3")
+            squash = get(f"{base}/s/{ids.session}/sq/99")
+            wide = get(f"{base}/s/{ids.session}/md?from=5&to=2")
+        assert unknown[0] == 404
+        assert "does not exist, or is not yours" in unknown[2]
+        assert before[0] == 400
+        assert "give a whole number of at least 1" in before[2]
+        assert squash[0] == 404
+        assert "No squash SQ.99" in squash[2]
+        assert wide[0] == 400
+        assert "give from ≤ to" in wide[2]
+        assert "content-security-policy" in unknown[1]
+
+    def test_a_database_it_cannot_read_as_it_is_is_refused_with_what_to_do(
+        self, tmp_path: Path
+    ) -> None:
+        missing = frs_mcp("web", "--db", str(tmp_path / "none.db"), "--port", "0")
+        blank = tmp_path / "blank.db"
+        sqlite3.connect(blank).close()
+        newer = tmp_path / "newer.db"
+        with sqlite3.connect(newer) as conn:
+            conn.execute("pragma user_version = 99")
+        never = frs_mcp("web", "--db", str(blank), "--port", "0")
+        future = frs_mcp("web", "--db", str(newer), "--port", "0")
+        assert missing.returncode == 2
+        assert "no database at" in missing.stderr
+        assert not (tmp_path / "none.db").exists()
+        assert never.returncode == 2
+        assert "never migrated" in never.stderr
+        assert "frs-mcp --db" in never.stderr
+        assert future.returncode == 2
+        assert "schema version 99" in future.stderr
+        assert "Traceback" not in never.stderr + future.stderr + missing.stderr
+
+    def test_another_applications_database_is_refused(self, tmp_path: Path) -> None:
+        foreign = tmp_path / "other.db"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("create table notes (id integer primary key)")
+            conn.execute("pragma user_version = 3")
+            conn.commit()
+        run = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        assert run.returncode == 2
+        assert "is not an frs-mcp database (schema version 3, tables: notes)" in run.stderr
+
+    def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
+        run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
+        assert run.returncode == 2
+        assert "without a token" in run.stderr
+
+    def test_a_foreign_host_header_is_refused(self, sample: tuple[Path, Sample]) -> None:
+        path, _ = sample
+        with viewer(path) as base:
+            status, _, text = get(base + "/", host="evil.example")
+        assert status == 421
+        assert "DNS rebinding" in text
+
+
+class _Stay(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # show the redirect itself
+
+
+def send(
+    url: str, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
+    """One request, redirects not followed."""
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    opener = urllib.request.build_opener(_Stay)
+    try:
+        with opener.open(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, dict(error.headers), error.read().decode()
+
+
+class TestTenants:
+    def test_a_tenant_sees_only_its_own_sessions(
+        self, tmp_path: Path, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        tokens = tmp_path / "tokens"
+        tokens.write_text("ann " + "a" * 20 + "\nlocal " + "l" * 20 + "\n")
+        tokens.chmod(0o600)
+        with viewer(path, "--tokens", str(tokens)) as base:
+            wrong = get(base + "/", "w" * 20)
+            ann = get(base + "/", "a" * 20)
+            ann_thread = get(f"{base}/s/{ids.session}", "a" * 20)
+            local = get(base + "/", "l" * 20)
+        assert wrong[0] == 401
+        # The sample's sessions are the local tenant's: ann has none, and cannot open one.
+        assert ann[0] == 200
+        assert "No session yet." in ann[2]
+        assert "Parser work" not in ann[2]
+        assert ann_thread[0] == 404
+        assert "Parser work" not in ann_thread[2]
+        assert "Parser work" in local[2]
+
+    def test_a_browser_gives_the_token_once_and_keeps_it_in_a_strict_cookie(
+        self, tmp_path: Path, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ = sample
+        token = "t0ken-" + "x" * 20
+        with viewer(path, "--token", token) as base:
+            asked = send(base + "/")
+            form = send(base + "/login")
+            refused = send(base + "/login", b"token=nope")
+            login = send(base + "/login", b"token=" + token.encode())
+            cookie = login[1]["set-cookie"].split(";", 1)[0]
+            inside = send(base + "/", headers={"Cookie": cookie})
+            forged = send(base + "/", headers={"Cookie": "frs_viewer_token=nope"})
+        assert asked[0] == 303
+        assert asked[1]["location"] == "/login"
+        assert form[0] == 200
+        assert 'type="password" name="token"' in form[2]
+        assert refused[0] == 401
+        assert "not a token this viewer accepts" in refused[2]
+        assert login[0] == 303
+        assert "HttpOnly" in login[1]["set-cookie"]
+        assert "SameSite=Strict" in login[1]["set-cookie"]
+        assert inside[0] == 200
+        assert "Parser work" in inside[2]
+        assert forged[0] == 401
+
+
+class TestBesideAWriter:
+    async def test_it_reads_what_a_server_writing_beside_it_commits(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db), Limits())
+            with viewer(path) as base:
+                before = await anyio.to_thread.run_sync(get, f"{base}/s/{ids.session}")
+                await service.record(
+                    [NewMessage("assistant", "Written while the viewer ran.")], ids.session
+                )
+                after = await anyio.to_thread.run_sync(get, f"{base}/s/{ids.session}")
+        assert "Written while the viewer ran." not in before[2]
+        assert "Written while the viewer ran." in after[2]
+
+    def test_a_database_failing_under_a_page_gets_a_page_that_says_so(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ = sample
+        with viewer(path) as base:
+            with closing(sqlite3.connect(path)) as conn:  # another program breaks the schema
+                conn.execute("alter table sessions rename to gone")
+                conn.commit()
+            status, headers, page = get(base + "/")
+        assert status == 503
+        assert "The database could not be read: no such table: sessions" in page
+        assert "Traceback" not in page
+        assert "content-security-policy" in headers
+
+    def test_a_schema_it_would_have_to_migrate_is_refused_and_left_alone(
+        self, tmp_path: Path
+    ) -> None:
+        older = tmp_path / "older.db"
+        with closing(sqlite3.connect(older)) as conn:
+            for statements in MIGRATIONS[:-1]:
+                for sql in statements:
+                    conn.execute(sql)
+            conn.execute(f"pragma user_version = {len(MIGRATIONS) - 1}")
+            conn.commit()
+        before = hashlib.sha256(older.read_bytes()).hexdigest()
+        run = frs_mcp("web", "--db", str(older), "--port", "0")
+        assert run.returncode == 2
+        assert f"has schema version {len(MIGRATIONS) - 1}" in run.stderr
+        assert "start the server on it once" in run.stderr
+        assert hashlib.sha256(older.read_bytes()).hexdigest() == before
