@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
-from storage.postgres.schema import migrate
+from storage.postgres.schema import current_version, migrate
 from storage.postgres.text import decode_text, encode_text
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,11 @@ def _import_asyncpg() -> Any:
 
 
 @asynccontextmanager
-async def open_postgres(dsn: str, size: int | None = None) -> AsyncIterator[PgDatabase]:
-    """Open a pool on the server `dsn` names and migrate its schema; close it on exit."""
+async def open_postgres(
+    dsn: str, size: int | None = None, migrate_schema: bool = True
+) -> AsyncIterator[PgDatabase]:
+    """Open a pool on the server `dsn` names and migrate its schema; close it on exit. With
+    `migrate_schema=False` (the read-only viewer) a schema that is not current is refused."""
     asyncpg = _import_asyncpg()
     size = size or pool_size()
     refused: tuple[type[BaseException], ...] = (*_engine_errors(), ValueError)  # a bad URL
@@ -184,7 +187,7 @@ async def open_postgres(dsn: str, size: int | None = None) -> AsyncIterator[PgDa
     try:
         try:
             async with pool.acquire() as conn:
-                version = await migrate(conn)
+                version = await (migrate(conn) if migrate_schema else current_version(conn))
         except _engine_errors() as exc:
             raise store_error(exc) from exc
         log.info("database %s ready (PostgreSQL schema version %d)", redact(dsn), version)

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from frs.errors import StoreUnavailable
 from storage.migrations import SchemaTooNew
 
 #: Key of the session-level advisory lock migrations run under ("frs-mcp" in ASCII).
@@ -165,6 +166,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "create index focus_layers_open on focus_layers (session_id, n) where closed_at is null",
     ),
 )
+
+
+async def current_version(conn: Any) -> int:
+    """The schema version, which must be the newest: for a reader that never writes."""
+    found = 0
+    if await conn.fetchval("select to_regclass('schema_migrations') is not null"):
+        found = int(await conn.fetchval("select coalesce(max(version), 0) from schema_migrations"))
+    if found > len(MIGRATIONS):
+        raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
+    if found < len(MIGRATIONS):
+        raise StoreUnavailable(
+            f"the database has PostgreSQL schema version {found}; this viewer reads version "
+            f"{len(MIGRATIONS)} and never writes, so it does not migrate: start the server on it "
+            "once (frs-mcp --db URL), which migrates it, then open the viewer again."
+        )
+    return found
 
 
 async def migrate(conn: Any) -> int:

@@ -11,13 +11,18 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
+import anyio
 import pytest
 
+from frs import NewMessage, ReasoningService
 from server.settings import resolve_database
+from storage.postgres import PgStore, open_postgres
 from tests.command import REPO, frs_mcp
 from tests.pg import Cluster
+from tests.web.conftest import viewer
 
 pytestmark = pytest.mark.slow
 
@@ -96,3 +101,39 @@ class TestClearErrors:
         assert done.returncode == 2
         line = one_line_error(done.stderr)
         assert "driver is not installed: pip install 'frs-mcp[postgres]'" in line
+
+
+async def write_session(dsn: str) -> str:
+    async with open_postgres(dsn, size=2) as db:
+        service = ReasoningService(PgStore(db))
+        sid = (await service.start_session("Viewer on PostgreSQL")).session.id
+        await service.record([NewMessage("user", "seen in the viewer")], sid)
+    return sid
+
+
+class TestViewer:
+    def test_frs_mcp_web_reads_a_postgres_database_and_writes_nothing(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        sid = anyio.run(write_session, dsn)
+        name = pg_cluster.name_of(dsn)
+        before = pg_cluster.psql("select count(*), max(revision) from changes", name)
+        with viewer(dsn) as base:  # type: ignore[arg-type]
+            with urllib.request.urlopen(base + "/", timeout=30) as response:
+                listing = response.read().decode()
+            with urllib.request.urlopen(f"{base}/s/{sid}", timeout=30) as response:
+                thread = response.read().decode()
+        assert "Viewer on PostgreSQL" in listing
+        assert "seen in the viewer" in thread
+        assert pg_cluster.psql("select count(*), max(revision) from changes", name) == before
+
+    def test_an_unmigrated_database_is_refused_and_left_alone(self, pg_cluster: Cluster) -> None:
+        dsn = pg_cluster.create_database()
+        run = frs_mcp("web", "--db", dsn, "--port", "0")
+        assert run.returncode == 2
+        assert "never writes, so it does not migrate" in one_line_error(run.stderr)
+        tables = pg_cluster.psql(
+            "select count(*) from pg_tables where schemaname = 'public'", pg_cluster.name_of(dsn)
+        )
+        assert tables == "0"
