@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
-peers, web.
+peers, web, postgres.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -21,14 +21,36 @@ from typing import Any
 
 import anyio
 
-from bench import cache, latency, machine, memory, peers, plans, report, throughput, tokens, web
+from bench import (
+    cache,
+    latency,
+    machine,
+    memory,
+    peers,
+    plans,
+    postgres,
+    report,
+    throughput,
+    tokens,
+    web,
+)
 from bench.corpus import REPO, corpus_dir, load_corpus
 from bench.targets import judge
 from bench.threads import TextPool
 from bench.tokenizer import PINNED_SHA256, verified
 from bench.tokenizer import load as load_tokenizer
 
-SECTIONS = ("plans", "memory", "latency", "throughput", "tokens", "cache", "peers", "web")
+SECTIONS = (
+    "plans",
+    "memory",
+    "latency",
+    "throughput",
+    "tokens",
+    "cache",
+    "peers",
+    "web",
+    "postgres",
+)
 FULL = {
     "latency": latency.Plan(
         rounds=200,
@@ -44,6 +66,7 @@ FULL = {
     "thinking_calls": 300,
     "cache_trials": 30,
     "web_rounds": 50,
+    "postgres": {"size": 100_000, "rounds": 60, "load_calls": 60},
 }
 QUICK = {
     "latency": latency.Plan(
@@ -60,6 +83,7 @@ QUICK = {
     "thinking_calls": 30,
     "cache_trials": 3,
     "web_rounds": 5,
+    "postgres": {"size": 10_000, "rounds": 4, "load_calls": 8},
 }
 
 
@@ -133,6 +157,9 @@ async def measure(
     if "web" in sections:
         t = time.perf_counter()
         stamp("web", await web.run(folder, pool, settings["web_rounds"], log), t)
+    if "postgres" in sections:
+        t = time.perf_counter()
+        stamp("postgres", await postgres.run(folder, pool, settings["postgres"], log), t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 

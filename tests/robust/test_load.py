@@ -33,8 +33,9 @@ pytestmark = pytest.mark.slow
 class LoadClient:
     """One client's session, the numbers it recorded, and the latency of every call."""
 
-    def __init__(self, index: int, acked: Acknowledged) -> None:
+    def __init__(self, index: int, acked: Acknowledged, calls: int = CALLS) -> None:
         self.index = index
+        self.count = calls
         self.rng = random.Random(index)
         self.acked = acked
         self.session = ""
@@ -65,7 +66,7 @@ class LoadClient:
                 },
             )
             self.session = started.content[0].text.split()[2]
-            for _ in range(CALLS - 1):
+            for _ in range(self.count - 1):
                 await self.step(client)
 
     async def step(self, client: Client) -> None:
@@ -119,9 +120,9 @@ def _write_report(report: dict[str, Any]) -> None:
 
 class TestLoad:
     async def test_thirty_two_clients_over_streamable_http_have_no_failed_call(
-        self, tmp_path: Path
+        self, tmp_path: Path, database: Path | str
     ) -> None:
-        db = tmp_path / "load.db"
+        db = database
         acked = Acknowledged()
         clients = [LoadClient(index, acked) for index in range(CLIENTS)]
         args = ["--transport", "streamable-http", "--db", str(db), "--log-level", "WARNING"]
