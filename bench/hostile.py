@@ -290,7 +290,7 @@ def render(section: dict[str, Any]) -> list[str]:
     answers = section["beside hostile"].get("hostile", {})
     head = ["normal clients", "calls", "p50 ms", "p99 ms"]
     return [
-        "## 9. Normal clients beside a hostile one (Streamable HTTP)",
+        "## 10. Normal clients beside a hostile one (Streamable HTTP)",
         "",
         f"{section['clients']} MCP clients, {section['calls_each']} calls each (record two short"
         " messages, view the last ten entries, read a message back), alone, then while one"

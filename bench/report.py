@@ -582,6 +582,7 @@ def render(results: dict[str, Any]) -> str:
         *_memory(results.get("memory", {}), latency),
         *_plans(results.get("plans", {})),
         *_web(results.get("web", {})),
+        *_postgres(results.get("postgres", {})),
         *hostile.render(results.get("hostile", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
@@ -641,3 +642,62 @@ def _web(section: dict[str, Any]) -> list[str]:
         "",
     ]
     return out
+
+
+def _postgres(section: dict[str, Any]) -> list[str]:
+    """Section 8: PostgreSQL against SQLite in one run (bench/postgres.py)."""
+    if not section:
+        return []
+    size = section.get("size", 0)
+    tools = section.get("per_tool", {})
+    rows = [
+        [name, _ms(t["sqlite_p50"]), _ms(t["postgres_p50"]), _x(t["ratio"]),
+         "yes" if t["ratio"] is not None and t["ratio"] <= 1.5 else "**no**"]
+        for name, t in tools.items()
+    ]  # fmt: skip
+    batches = section.get("record_batches", {})
+    batch_rows = [
+        [backend, _ms(batches[backend]["p50"]), _ms(batches[backend]["p99"]),
+         f"{batches[backend]['batches_per_s']:.1f}", f"{batches[backend]['messages_per_s']:,}"]
+        for backend in ("sqlite", "postgres") if backend in batches
+    ]  # fmt: skip
+    load_rows = [
+        [label, f"{t['calls']:,}", f"{t['calls_per_s']:.0f}", _ms(t["p50_ms"]), _ms(t["p99_ms"])]
+        for label, t in section.get("throughput", {}).items()
+    ]
+    plans = section.get("plans", {})
+    flagged = [
+        f"- `{s['sql'][:120]}` ({', '.join(s['ops'])}): {'; '.join(s['flagged'])}"
+        for s in plans.get("statements", [])
+        if s["flagged"]
+    ]
+    return [
+        "## 9. PostgreSQL against SQLite (issue 14)",
+        "",
+        f"PostgreSQL {section.get('postgres_version', '?')} on a throwaway cluster started by the"
+        " run (fsync on, synchronous commit), against a SQLite file (WAL, synchronous=FULL),"
+        f" the same {size:,}-message thread in both, built batch by batch in turn. Load average"
+        f" {_load(section.get('load_average_before'))} before the section,"
+        f" {_load(section.get('load_average_after'))} after. Ratios compare samples taken in the"
+        " same shuffled rounds.",
+        "",
+        f"Per tool, stdio server, p50 at {size:,} messages (target: PostgreSQL ≤ 1.5× SQLite):",
+        "",
+        *_table(["operation", "SQLite p50 ms", "PostgreSQL p50 ms", "ratio", "≤ 1.5×"], rows),
+        "",
+        "Recording 1,000-message batches through `ReasoningService.record` (one transaction"
+        " each, in process):",
+        "",
+        *_table(["backend", "p50 ms", "p99 ms", "batches/s", "messages/s"], batch_rows),
+        "",
+        "32 clients over Streamable HTTP, each in its own session (the load suite's mix):",
+        "",
+        *_table(["setup", "calls", "calls/s", "p50 ms", "p99 ms"], load_rows),
+        "",
+        f"Plans (EXPLAIN after ANALYZE) of the {len(plans.get('statements', []))} distinct"
+        " statements the hot operations issued; flagged: a sequential scan of a table of more"
+        f" than 10,000 rows. {plans.get('flagged', 0)} flagged.",
+        "",
+        *(flagged or ["None."]),
+        "",
+    ]

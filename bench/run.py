@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
-peers, web, hostile.
+peers, web, postgres, hostile.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -29,6 +29,7 @@ from bench import (
     memory,
     peers,
     plans,
+    postgres,
     report,
     throughput,
     tokens,
@@ -49,6 +50,7 @@ SECTIONS = (
     "cache",
     "peers",
     "web",
+    "postgres",
     "hostile",
 )
 FULL = {
@@ -66,6 +68,7 @@ FULL = {
     "thinking_calls": 300,
     "cache_trials": 30,
     "web_rounds": 50,
+    "postgres": {"size": 100_000, "rounds": 60, "load_calls": 60},
     "hostile": (8, 100),  # normal clients, calls each
 }
 QUICK = {
@@ -83,6 +86,7 @@ QUICK = {
     "thinking_calls": 30,
     "cache_trials": 3,
     "web_rounds": 5,
+    "postgres": {"size": 10_000, "rounds": 4, "load_calls": 8},
     "hostile": (4, 20),
 }
 
@@ -157,6 +161,9 @@ async def measure(
     if "web" in sections:
         t = time.perf_counter()
         stamp("web", await web.run(folder, pool, settings["web_rounds"], log), t)
+    if "postgres" in sections:
+        t = time.perf_counter()
+        stamp("postgres", await postgres.run(folder, pool, settings["postgres"], log), t)
     if "hostile" in sections:
         t = time.perf_counter()
         clients, calls = settings["hostile"]

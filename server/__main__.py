@@ -26,6 +26,7 @@ from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
 from server.web import command as web
 from storage import DatabaseRefused
+from storage.postgres import redact
 
 log = logging.getLogger("frs-mcp")
 
@@ -131,7 +132,8 @@ def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: objec
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
     except (StoreError, OSError) as exc:
-        print(f"frs-mcp: cannot open the database {settings.database}: {exc}", file=sys.stderr)
+        where = redact(settings.database)
+        print(f"frs-mcp: cannot open the database {where}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

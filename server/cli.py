@@ -25,9 +25,10 @@ def _common(*, suppress: bool) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument(
         "--db",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=argparse.SUPPRESS if suppress else None,
-        help="SQLite database file (default: $FRS_DB, else $XDG_DATA_HOME/frs-mcp/frs.db "
+        help="SQLite database file, or a postgresql:// URL for a PostgreSQL server (extra "
+        "frs-mcp[postgres]) (default: $FRS_DB, else $XDG_DATA_HOME/frs-mcp/frs.db "
         "or ~/.local/share/frs-mcp/frs.db)",
     )
     p.add_argument(

@@ -12,10 +12,12 @@ from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
 from frs.model import Scope
+from frs.ports import Store
 from server.events import TenantEvents
 from server.scopes import client_of, connection_of, current_scope, tenant_of
 from server.settings import Settings
 from storage import Database, LocalFiles, SqliteStore, open_database
+from storage.postgres import PgDatabase, PgStore, is_postgres, open_postgres
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +25,7 @@ class Deps:
     """Reached in handlers as `ctx.request_context.lifespan_context`."""
 
     service: ReasoningService
-    db: Database
+    db: Database | PgDatabase
     settings: Settings
     # Who listens for changes (`server.live`): shared, like the database, by every client
     # this process serves.
@@ -47,15 +49,24 @@ def service(ctx: DepsContext) -> ReasoningService:
 
 @asynccontextmanager
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
-    """Open the database and the service; close them on exit."""
+    """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
+    service; close them on exit."""
+    scope = Scope(client=settings.scope) if settings.scope else Scope()
+    if is_postgres(settings.database):
+        files = LocalFiles(settings.allow_roots, None, settings.max_source_bytes)
+        async with open_postgres(settings.database) as pg:
+            yield Deps(_service(PgStore(pg), settings, files, scope), pg, settings)
+        return
     files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
     async with open_database(settings.database) as db:
-        scope = Scope(client=settings.scope) if settings.scope else Scope()
-        service = ReasoningService(
-            SqliteStore(db),
-            settings.limits(),
-            files=files,
-            scope=scope,
-            offload=anyio.to_thread.run_sync,  # a large batch's checks and hashes
-        )
-        yield Deps(service, db, settings)
+        yield Deps(_service(SqliteStore(db), settings, files, scope), db, settings)
+
+
+def _service(store: Store, settings: Settings, files: LocalFiles, scope: Scope) -> ReasoningService:
+    return ReasoningService(
+        store,
+        settings.limits(),
+        files=files,
+        scope=scope,
+        offload=anyio.to_thread.run_sync,  # a large batch's checks and hashes
+    )

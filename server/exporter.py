@@ -20,6 +20,7 @@ from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
 from server.deps import open_deps
 from server.progress import Progress
 from server.settings import Settings, resolve_database
+from storage.postgres import is_postgres, redact
 
 QUIET_BELOW = 2_000  # messages or lines; smaller exports print no progress lines
 Exported = list[dict[str, Any]] | dict[str, Any] | str
@@ -107,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
     """`frs-mcp export` with its parsed options; the exit code."""
     scope = getattr(args, "scope", None) or os.environ.get("FRS_SCOPE") or None
     settings = Settings(database=resolve_database(args.db), scope=scope)
-    if settings.database != ":memory:" and not Path(settings.database).is_file():
+    if (
+        settings.database != ":memory:"
+        and not is_postgres(settings.database)
+        and not Path(settings.database).is_file()
+    ):
         # Opening would create an empty database there: a mistyped path must not leave one.
         print(f"frs-mcp export: no database at {settings.database}", file=sys.stderr)
         return 2
@@ -115,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         exported = anyio.run(run_export, settings, args.session, args.format)
     except SessionNotFound as exc:
         print(
-            f"frs-mcp export: No session {exc.session_id!r} in {settings.database}. "
+            f"frs-mcp export: No session {exc.session_id!r} in {redact(settings.database)}. "
             "Give a session id, or 'current' for the current session.",
             file=sys.stderr,
         )

@@ -34,9 +34,12 @@ def default_database() -> Path:
 
 
 def resolve_database(flag: str | None) -> str:
-    """`--db` wins, then `$FRS_DB`, then the user data directory."""
+    """`--db` wins, then `$FRS_DB`, then the user data directory. A postgresql:// URL is
+    kept as given (a path would fold its `//`)."""
     chosen = flag or os.environ.get("FRS_DB") or str(default_database())
-    return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+    if chosen == ":memory:" or chosen.startswith(("postgresql://", "postgres://")):
+        return chosen
+    return str(Path(chosen).expanduser())
 
 
 class Settings(BaseModel):

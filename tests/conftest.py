@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from server import Settings, build_server
+from tests.pg import Cluster, start_cluster
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
 
@@ -31,3 +32,23 @@ def connect(db_path: Path) -> Connect:
             yield client
 
     return _connect
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL cluster for the whole run (tests/pg.py)."""
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """This test's empty database on each backend in turn: a SQLite file in the test's folder,
+    or a new database in the run's cluster (its postgresql:// URL); `--db` takes either."""
+    if request.param == "sqlite":
+        return tmp_path / "frs.db"
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database()

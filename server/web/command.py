@@ -12,6 +12,8 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import uvicorn
@@ -26,6 +28,7 @@ from server.tenants import TokensFileError, tenants_of
 from server.web.app import Readable, viewer_of
 from server.web.login import CookieLogin
 from storage import SchemaTooNew
+from storage.postgres import PgStore, is_postgres, open_postgres, redact
 from storage.readonly import open_readonly
 
 log = logging.getLogger(__name__)
@@ -97,17 +100,29 @@ async def _serve(
     database: str, args: argparse.Namespace, tenants: dict[str, str], sock: socket.socket
 ) -> None:
     port = int(sock.getsockname()[1])
-    async with open_readonly(database) as store:
+    async with _readable(database) as store:
         app = viewer_app(store, args.host, port, tenants, tuple(args.allowed_host))
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         shown = f"[{shown}]" if ":" in shown else shown
         print(
-            f"frs-mcp: viewer of {database} (read-only) at http://{shown}:{port}/",
+            f"frs-mcp: viewer of {redact(database)} (read-only) at http://{shown}:{port}/",
             file=sys.stderr,
             flush=True,
         )
         config = uvicorn.Config(app, log_config=None, lifespan="off", access_log=False)
         await uvicorn.Server(config).serve(sockets=[sock])
+
+
+@asynccontextmanager
+async def _readable(database: str) -> AsyncIterator[Readable]:
+    """The database opened to read only: a SQLite file (`mode=ro`), or PostgreSQL without
+    migrating (its snapshots are READ ONLY transactions)."""
+    if is_postgres(database):
+        async with open_postgres(database, size=4, migrate_schema=False) as pg:
+            yield PgStore(pg)
+        return
+    async with open_readonly(database) as store:
+        yield store
 
 
 def _fail(text: str) -> int:

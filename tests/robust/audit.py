@@ -1,4 +1,5 @@
-"""Read a database file with the standard `sqlite3` module and check what must always hold.
+"""Read a database (a SQLite file with the standard `sqlite3` module, or a PostgreSQL one
+through tests/pgsync.py) and check what must always hold.
 
 The invariants are the store's promises, checked on the rows rather than through the code that
 wrote them: integrity, counters that agree with the rows, every squashed message held by exactly
@@ -14,13 +15,29 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
+
+from tests.pgsync import SyncPg
 
 BLOCK_BITS = 10  # storage.reads counts live entries per 1024 ords
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
 
 
+#: A database under test: a SQLite file, or a postgresql:// connection string.
+Target = Path | str
+
+
+def is_postgres(target: Target) -> bool:
+    return str(target).startswith("postgresql://")
+
+
 @contextmanager
-def open_file(path: Path) -> Iterator[sqlite3.Connection]:
+def open_file(path: Target) -> Iterator[Any]:
+    """A connection answering `execute(sql, params)` with `?` placeholders, on either backend."""
+    if is_postgres(path):
+        with SyncPg(str(path)) as pg:
+            yield pg
+        return
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("pragma busy_timeout = 10000")
         yield conn
@@ -42,12 +59,28 @@ class Acknowledged:
         self.changes.update(other.changes)
 
 
-def check_integrity(conn: sqlite3.Connection) -> None:
+def has_sessions(target: Target) -> bool:
+    """Whether the database exists and holds the sessions table (a server killed while it
+    started may have left neither)."""
+    if not is_postgres(target):
+        if not Path(target).exists():
+            return False
+        sql = "select count(*) from sqlite_master where name = 'sessions'"
+    else:
+        sql = "select count(*) from pg_tables where tablename = 'sessions'"
+    with open_file(target) as conn:
+        return bool(conn.execute(sql).fetchone()[0])
+
+
+def check_integrity(conn: Any) -> None:
+    if isinstance(conn, SyncPg):  # PostgreSQL checks its keys on every write
+        assert conn.execute("select count(*) from sessions").fetchone() is not None
+        return
     assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
     assert conn.execute("pragma foreign_key_check").fetchall() == []
 
 
-def check_session(conn: sqlite3.Connection, session_id: str) -> None:
+def check_session(conn: Any, session_id: str) -> None:
     """Every invariant of one session's rows; fails with a message naming the broken one."""
     (revision, live_count, next_number, next_squash, *lanes) = conn.execute(
         "select revision, live_count, next_number, next_squash,"
@@ -149,7 +182,7 @@ def check_session(conn: sqlite3.Connection, session_id: str) -> None:
             assert summary_number not in live_numbers, f"SQ.{n} restored but its summary is live"
 
 
-def check_database(path: Path) -> list[str]:
+def check_database(path: Target) -> list[str]:
     """Integrity and every session's invariants; returns the session ids."""
     with open_file(path) as conn:
         check_integrity(conn)
@@ -159,7 +192,7 @@ def check_database(path: Path) -> list[str]:
     return sessions
 
 
-def check_acknowledged(path: Path, acked: Acknowledged) -> None:
+def check_acknowledged(path: Target, acked: Acknowledged) -> None:
     """Every write a client saw confirmed is in the file, as it was confirmed."""
     with open_file(path) as conn:
         for (session_id, number), content in acked.messages.items():
@@ -190,15 +223,15 @@ def check_acknowledged(path: Path, acked: Acknowledged) -> None:
             )
 
 
-def snapshot(path: Path) -> dict[str, list[tuple[object, ...]]]:
+def snapshot(path: Target) -> dict[str, list[tuple[object, ...]]]:
     """Every row of every table, sorted: two equal snapshots mean nothing was written."""
+    tables_sql = (
+        "select tablename from pg_tables where schemaname = 'public'"
+        if is_postgres(path)
+        else "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'"
+    )
     with open_file(path) as conn:
-        tables = [
-            name
-            for (name,) in conn.execute(
-                "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'"
-            )
-        ]
+        tables = [name for (name,) in conn.execute(tables_sql)]
         return {
             table: sorted(
                 conn.execute(f'select * from "{table}"').fetchall(),

@@ -523,6 +523,11 @@ def _rows() -> tuple[Row, ...]:
         Cli(("--db", "{db}"), prepare="not sqlite"),
     )
     cli(
+        "cli-db-postgres-unreachable",
+        "`--db` naming a PostgreSQL server nobody listens for (the password is hidden)",
+        Cli(("--db", "postgresql://frs:secret@127.0.0.1:1/frs")),
+    )
+    cli(
         "cli-db-newer",
         "a database from a newer schema version (the file is left byte for byte)",
         Cli(("--db", "{db}"), prepare="newer schema"),
@@ -973,6 +978,11 @@ SEES: dict[str, str] = {
     "cli-allowed-host": "frs-mcp: --allowed-host 'a:b:c' is not a host name, host:port or host:*",
     "cli-db-directory": "frs-mcp: cannot open the database {db}: unable to open database file",
     "cli-db-not-sqlite": "frs-mcp: cannot open the database {db}: file is not a database",
+    "cli-db-postgres-unreachable": (
+        "frs-mcp: cannot open the database postgresql://frs:***@127.0.0.1:1/frs: cannot reach the "
+        "PostgreSQL server ([Errno 111] Connect call failed ('127.0.0.1', 1)). Check that it runs "
+        "and that the connection string (host, port, user, password, database) is right."
+    ),
     "cli-db-newer": (
         "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
         "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."

@@ -18,7 +18,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.robust.audit import Acknowledged, check_acknowledged, check_database, open_file
+from tests.robust.audit import (
+    Acknowledged,
+    Target,
+    check_acknowledged,
+    check_database,
+    has_sessions,
+    open_file,
+)
 from tests.robust.wire import ServerGone, Wire, text_of
 from tests.robust.workload import Worker
 
@@ -29,7 +36,7 @@ _HEADER = re.compile(r"^\[(\d+(?:–\d+)?)\] ([^:]+): (.*)$")
 pytestmark = pytest.mark.slow
 
 
-async def _round(db: Path, home: Path, workers: list[Worker], rng: random.Random) -> str:
+async def _round(db: Target, home: Path, workers: list[Worker], rng: random.Random) -> str:
     """One server life: start, write, SIGKILL at a random instant. Returns when it was killed."""
     early = rng.random() < 0.25  # measured from the spawn: may land during start or migration
     delay = rng.uniform(0.0, 1.2) if early else rng.uniform(0.02, 0.3)
@@ -52,7 +59,7 @@ async def _round(db: Path, home: Path, workers: list[Worker], rng: random.Random
     return "early" if early else "while writing"
 
 
-async def _restore_everything(db: Path, home: Path, acked: Acknowledged) -> int:
+async def _restore_everything(db: Target, home: Path, acked: Acknowledged) -> int:
     """Through a fresh server: the view numbers the entries 1..N; undo every active squash,
     newest first; then every original message is back, in number order, as it was recorded.
     Returns the squashes undone."""
@@ -120,19 +127,19 @@ async def _restore_everything(db: Path, home: Path, acked: Acknowledged) -> int:
 
 class TestCrashSafety:
     async def test_sigkill_at_random_instants_loses_no_confirmed_write(
-        self, tmp_path: Path
+        self, tmp_path: Path, database: Target
     ) -> None:
         seed = int(os.environ.get("FRS_CRASH_SEED") or random.randrange(2**32))
         print(f"FRS_CRASH_SEED={seed}")
         rng = random.Random(seed)
-        db = tmp_path / "crash.db"
+        db = database
         workers = [Worker(f"w{k}", random.Random(rng.random())) for k in range(WORKERS)]
         kills: dict[str, int] = {}
         for round_ in range(ROUNDS):
             when = await _round(db, tmp_path, workers, rng)
             kills[when] = kills.get(when, 0) + 1
-            if not db.exists():
-                continue  # killed before the file was created
+            if not has_sessions(db):
+                continue  # killed before the database (or its schema) was created
             acked = Acknowledged()
             for worker in workers:
                 acked.merge(worker.acked)

@@ -39,8 +39,9 @@ pytestmark = pytest.mark.slow
 class LoadClient:
     """One client's session, the numbers it recorded, and the latency of every call."""
 
-    def __init__(self, index: int, acked: Acknowledged) -> None:
+    def __init__(self, index: int, acked: Acknowledged, calls: int = CALLS) -> None:
         self.index = index
+        self.count = calls
         self.rng = random.Random(index)
         self.acked = acked
         self.session = ""
@@ -58,7 +59,7 @@ class LoadClient:
         assert not result.is_error, f"client {self.index}: {tool}({arguments}) failed: {text}"
         return result
 
-    async def run(self, url: str, calls: int = CALLS) -> None:
+    async def run(self, url: str) -> None:
         async with Client(url) as client:
             started = await self.call(
                 client,
@@ -71,7 +72,7 @@ class LoadClient:
                 },
             )
             self.session = started.content[0].text.split()[2]
-            for _ in range(calls - 1):
+            for _ in range(self.count - 1):
                 await self.step(client)
 
     async def step(self, client: Client) -> None:
@@ -133,9 +134,9 @@ def _latency(clients: list[LoadClient]) -> dict[str, float]:
 
 class TestLoad:
     async def test_thirty_two_clients_over_streamable_http_have_no_failed_call(
-        self, tmp_path: Path
+        self, tmp_path: Path, database: Path | str
     ) -> None:
-        db = tmp_path / "load.db"
+        db = database
         acked = Acknowledged()
         clients = [LoadClient(index, acked) for index in range(CLIENTS)]
         args = ["--transport", "streamable-http", "--db", str(db), "--log-level", "WARNING"]
@@ -177,7 +178,10 @@ class TestLoad:
         async with http_server(args, tmp_path) as port:
             url = f"http://127.0.0.1:{port}/mcp"
             for name in ("alone", "beside hostile"):
-                clients = [LoadClient(100 * len(phases) + i, acked) for i in range(HOSTILE_PEERS)]
+                clients = [
+                    LoadClient(100 * len(phases) + i, acked, HOSTILE_CALLS)
+                    for i in range(HOSTILE_PEERS)
+                ]
                 stop = anyio.Event()
                 async with anyio.create_task_group() as tg:
                     if name != "alone":
@@ -185,7 +189,7 @@ class TestLoad:
                         tg.start_soon(hostile.run, stop)
                     async with anyio.create_task_group() as peers:
                         for client in clients:
-                            peers.start_soon(client.run, url, HOSTILE_CALLS)
+                            peers.start_soon(client.run, url)
                     stop.set()
                 phases[name] = clients
         check_database(db)

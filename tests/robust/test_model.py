@@ -24,10 +24,20 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from frs import FrsError, Limits, NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs.ports import Store
 from storage import SqliteStore, open_database
+from storage.postgres import PgStore, open_postgres
+from tests.pg import Cluster
 
 T = TypeVar("T")
 _SHA8 = re.compile(r"@[0-9a-f]{8}\)")
@@ -190,13 +200,17 @@ class ThreadMachine(RuleBasedStateMachine):
         self.stack = ExitStack()
         folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory()))
         self.portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
-        db = self.stack.enter_context(
-            self.portal.wrap_async_context_manager(open_database(folder / "model.db"))
-        )
-        self.service = ReasoningService(SqliteStore(db))
+        self.service = ReasoningService(self.open_store(folder))
         self.thread = Thread("position")
         self.session = SessionId("")
         self.pending_calls: list[Original] = []
+
+    def open_store(self, folder: Path) -> Store:
+        """A fresh SQLite file in `folder`, open until teardown."""
+        db = self.stack.enter_context(
+            self.portal.wrap_async_context_manager(open_database(folder / "model.db"))
+        )
+        return SqliteStore(db)
 
     def teardown(self) -> None:
         self.stack.close()
@@ -446,3 +460,21 @@ ThreadMachine.TestCase.settings = settings(
 
 class TestThreadModel(ThreadMachine.TestCase):  # type: ignore[misc,valid-type]
     """Hypothesis runs the machine: 60 programs of up to 40 steps, both numbering modes."""
+
+
+class PostgresThreadMachine(ThreadMachine):
+    """The same machine on PostgreSQL: each program starts its own session in one database
+    (`dsn`, set by the test below), through a pool of its own."""
+
+    dsn = ""
+
+    def open_store(self, folder: Path) -> Store:
+        db = self.stack.enter_context(
+            self.portal.wrap_async_context_manager(open_postgres(self.dsn, size=2))
+        )
+        return PgStore(db)
+
+
+def test_the_model_holds_on_postgres(pg_cluster: Cluster) -> None:
+    PostgresThreadMachine.dsn = pg_cluster.create_database()
+    run_state_machine_as_test(PostgresThreadMachine, settings=ThreadMachine.TestCase.settings)

@@ -24,8 +24,10 @@ pytestmark = pytest.mark.slow
 
 
 class TestTwoProcessesOneFile:
-    async def test_two_servers_writing_concurrently_lose_nothing(self, tmp_path: Path) -> None:
-        db = tmp_path / "shared.db"
+    async def test_two_servers_writing_concurrently_lose_nothing(
+        self, tmp_path: Path, database: Path | str
+    ) -> None:
+        db = database
         rng = random.Random(7)
         shared = [Worker("shared", random.Random(rng.random()), guard=True) for _ in range(2)]
         own = [Worker(f"own-{k}", random.Random(rng.random())) for k in range(2)]

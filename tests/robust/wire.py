@@ -211,6 +211,15 @@ async def http_server(
 ) -> AsyncIterator[int]:
     """Start `frs-mcp --port 0 args...` (an HTTP transport); yields the port it announced, and
     stops it with SIGTERM (SIGKILL if it lingers) on exit."""
+    async with http_process(args, home, stderr_name) as (port, _):
+        yield port
+
+
+@asynccontextmanager
+async def http_process(
+    args: Sequence[str], home: Path, stderr_name: str = "http.err"
+) -> AsyncIterator[tuple[int, anyio.abc.Process]]:
+    """`http_server`, yielding the process too (to kill it)."""
     stderr_path = home / stderr_name
     with stderr_path.open("ab") as stderr:
         seen = stderr.tell()  # an earlier server may have written here; read only what is new
@@ -227,7 +236,7 @@ async def http_server(
                 if process.returncode is not None:
                     raise ServerGone(stderr_path.read_text(errors="replace"))
                 await anyio.sleep(0.05)
-        yield int(found.group(1))
+        yield int(found.group(1)), process
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:

@@ -28,7 +28,7 @@ from frs import NewMessage, ReasoningService, Role
 from frs.text import estimate_tokens
 from server import Settings, build_server
 from server.deps import open_deps
-from storage import SqliteStore, open_database
+from storage import Database, SqliteStore, open_database
 from tests.calls import call_text, refused, sha8, text_of
 from tests.conftest import Connect
 
@@ -282,6 +282,7 @@ class TestBudget:
                     counted[0] += 1
                     return 0  # continue
 
+                assert isinstance(deps.db, Database)  # SQLite's own step counter
                 await deps.db._reader.set_progress_handler(tick, 100)
                 async with Client(build_server(settings, shared=deps)) as client:
                     await call_text(client, "frs_session", action="info")  # warm up, not counted

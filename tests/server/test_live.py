@@ -58,6 +58,13 @@ def updated(session_id: str, *names: str) -> set[ServerEvent]:
     return {ResourceUpdated(uri=uris(session_id)[n]) for n in names}
 
 
+@pytest.fixture
+def db_path(database: Path | str) -> Path | str:
+    """Live updates on both backends (tests/conftest.py: `database`): the events come from the
+    service, whatever store it runs on."""
+    return database
+
+
 @asynccontextmanager
 async def shared_server(db_path: Path) -> AsyncIterator[MCPServer[Deps]]:
     """One server whose clients share one database and one set of listeners, like HTTP's."""

@@ -1,6 +1,7 @@
 """Each client keeps its own current session (issue 13): hosts on one database, as every README
 snippet sets them up, never write into each other's thread, and a restarted host continues its
-own. Real stdio subprocesses on one SQLite file, speaking MCP through real clients."""
+own. Real stdio subprocesses on one database (a SQLite file, then PostgreSQL), speaking MCP
+through real clients."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 def host(
-    db: Path, name: str, roots: list[str] | None = None, env: dict[str, str] | None = None
+    db: Path | str, name: str, roots: list[str] | None = None, env: dict[str, str] | None = None
 ) -> Client:
     """A stdio client naming itself `name`, offering `roots` when given."""
 
@@ -54,9 +55,9 @@ async def title_and_entries(client: Client) -> tuple[str, list[str]]:
 
 class TestTwoHosts:
     async def test_two_hosts_on_one_database_each_write_into_their_own_thread(
-        self, tmp_path: Path
+        self, database: Path | str
     ) -> None:
-        db = tmp_path / "frs.db"
+        db = database
         async with host(db, "desktop") as desktop, host(db, "code") as code:
             await call(desktop, "frs_session", action="start", title="desktop chat")
             await call(code, "frs_session", action="start", title="code project")
@@ -77,9 +78,9 @@ class TestTwoHosts:
         assert info.endswith("· scope desktop")
 
     async def test_a_restarted_host_continues_its_own_thread_not_the_last_started(
-        self, tmp_path: Path
+        self, database: Path | str
     ) -> None:
-        db = tmp_path / "frs.db"
+        db = database
         async with host(db, "desktop") as desktop:
             await call(desktop, "frs_session", action="start", title="desktop chat")
             await say(desktop, "before the restart")
@@ -93,8 +94,8 @@ class TestTwoHosts:
             ["[1] User: before the restart", "[2] User: after the restart"],
         )
 
-    async def test_one_host_in_two_workspaces_has_two_scopes(self, tmp_path: Path) -> None:
-        db = tmp_path / "frs.db"
+    async def test_one_host_in_two_workspaces_has_two_scopes(self, database: Path | str) -> None:
+        db = database
         one = host(db, "claude-code", roots=["file:///work/one"])
         two = host(db, "claude-code", roots=["file:///work/two"])
         async with one as first, two as second:
@@ -108,9 +109,9 @@ class TestTwoHosts:
         assert seen == ('Thread "project one"', ["[1] User: in one"])
 
     async def test_a_scope_set_in_the_hosts_config_overrides_the_clients_name(
-        self, tmp_path: Path
+        self, database: Path | str
     ) -> None:
-        db = tmp_path / "frs.db"
+        db = database
         shared = {"FRS_SCOPE": "team-notes"}
         async with host(db, "desktop", env=shared) as desktop:
             await call(desktop, "frs_session", action="start", title="notes")
@@ -121,8 +122,8 @@ class TestTwoHosts:
         assert seen == ('Thread "notes"', ["[1] User: into the shared scope"])
         assert info.endswith("· scope team-notes")
 
-    async def test_the_list_marks_the_callers_current_session(self, tmp_path: Path) -> None:
-        db = tmp_path / "frs.db"
+    async def test_the_list_marks_the_callers_current_session(self, database: Path | str) -> None:
+        db = database
         async with host(db, "desktop") as desktop, host(db, "code") as code:
             one = await call(desktop, "frs_session", action="start", title="one")
             await call(code, "frs_session", action="start", title="two")

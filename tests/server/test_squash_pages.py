@@ -16,7 +16,7 @@ from mcp import Client
 from frs.originals import render_originals
 from server import Settings, build_server
 from server.deps import open_deps
-from storage import SqliteStore, open_database
+from storage import Database, SqliteStore, open_database
 from tests.calls import call, text_of
 from tests.conftest import Connect
 
@@ -92,6 +92,7 @@ class TestPages:
                     counted[0] += 1
                     return 0  # continue
 
+                assert isinstance(deps.db, Database)  # SQLite's own step counter
                 await deps.db._reader.set_progress_handler(tick, 100)
                 async with Client(build_server(settings, shared=deps)) as client:
                     messages = [

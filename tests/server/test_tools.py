@@ -1,6 +1,7 @@
 """Every row of the tool table of issue 2, spoken through an in-process MCP client.
 
-Each test opens a fresh server on its own SQLite file (`connect`), drives the tools the way an
+Each test opens a fresh server on its own database, once on a SQLite file and once on
+PostgreSQL (`connect` over the `database` fixture), drives the tools the way an
 agent would, and checks the text the model reads as well as the structured content a program
 reads. The exact rendering of a small thread is pinned, so a change to the view is a decision.
 """
@@ -8,6 +9,7 @@ reads. The exact rendering of a small thread is pinned, so a change to the view 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,6 +76,12 @@ def page_text(page: str) -> str:
 async def letters(client: Client, which: str = "ABCD", size: int = 1) -> None:
     """One user message per letter: "A", or "A A A ..." with `size` copies."""
     await record(client, *(user(" ".join([letter] * size)) for letter in which))
+
+
+@pytest.fixture
+def db_path(database: Path | str) -> Path | str:
+    """Every test here on both backends (tests/conftest.py: `database`)."""
+    return database
 
 
 class TestTools:

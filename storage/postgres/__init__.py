@@ -1,0 +1,40 @@
+"""storage.postgres: the PostgreSQL implementation of `frs.ports.Store` (asyncpg, the extra
+`frs-mcp[postgres]`): schema and migrations, the pool, reads and writes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from storage.postgres.database import PgDatabase, is_postgres, open_postgres, redact
+from storage.postgres.reads import PgReader
+from storage.postgres.schema import MIGRATIONS
+from storage.postgres.writes import PgTx
+
+__all__ = [
+    "MIGRATIONS",
+    "PgDatabase",
+    "PgReader",
+    "PgStore",
+    "PgTx",
+    "is_postgres",
+    "open_postgres",
+    "redact",
+]
+
+
+class PgStore:
+    """`frs.ports.Store` over a `PgDatabase`."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self.db = db
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[PgTx]:
+        async with self.db.transaction() as conn:
+            yield PgTx(conn)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[PgReader]:
+        async with self.db.snapshot() as conn:
+            yield PgReader(conn)

@@ -1,0 +1,206 @@
+"""The PostgreSQL database: a pool of asyncpg connections, transactions and snapshots.
+
+A transaction runs at READ COMMITTED and locks the row of every session it reads through a
+finder (`storage.postgres.writes`), so writes to one session are serialized across every
+instance on the database, while other sessions' writes go on. Within this process one
+transaction runs at a time, as with SQLite: the port promises that no other writer runs until
+it commits. A snapshot is a REPEATABLE READ, READ ONLY transaction: its first read fixes the
+state it sees. Commit and rollback are shielded from cancellation, and a connection whose
+rollback failed is closed rather than returned to the pool, so a cancelled call never leaves
+a connection idle in a transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
+from storage.postgres.schema import current_version, migrate
+from storage.postgres.text import decode_text, encode_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POOL = 10
+CONNECT_TIMEOUT = 10.0
+INSTALL = "pip install 'frs-mcp[postgres]'"
+
+
+def is_postgres(database: str) -> bool:
+    """Whether `--db` names a PostgreSQL server (a postgresql:// or postgres:// URL)."""
+    return database.startswith(("postgresql://", "postgres://"))
+
+
+def pool_size() -> int:
+    """Connections per instance: $FRS_DB_POOL, else 10."""
+    raw = os.environ.get("FRS_DB_POOL", "")
+    try:
+        return max(2, int(raw)) if raw else DEFAULT_POOL
+    except ValueError:
+        raise ValueError(
+            f"FRS_DB_POOL={raw!r} is not a number; give a whole number like 10."
+        ) from None
+
+
+def store_error(error: BaseException) -> StoreError:
+    """The domain's word for what PostgreSQL (or the way to it) said, by SQLSTATE; the
+    message stays the engine's own."""
+    state = str(getattr(error, "sqlstate", "") or "")
+    text = str(error) or type(error).__name__
+    if state == "25006":  # read_only_sql_transaction: a hot standby
+        return StoreReadOnly(text)
+    if state in ("53100", "54000"):  # disk_full, program_limit_exceeded
+        return StoreFull(text)
+    if state.startswith("23") or state in ("40001", "40P01"):  # integrity; serialization
+        return StoreConflict(text)
+    # Class 08 (connection), 57P (shutdown, cancel), 53300 (too many connections), a socket
+    # that closed under us, a timeout.
+    return StoreUnavailable(text)
+
+
+def _engine_errors() -> tuple[type[BaseException], ...]:
+    import asyncpg
+
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+class PgDatabase:
+    """A pool opened by `open_postgres`; `transaction()` to write, `snapshot()` to read."""
+
+    def __init__(self, dsn: str, pool: Any) -> None:
+        self.path = dsn
+        self.pool = pool
+        self._write_lock = anyio.Lock()
+        self._errors = _engine_errors()
+
+    @asynccontextmanager
+    async def _connection(self, begin: str) -> AsyncIterator[Any]:
+        try:
+            conn = await self.pool.acquire(timeout=CONNECT_TIMEOUT)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"no connection to PostgreSQL came free within {CONNECT_TIMEOUT:.0f} s (the pool"
+                f" holds {self.pool.get_max_size()}; raise FRS_DB_POOL, or check the server)"
+            ) from None
+        except self._errors as exc:
+            raise store_error(exc) from exc
+        clean = False
+        try:
+            await conn.execute(begin)
+            yield conn
+            with anyio.CancelScope(shield=True):
+                await conn.execute("commit")
+            clean = True
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                clean = await _rollback(conn)
+            if isinstance(exc, self._errors):
+                raise store_error(exc) from exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                if clean:
+                    await self.pool.release(conn)
+                else:
+                    conn.terminate()
+                    await self.pool.release(conn)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Any]:
+        """BEGIN … COMMIT at READ COMMITTED, or ROLLBACK on any error or cancellation."""
+        async with self._write_lock, self._connection("begin isolation level read committed") as c:
+            yield c
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Any]:
+        """A read-only transaction whose reads all see the state of its first one."""
+        async with self._connection("begin isolation level repeatable read read only") as c:
+            yield c
+
+    async def close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.pool.close()
+
+
+async def _rollback(conn: Any) -> bool:
+    """Roll back; False if the connection is unusable (it will be closed, not reused)."""
+    try:
+        with anyio.fail_after(CONNECT_TIMEOUT):
+            await conn.execute("rollback")
+    except Exception:
+        return False
+    return True
+
+
+async def _setup(conn: Any) -> None:
+    """Each new pooled connection: text through the escape above."""
+    await conn.set_type_codec(
+        "text", schema="pg_catalog", encoder=encode_text, decoder=decode_text, format="text"
+    )
+
+
+async def _keep(conn: Any) -> None:
+    """What a connection needs on its way back to the pool: nothing more than asyncpg's own
+    rollback of an open transaction. Its default reset query (RESET ALL, UNLISTEN *, …) is a
+    round trip per call, for session state this store never sets."""
+
+
+def _import_asyncpg() -> Any:
+    try:
+        import asyncpg
+    except ImportError:
+        raise StoreUnavailable(
+            f"--db names a PostgreSQL server, but its driver is not installed: {INSTALL}"
+        ) from None
+    return asyncpg
+
+
+@asynccontextmanager
+async def open_postgres(
+    dsn: str, size: int | None = None, migrate_schema: bool = True
+) -> AsyncIterator[PgDatabase]:
+    """Open a pool on the server `dsn` names and migrate its schema; close it on exit. With
+    `migrate_schema=False` (the read-only viewer) a schema that is not current is refused."""
+    asyncpg = _import_asyncpg()
+    size = size or pool_size()
+    refused: tuple[type[BaseException], ...] = (*_engine_errors(), ValueError)  # a bad URL
+    try:
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=1,
+            max_size=size,
+            timeout=CONNECT_TIMEOUT,
+            command_timeout=None,
+            init=_setup,
+            reset=_keep,
+        )
+    except refused as exc:
+        raise StoreUnavailable(
+            f"cannot reach the PostgreSQL server ({exc}). Check that it runs and that the "
+            "connection string (host, port, user, password, database) is right."
+        ) from exc
+    try:
+        try:
+            async with pool.acquire() as conn:
+                version = await (migrate(conn) if migrate_schema else current_version(conn))
+        except _engine_errors() as exc:
+            raise store_error(exc) from exc
+        log.info("database %s ready (PostgreSQL schema version %d)", redact(dsn), version)
+        yield PgDatabase(dsn, pool)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pool.close()
+
+
+def redact(dsn: str) -> str:
+    """The connection string without its password, for messages and logs."""
+    scheme, sep, rest = dsn.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return dsn
+    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"

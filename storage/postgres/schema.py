@@ -1,0 +1,257 @@
+"""Numbered PostgreSQL schema migrations, recorded in table `schema_migrations`, applied at
+start under an advisory lock so that instances starting together apply each exactly once.
+
+Append only, as for SQLite (`storage.migrations`). Version 1 holds everything SQLite's schema
+holds at its version 6 (tenants, current sessions per client, per-revision counters); the two
+numberings are separate. Integers are `bigint` (message numbers, revisions and token counts
+are Python ints), `live` stays 0/1 so `storage.rows` reads both backends' rows alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from frs.errors import StoreUnavailable
+from frs.originals import part_starts, render_parts
+from storage.migrations import SchemaTooNew
+from storage.rows import MESSAGE_COLUMNS, message_from_row
+
+#: Key of the session-level advisory lock migrations run under ("frs-mcp" in ASCII).
+MIGRATION_LOCK = 0x6672732D6D6370
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: the whole schema of SQLite version 6
+        "create table sessions ("
+        # Collation "C" where rows are ordered: code points, as SQLite and Python compare.
+        ' id text collate "C" primary key,'
+        " tenant text not null default 'local',"
+        " title text not null,"
+        " goal text not null default '',"
+        " numbering text not null default 'position' check (numbering in ('position', 'absolute')),"
+        " interface text,"
+        " conversation text,"
+        " revision bigint not null default 0,"
+        " next_number bigint not null default 1,"
+        " next_squash bigint not null default 1,"
+        " live_count bigint not null default 0,"
+        " live_tokens bigint not null default 0,"
+        " live_system bigint not null default 0,"
+        " live_user bigint not null default 0,"
+        " live_assistant bigint not null default 0,"
+        " live_tool bigint not null default 0,"
+        " live_summary bigint not null default 0,"
+        " recorded bigint not null default 0,"
+        " recorded_tokens bigint not null default 0,"
+        " created_at text not null,"
+        ' updated_at text collate "C" not null)',
+        "create unique index sessions_by_conversation on sessions (tenant, interface, conversation)"
+        " where interface is not null",
+        "create index sessions_by_update on sessions (tenant, updated_at)",
+        "create table messages ("
+        " id bigint generated always as identity primary key,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " number bigint,"
+        " ord bigint not null,"
+        " ord_last bigint not null,"
+        " live integer not null check (live in (0, 1)),"
+        " role text not null check (role in ('system', 'user', 'assistant', 'tool')),"
+        " kind text not null check (kind in ('message', 'summary', 'thinking')),"
+        " lane text not null,"
+        " content text not null,"
+        " name text,"
+        " tool_calls text,"
+        " tool_call_id text,"
+        " answers bigint,"
+        " run_id text,"
+        " interface_message_id text,"
+        " created_at text,"
+        " sha256 text not null,"
+        " tokens bigint not null,"
+        " covered bigint not null default 1,"
+        " squash_n bigint,"
+        " squash_sha256 text)",
+        "create unique index messages_by_number on messages (session_id, number)"
+        " where number is not null",
+        "create index messages_live on messages (session_id, ord) where live = 1",
+        "create index messages_live_lane on messages (session_id, lane, ord) where live = 1",
+        "create index messages_live_run on messages (session_id, run_id, ord)"
+        " where live = 1 and run_id is not null",
+        "create index messages_answers on messages (session_id, answers, number)"
+        " where answers is not null",
+        "create index messages_thinking on messages (session_id, ord) where kind = 'thinking'",
+        "create table calls ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " call_id text not null,"
+        " number bigint not null,"
+        " primary key (session_id, call_id, number))",
+        "create table blocks ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " block bigint not null,"
+        " live bigint not null,"
+        " primary key (session_id, block))",
+        "create table squashes ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " n bigint not null,"
+        " summary_number bigint not null,"
+        " first_ord bigint not null,"
+        " last_ord bigint not null,"
+        " count bigint not null,"
+        " covered bigint not null,"
+        " tokens_before bigint not null,"
+        " tokens_after bigint not null,"
+        " sha256 text not null,"
+        " summary text not null,"
+        " created_at text not null,"
+        " restored_at text,"
+        " primary key (session_id, n))",
+        "create table squash_members ("
+        " session_id text not null,"
+        " n bigint not null,"
+        " seq bigint not null,"
+        " number bigint not null,"
+        " primary key (session_id, n, seq),"
+        " foreign key (session_id, n) references squashes (session_id, n) on delete cascade)",
+        "create index squash_members_by_number on squash_members (session_id, number)",
+        "create table plan_steps ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " idx bigint not null,"
+        " text text not null,"
+        " status text not null check (status in ('todo', 'doing', 'done')),"
+        " primary key (session_id, idx))",
+        "create table checkpoints ("
+        " id bigint generated always as identity primary key,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " name text not null,"
+        " revision bigint not null,"
+        " after_ord bigint not null,"
+        " created_at text not null)",
+        "create index checkpoints_by_session on checkpoints (session_id, id)",
+        "create table changes ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " revision bigint not null,"
+        " change text not null,"
+        " created_at text not null,"
+        " live_count bigint,"
+        " live_tokens bigint,"
+        " recorded bigint,"
+        " recorded_tokens bigint,"
+        " primary key (session_id, revision))",
+        "create table current_sessions ("
+        " tenant text not null,"
+        " client text not null,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " primary key (tenant, client))",
+        "create table sources ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        ' alias text collate "C" not null,'  # code point order, as Python compares
+        " kind text not null check (kind in ('text', 'file')),"
+        " path text,"
+        " display text,"
+        " content text,"
+        " sha256 text not null,"
+        " chars bigint not null,"
+        " lines bigint not null,"
+        " created_at text not null,"
+        " primary key (session_id, alias))",
+        "create table focus_layers ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " n bigint not null,"
+        " depth bigint not null,"
+        " goal text not null,"
+        " start_ord bigint not null,"
+        " created_at text not null,"
+        " closed_at text,"
+        " squash_n bigint,"
+        " primary key (session_id, n))",
+        "create index focus_layers_open on focus_layers (session_id, n) where closed_at is null",
+    ),
+    (  # 2: SQLite's 7: where each squash member's part of the rendered originals starts, and
+        # their length, so a get_alias page renders only the members it overlaps (BACKFILLS)
+        "alter table squash_members add column at bigint not null default 0",
+        "alter table squashes add column chars bigint not null default 0",
+        "create index squash_members_at on squash_members (session_id, n, at)",
+    ),
+)
+
+
+async def _lay_out_originals(conn: Any) -> None:
+    """Every squash's members' starts and its originals' length, as `frs.squashes` stores
+    them with a new squash (`storage.migrations._lay_out_originals` for SQLite)."""
+    columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+    for session_id, n in await conn.fetch("select session_id, n from squashes"):
+        rows = await conn.fetch(
+            f"select s.seq, {columns} from squash_members s join messages m"
+            " on m.session_id = s.session_id and m.number = s.number"
+            " where s.session_id = $1 and s.n = $2 order by s.seq",
+            session_id,
+            n,
+        )
+        parts = render_parts([message_from_row(tuple(row)[1:]) for row in rows])
+        await conn.executemany(
+            "update squash_members set at = $1 where session_id = $2 and n = $3 and seq = $4",
+            [(at, session_id, n, row[0]) for at, row in zip(part_starts(parts), rows, strict=True)],
+        )
+        chars = sum(len(part) for part in parts) + max(len(parts) - 1, 0)
+        await conn.execute(
+            "update squashes set chars = $1 where session_id = $2 and n = $3", chars, session_id, n
+        )
+
+
+#: Data changes SQL alone cannot make, run after their migration's statements, in the same
+#: transaction.
+BACKFILLS = {2: _lay_out_originals}
+
+
+async def current_version(conn: Any) -> int:
+    """The schema version, which must be the newest: for a reader that never writes."""
+    found = 0
+    if await conn.fetchval("select to_regclass('schema_migrations') is not null"):
+        found = int(await conn.fetchval("select coalesce(max(version), 0) from schema_migrations"))
+    if found > len(MIGRATIONS):
+        raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
+    if found < len(MIGRATIONS):
+        raise StoreUnavailable(
+            f"the database has PostgreSQL schema version {found}; this viewer reads version "
+            f"{len(MIGRATIONS)} and never writes, so it does not migrate: start the server on it "
+            "once (frs-mcp --db URL), which migrates it, then open the viewer again."
+        )
+    return found
+
+
+async def migrate(conn: Any) -> int:
+    """Bring the schema to the newest version on this asyncpg connection; returns it.
+
+    A schema already at the newest version is only read (a read-only standby opens). The
+    advisory lock is the session-level kind, held across the migrations' own transactions and
+    released on the way out (or when a crash drops the connection).
+    """
+    if await conn.fetchval("select to_regclass('schema_migrations') is not null"):
+        found = int(await conn.fetchval("select coalesce(max(version), 0) from schema_migrations"))
+        if found > len(MIGRATIONS):
+            raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
+        if found == len(MIGRATIONS):
+            return found
+    await conn.execute("select pg_advisory_lock($1)", MIGRATION_LOCK)
+    try:
+        await conn.execute(
+            "create table if not exists schema_migrations ("
+            " version integer primary key, applied_at timestamptz not null default now())"
+        )
+        current = int(
+            await conn.fetchval("select coalesce(max(version), 0) from schema_migrations")
+        )
+        if current > len(MIGRATIONS):
+            raise SchemaTooNew(found=current, supported=len(MIGRATIONS))
+        for version, statements in enumerate(MIGRATIONS[current:], start=current + 1):
+            async with conn.transaction():
+                for sql in statements:
+                    await conn.execute(sql)
+                if version in BACKFILLS:
+                    await BACKFILLS[version](conn)
+                await conn.execute("insert into schema_migrations (version) values ($1)", version)
+        return len(MIGRATIONS)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await conn.execute("select pg_advisory_unlock($1)", MIGRATION_LOCK)

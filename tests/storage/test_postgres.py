@@ -1,0 +1,225 @@
+"""What the PostgreSQL store adds to the contract: several instances (pools) on one database.
+
+Each "instance" here is its own pool (`open_postgres`) with its own `ReasoningService`, as
+three server processes would have; they race migrations, a get-or-create by conversation and
+squashes with one `expected_revision`. Also: a cancelled call leaves no connection idle in a
+transaction, and an unreachable server or a missing database is one clear `StoreUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import anyio
+import asyncpg
+import pytest
+
+from frs import ReasoningService
+from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
+from frs.model import NewMessage, Scope, SessionId, ToolCall
+from storage import SchemaTooNew
+from storage.postgres import MIGRATIONS, PgStore, open_postgres
+from tests.haproxy import find_haproxy
+from tests.pg import Cluster, PostgresMissing, bindir
+
+INSTANCES = 8
+
+
+@asynccontextmanager
+async def instances(dsn: str, count: int) -> AsyncIterator[list[ReasoningService]]:
+    """`count` services, each on its own pool, opened at once (so they race to migrate)."""
+    async with AsyncExitStack() as stack:
+        stores: list[PgStore] = []
+
+        async def open_one() -> None:
+            db = await stack.enter_async_context(open_postgres(dsn, size=3))
+            stores.append(PgStore(db))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(count):
+                group.start_soon(open_one)
+        yield [ReasoningService(store, scope=Scope(client="test")) for store in stores]
+
+
+async def fetch(dsn: str, sql: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return list(await conn.fetch(sql))
+    finally:
+        await conn.close()
+
+
+class TestSeveralInstances:
+    async def test_eight_instances_starting_at_once_apply_each_migration_exactly_once(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, INSTANCES) as services:
+            assert len(services) == INSTANCES
+            started = await services[0].start_session("one")
+            assert (await services[-1].use_session(started.session.id)).title == "one"
+        rows = await fetch(dsn, "select version from schema_migrations order by version")
+        assert [row[0] for row in rows] == list(range(1, len(MIGRATIONS) + 1))
+
+    async def test_racing_get_or_create_of_one_conversation_makes_one_session(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 4) as services:
+            made: list[tuple[SessionId, bool]] = []
+
+            async def start(service: ReasoningService) -> None:
+                for _ in range(3):
+                    got = await service.start_session("t", interface="chat", conversation="c1")
+                    made.append((got.session.id, got.created))
+
+            async with anyio.create_task_group() as group:
+                for service in services:
+                    group.start_soon(start, service)
+        assert len({sid for sid, _ in made}) == 1
+        assert [created for _, created in made].count(True) == 1
+        rows = await fetch(dsn, "select count(*) from sessions")
+        assert rows[0][0] == 1
+
+    async def test_squashes_racing_on_one_expected_revision_have_exactly_one_winner(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 4) as services:
+            started = await services[0].start_session("race")
+            sid = started.session.id
+            await services[0].record([NewMessage("user", f"message {i}") for i in range(12)], sid)
+            session = await services[0].session(sid)
+            revision = session.revision
+            outcomes: list[str] = []
+
+            async def squash(service: ReasoningService, k: int) -> None:
+                try:
+                    await service.compress_range(1, 3, f"summary {k}", None, sid, revision)
+                    outcomes.append("won")
+                except StaleRevision:
+                    outcomes.append("stale")
+
+            async with anyio.create_task_group() as group:
+                for k, service in enumerate(services * 2):
+                    group.start_soon(squash, service, k)
+            after = await services[1].session(sid)
+            log = await services[2].squash_log(sid)
+        assert sorted(outcomes) == ["stale"] * 7 + ["won"]
+        assert after.revision == revision + 1
+        assert len(log.squashes) == 1
+        assert after.live_count == 10
+
+    async def test_a_cancelled_call_leaves_no_connection_idle_in_a_transaction(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 2) as services:
+            sid = (await services[0].start_session("cancel")).session.id
+            for delay in (0, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02):
+                for service in services:
+                    with anyio.move_on_after(delay):
+                        await service.record([NewMessage("user", "x" * 5000)] * 50, sid)
+            idle = await fetch(
+                dsn,
+                "select count(*) from pg_stat_activity where datname = current_database()"
+                " and state like 'idle in transaction%'",
+            )
+            assert idle[0][0] == 0
+            session = await services[1].session(sid)
+            thread = await services[0].live_thread(sid)
+        # Each record either committed whole (50 messages) or not at all.
+        assert session.live_count == len(thread.entries)
+        assert len(thread.entries) % 50 == 0
+        assert session.revision == len(thread.entries) // 50
+
+
+class TestClearErrors:
+    async def test_an_unreachable_server_is_one_store_unavailable_naming_what_to_check(
+        self, pg_cluster: Cluster
+    ) -> None:
+        with pytest.raises(StoreUnavailable) as caught:
+            async with open_postgres("postgresql://nobody:secret@127.0.0.1:1/none", size=2):
+                pass
+        message = str(caught.value)
+        assert message.startswith("cannot reach the PostgreSQL server (")
+        assert "secret" not in message
+        assert "Check that it runs" in message
+
+    async def test_a_missing_database_is_one_store_unavailable(self, pg_cluster: Cluster) -> None:
+        with pytest.raises(StoreUnavailable, match="does not exist"):
+            async with open_postgres(pg_cluster.dsn("no_such_database"), size=2):
+                pass
+
+
+class TestText:
+    async def test_nul_and_the_escape_character_round_trip_and_still_match(
+        self, pg_cluster: Cluster
+    ) -> None:
+        # PostgreSQL text cannot hold U+0000; the store escapes it (storage/postgres/database.py).
+        dsn = pg_cluster.create_database()
+        odd = ["a\x00b", "\ue000", "\ue000\ue001", "\x00\ue000\x00", "plain"]
+        async with instances(dsn, 1) as (service,):
+            started = await service.start_session(
+                "t", interface="chat\x00x", conversation="\ue000\x00"
+            )
+            sid = started.session.id
+            await service.record([NewMessage("user", text, run_id=text) for text in odd], sid)
+            # A call id holding U+0000 still pairs its result with its call (latest_calls).
+            call = ToolCall("c\x00\ue000", "bash", "{}")
+            await service.record([NewMessage("assistant", "run", tool_calls=(call,))], sid)
+            await service.record([NewMessage("tool", "ok", name="bash", tool_call_id=call.id)], sid)
+            thread = await service.live_thread(sid)
+            again = await service.start_session(
+                "t", interface="chat\x00x", conversation="\ue000\x00"
+            )
+        assert [m.content for m in thread.entries[: len(odd)]] == odd
+        assert [m.run_id for m in thread.entries[: len(odd)]] == odd
+        asked, answered = thread.entries[-2:]
+        assert asked.tool_calls[0].id == "c\x00\ue000"
+        assert answered.tool_call_id == "c\x00\ue000"
+        assert answered.answers == asked.number
+        assert again.session.id == sid
+        assert not again.created
+
+    async def test_a_read_only_database_opens_reads_and_refuses_writes_as_read_only(
+        self, pg_cluster: Cluster
+    ) -> None:
+        # What a hot standby does: the schema is there, every write is refused (SQLSTATE 25006).
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 1) as (service,):
+            sid = (await service.start_session("before")).session.id
+        pg_cluster.psql(
+            f"alter database {pg_cluster.name_of(dsn)} set default_transaction_read_only = on"
+        )
+        async with instances(dsn, 1) as (service,):
+            assert (await service.session(sid)).title == "before"
+            with pytest.raises(StoreReadOnly, match="read-only transaction"):
+                await service.record([NewMessage("user", "x")], sid)
+
+    async def test_a_schema_from_a_newer_frs_mcp_is_refused_and_left_alone(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 1):
+            pass
+        pg_cluster.psql(
+            "insert into schema_migrations (version) values (999)", pg_cluster.name_of(dsn)
+        )
+        with pytest.raises(SchemaTooNew, match="schema version 999"):
+            async with open_postgres(dsn, size=2):
+                pass
+
+
+class TestMissingTools:
+    """A machine without PostgreSQL or haproxy fails these suites with the install command."""
+
+    def test_no_postgresql_names_the_package_to_install(self, tmp_path: Path) -> None:
+        with pytest.raises(PostgresMissing, match=r"apt-get install -y postgresql"):
+            bindir(str(tmp_path / "*" / "bin" / "initdb"), path=str(tmp_path))
+
+    def test_no_haproxy_names_the_package_to_install(self, tmp_path: Path) -> None:
+        with pytest.raises(RuntimeError, match=r"apt-get install -y haproxy"):
+            find_haproxy(path=str(tmp_path), places=())
