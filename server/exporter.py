@@ -34,7 +34,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="session id; 'current' for the current session of --scope (default: 'default', "
         "the one an import or a runtime made current); 'latest' for the last one changed",
     )
-    p.add_argument("--format", choices=EXPORT_FORMATS, default="openai")
+    p.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="openai",
+        help="openai (the default): chat messages; anthropic: system and messages; text: the view",
+    )
 
 
 async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
