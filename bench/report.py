@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bench import hostile
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -582,6 +583,7 @@ def render(results: dict[str, Any]) -> str:
         *_plans(results.get("plans", {})),
         *_web(results.get("web", {})),
         *_postgres(results.get("postgres", {})),
+        *hostile.render(results.get("hostile", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
 

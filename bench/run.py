@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
-peers, web, postgres.
+peers, web, postgres, hostile.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -23,6 +23,7 @@ import anyio
 
 from bench import (
     cache,
+    hostile,
     latency,
     machine,
     memory,
@@ -50,6 +51,7 @@ SECTIONS = (
     "peers",
     "web",
     "postgres",
+    "hostile",
 )
 FULL = {
     "latency": latency.Plan(
@@ -67,6 +69,7 @@ FULL = {
     "cache_trials": 30,
     "web_rounds": 50,
     "postgres": {"size": 100_000, "rounds": 60, "load_calls": 60},
+    "hostile": (8, 100),  # normal clients, calls each
 }
 QUICK = {
     "latency": latency.Plan(
@@ -84,6 +87,7 @@ QUICK = {
     "cache_trials": 3,
     "web_rounds": 5,
     "postgres": {"size": 10_000, "rounds": 4, "load_calls": 8},
+    "hostile": (4, 20),
 }
 
 
@@ -160,6 +164,10 @@ async def measure(
     if "postgres" in sections:
         t = time.perf_counter()
         stamp("postgres", await postgres.run(folder, pool, settings["postgres"], log), t)
+    if "hostile" in sections:
+        t = time.perf_counter()
+        clients, calls = settings["hostile"]
+        stamp("hostile", await hostile.run(folder, clients, calls, log), t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 

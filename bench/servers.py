@@ -100,10 +100,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(db: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """`frs-mcp --transport streamable-http --port <port>` running until the block ends."""
+def http_server(db: Path, port: int, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`frs-mcp --transport streamable-http --port <port> extra...` running until the block
+    ends."""
     command = [frs_mcp(), "--db", str(db), "--log-level", "WARNING"]
-    command += ["--transport", "streamable-http", "--port", str(port)]
+    command += ["--transport", "streamable-http", "--port", str(port), *extra]
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,

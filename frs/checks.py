@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NoReturn
 
 from frs.errors import (
     InvalidContent,
@@ -39,13 +40,10 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
     """Refuse the whole batch if any message is invalid, naming its index (0-based)."""
     if not messages:
         raise InvalidRequest("No messages given. Pass messages=[{role, content}, ...].")
-    if len(messages) > limits.max_batch:
-        raise InvalidRequest(
-            f"{len(messages):,} messages in one call; the limit is {limits.max_batch:,}. "
-            "Split the batch."
-        )
+    check_batch_size(len(messages), limits)
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
+        check_message_size(len(message.content), len(message.tool_calls), where, limits)
         _check_shape(message, where, limits)
         _check_calls(message, where, limits)
         if message.tool_call_id is not None and message.role != "tool":
@@ -72,16 +70,51 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
                 ) from None
 
 
+def check_batch_size(count: int, limits: Limits) -> None:
+    """At most `max_batch` messages a call; checked on the count alone, so an edge can refuse
+    an oversized batch before it reads a single message."""
+    if count > limits.max_batch:
+        raise InvalidRequest(
+            f"{count:,} messages in one call; the limit is {limits.max_batch:,}. Split the batch."
+        )
+
+
+def check_message_size(chars: int, calls: int, where: str, limits: Limits) -> None:
+    """A message's content of `chars` characters and its `calls` tool calls within the limits;
+    on sizes alone, like `check_batch_size` (the arguments' size is added by `_check_shape`)."""
+    if chars > limits.max_message_chars:
+        _too_long(chars, where, limits)
+    if calls > limits.max_calls:
+        raise InvalidContent(
+            f"{where} makes {calls:,} tool calls; the limit is {limits.max_calls:,}. Record the "
+            "calls over several assistant messages."
+        )
+
+
+def check_plan_size(count: int, limits: Limits) -> None:
+    if count > limits.max_plan_steps:
+        raise InvalidRequest(f"{count} steps; a plan holds at most {limits.max_plan_steps}.")
+
+
+def check_ranges_size(count: int, limits: Limits) -> None:
+    if count > limits.max_plan_steps:
+        raise InvalidRequest(f"{count} ranges in one call; the limit is {limits.max_plan_steps}.")
+
+
+def _too_long(size: int, where: str, limits: Limits) -> NoReturn:
+    raise InvalidContent(
+        f"{where} has {size:,} characters; the limit is {limits.max_message_chars:,}. "
+        "Record a shorter excerpt, or split the output into several messages."
+    )
+
+
 def _check_shape(message: NewMessage, where: str, limits: Limits) -> None:
     """Role, size and content, and which roles may make calls and think."""
     if message.role not in ROLES:
         raise InvalidContent(f"{where}.role is {message.role!r}; use one of {', '.join(ROLES)}.")
     size = len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
     if size > limits.max_message_chars:
-        raise InvalidContent(
-            f"{where} has {size:,} characters; the limit is {limits.max_message_chars:,}. "
-            "Record a shorter excerpt, or split the output into several messages."
-        )
+        _too_long(size, where, limits)
     check_text(message.content, f"{where}.content")
     if message.tool_calls and message.role != "assistant":
         raise InvalidContent(

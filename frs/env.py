@@ -8,15 +8,24 @@ The use-case modules (`frs.sessions`, `frs.recording`, `frs.squashes`, `frs.focu
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from frs.errors import SourceRefused
 from frs.model import Limits, Scope, SessionId
 from frs.ports import FileReader, Store
 
 Clock = Callable[[], str]
+#: Runs CPU-bound work (a large batch's checks, hashes and token estimates) and gives its
+#: result: inline by default; an edge passes a worker thread (`anyio.to_thread.run_sync`) so
+#: the event loop keeps serving other clients meanwhile. The domain does no I/O either way.
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+
+async def inline(work: Callable[[], Any]) -> Any:
+    return work()
 
 
 def utc_now() -> str:
@@ -61,6 +70,7 @@ class Env:
     files: FileReader | None = None  # None: no file may be read (sources are inline only)
     scope: Scope = field(default_factory=Scope)  # the caller: its tenant's sessions only
     chosen: Chosen = field(default_factory=Chosen)  # shared by every scope of one service
+    offload: Offload = inline
 
     def file_reader(self) -> FileReader:
         """The file reader; raises SourceRefused when this server reads no files."""

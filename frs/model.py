@@ -30,6 +30,7 @@ class Limits:
     max_message_chars: int = 200_000
     max_summary_chars: int = 8_000
     max_batch: int = 5_000
+    max_calls: int = 1_000  # tool calls one message may make
     max_title_chars: int = 200
     max_field_chars: int = 512  # a name, an id, a run id, a time: short labels
     max_plan_steps: int = 100
@@ -163,6 +164,7 @@ class Squash:
     created_at: str
     restored: bool = False
     summary: str = ""
+    chars: int = 0  # length of the originals as rendered by get_alias
 
     @property
     def alias(self) -> str:

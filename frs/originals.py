@@ -28,10 +28,22 @@ def render_originals(messages: Sequence[Message]) -> str:
     holds an invisible character (spelled out) or a name or id holds `[ ] , : → · = ( ) \\`
     (each shown after a backslash); `M.n` always gives the exact bytes.
     """
-    lines: list[str] = []
-    for message in messages:
-        lines.extend(render_original(message))
-    return "\n".join(lines)
+    return "\n".join(render_parts(messages))
+
+
+def render_parts(messages: Sequence[Message]) -> list[str]:
+    """Each message's part of `render_originals`, which joins the parts with newlines: a page
+    of a large squash renders only the members it overlaps (`part_starts` says where)."""
+    return ["\n".join(render_original(message)) for message in messages]
+
+
+def part_starts(parts: Sequence[str]) -> list[int]:
+    """Where each part starts in `"\n".join(parts)`."""
+    starts, at = [], 0
+    for part in parts:
+        starts.append(at)
+        at += len(part) + 1
+    return starts
 
 
 def render_original(message: Message) -> list[str]:

@@ -11,7 +11,7 @@ from frs.aliases import Page, parse_alias, sha_matches, sha_mismatch
 from frs.env import Env
 from frs.errors import AliasNotFound, InvalidRequest
 from frs.model import Message, Session, SessionId
-from frs.originals import render_originals
+from frs.originals import render_parts
 from frs.ports import ThreadReader
 from frs.render import plural
 from frs.sessions import existing, find
@@ -35,6 +35,7 @@ async def get_alias(
             "or more (or None for the default page)."
         )
     ref = parse_alias(alias)
+    size = max_chars or env.limits.page_chars
     if ref.is_source:
         session = await existing(env, session_id)
         text, heading = await current_text(env, session, ref)
@@ -43,25 +44,45 @@ async def get_alias(
             found = await find(env, reader, session_id)
             if found is None:
                 raise AliasNotFound(ref.name, "there is no session yet; record messages first.")
-            if ref.family == "M":
-                text, heading = await _message_text(reader, found, ref.n, alias)
-            else:
-                squash = await find_squash(reader, found, ref.n)
-                if not sha_matches(ref, squash.sha256):
-                    raise sha_mismatch(alias, squash.alias)
-                text = render_originals(await reader.squash_members(found.id, squash.n))
-                heading = (
-                    f"{squash.alias} · the {squash.count} entries squashed into one summary "
-                    f"(numbers {squash.first}–{squash.last})"
-                    + (" · restored" if squash.restored else "")
-                )
-    if offset > len(text):
+            if ref.family != "M":
+                heading, piece, end, total = await _squash_page(reader, found, alias, offset, size)
+                return Page(ref.name, heading, piece, offset, end, total, session_id, max_chars)
+            text, heading = await _message_text(reader, found, ref.n, alias)
+    _check_offset(ref.name, offset, len(text))
+    end = min(len(text), offset + size)
+    return Page(ref.name, heading, text[offset:end], offset, end, len(text), session_id, max_chars)
+
+
+async def _squash_page(
+    reader: ThreadReader, session: Session, alias: str, offset: int, size: int
+) -> tuple[str, str, int, int]:
+    """A page of a squash's originals: its heading, its text, where it ends, the whole's
+    length. Only the members the page overlaps are read and rendered, so a page of a 100 MB
+    squash costs what its own characters cost."""
+    ref = parse_alias(alias)
+    squash = await find_squash(reader, session, ref.n)
+    if not sha_matches(ref, squash.sha256):
+        raise sha_mismatch(alias, squash.alias)
+    heading = (
+        f"{squash.alias} · the {squash.count} entries squashed into one summary "
+        f"(numbers {squash.first}–{squash.last})" + (" · restored" if squash.restored else "")
+    )
+    _check_offset(ref.name, offset, squash.chars)
+    end = min(squash.chars, offset + size)
+    first, members = await reader.squash_members_at(session.id, squash.n, offset, end)
+    piece = "\n".join(render_parts(members))[offset - first : end - first]
+    if len(piece) < end - offset:
+        # The page ends on the newline before a member that starts at `end`, not read.
+        piece += "\n"
+    return heading, piece, end, squash.chars
+
+
+def _check_offset(name: str, offset: int, total: int) -> None:
+    if offset > total:
         raise InvalidRequest(
-            f"offset={offset:,} is past the end: {ref.name} has {len(text):,} characters. "
+            f"offset={offset:,} is past the end: {name} has {total:,} characters. "
             "Use an offset from 0 to the size."
         )
-    end = min(len(text), offset + (max_chars or env.limits.page_chars))
-    return Page(ref.name, heading, text[offset:end], offset, end, len(text), session_id, max_chars)
 
 
 async def _message_text(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from frs.checks import check_line
+from frs.checks import check_line, check_plan_size
 from frs.env import Env
 from frs.errors import InvalidRequest
 from frs.model import Checkpoint, PlanStep, Session, SessionId
@@ -38,10 +38,8 @@ async def update(
             "Nothing to do: pass steps=[{text, status}] to replace the plan, checkpoint='name' "
             "to mark this point of the thread, or both."
         )
-    if steps is not None and len(steps) > env.limits.max_plan_steps:
-        raise InvalidRequest(
-            f"{len(steps)} steps; a plan holds at most {env.limits.max_plan_steps}."
-        )
+    if steps is not None:
+        check_plan_size(len(steps), env.limits)
     cleaned = None
     if steps is not None:
         cleaned = [

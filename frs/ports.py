@@ -149,6 +149,15 @@ class ThreadReader(Protocol):
         """The entries squash `n` replaced, in thread order (a member may be a summary)."""
         ...
 
+    async def squash_members_at(
+        self, session_id: SessionId, n: int, start: int, end: int
+    ) -> tuple[int, list[Message]]:
+        """The members of squash `n` whose parts of its rendered originals (their starts as
+        `apply_squash` stored them) overlap characters start..end, in thread order: from the
+        last one starting at or before `start` to the last one starting before `end`; and
+        where the first of them starts."""
+        ...
+
     async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
         """The unrestored squash that has message `number` among its members, or None."""
         ...
@@ -216,9 +225,11 @@ class ThreadTx(ThreadReader, Protocol):
         squash: Squash,
         summary: Message,
         members: Sequence[Message],
+        starts: Sequence[int],
     ) -> None:
         """Store the squash and its summary; its members (given in thread order, the order
-        `squash_members` returns) stop being entries and are kept."""
+        `squash_members` returns) stop being entries and are kept, each with where its part of
+        the rendered originals starts (`starts`, for `squash_members_at`)."""
         ...
 
     async def apply_restore(

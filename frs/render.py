@@ -30,6 +30,11 @@ _STEP_MARK = {"done": "✓", "doing": "▶", "todo": "○"}
 _CARD_LINE_CHARS = 240
 _CARD_LINES = 3  # at most this many lines of head, and of tail
 _GIST_CHARS = 60
+# A one-line card is the smallest a budgeted view shrinks an entry to, so it must stay small
+# whatever the message holds (200 calls of 400-character names made it 60,000 tokens): this
+# many calls by name, each name cut to this many characters, then how many more.
+_LINE_CALLS = 3
+_LINE_NAME_CHARS = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,14 +208,25 @@ def one_line(entry: Entry, width: int = 100) -> str:
     goes without its @sha8 (a third of the line's tokens); `get_alias` takes it either way."""
     message = entry.message
     first = shorten(" ".join(message.content.split()), width)
-    calls = "".join(f" [tool_use:{escape_name(c.name)}]" for c in message.tool_calls)
     if message.kind == "summary":
         what = f"{summary_prefix(message)} (SQ.{message.squash_n})"
         return f"{_marker(entry, what, '')} {escape(first)}"
     role = ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
-        role += " " + escape_name(message.name)
-    return f"{_marker(entry, role, '')} {escape(first)}{calls} · M.{message.number}"
+        role += " " + _line_name(message.name)
+    return f"{_marker(entry, role, '')} {escape(first)}{_line_calls(message)} · M.{message.number}"
+
+
+def _line_name(name: str) -> str:
+    return escape_name(shorten(name, _LINE_NAME_CHARS))
+
+
+def _line_calls(message: Message) -> str:
+    """` [tool_use:a] [tool_use:b] [tool_use:c] +197 calls`: the first calls by name."""
+    calls = message.tool_calls
+    shown = "".join(f" [tool_use:{_line_name(c.name)}]" for c in calls[:_LINE_CALLS])
+    more = len(calls) - _LINE_CALLS
+    return shown + (f" +{plural(more, 'call')}" if more > 0 else "")
 
 
 def summary_prefix(message: Message) -> str:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from frs import focus, pages, plans, recording, sessions, sources, squashes
 from frs.aliases import Page
-from frs.env import Clock, Env, utc_now
+from frs.env import Clock, Env, Offload, inline, utc_now
 from frs.export import to_anthropic, to_openai
 from frs.focus import LayerClosed, LayerOpened
 from frs.model import Limits, NewMessage, Numbering, PlanStep, Scope, Session, SessionId
@@ -47,8 +47,9 @@ class ReasoningService:
         clock: Clock = utc_now,
         files: FileReader | None = None,
         scope: Scope | None = None,
+        offload: Offload = inline,
     ) -> None:
-        self.env = Env(store, limits or Limits(), clock, files, scope or Scope())
+        self.env = Env(store, limits or Limits(), clock, files, scope or Scope(), offload=offload)
         # Plan, checkpoints and open layers by (session, revision): every change to them bumps
         # the revision, which is read in the same snapshot, so an entry can never be stale.
         self._frames: OrderedDict[tuple[str, int], Frame] = OrderedDict()

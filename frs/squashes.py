@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from frs.aliases import parse_alias, sha_matches, sha_mismatch
-from frs.checks import check_summary, squash_tokens
+from frs.checks import check_ranges_size, check_summary, squash_tokens
 from frs.env import Env
 from frs.errors import AliasNotFound, AlreadyRestored, CoveredByLaterSquash, InvalidRequest
 from frs.model import Message, Numbering, Session, SessionId, Squash
 from frs.mutation import Mutation, mutation
-from frs.originals import render_originals
+from frs.originals import part_starts, render_parts
 from frs.ports import ThreadReader
 from frs.ranges import Range, check_apart, check_pairs, plan_range, span_name
 from frs.text import sha256_hex
@@ -66,10 +66,7 @@ async def compress_ranges(
     texts = [check_summary(summary, env.limits) for _, _, summary in ranges]
     if not ranges:
         raise InvalidRequest("ranges is empty; give at least one {from, to, summary}.")
-    if len(ranges) > env.limits.max_plan_steps:
-        raise InvalidRequest(
-            f"{len(ranges)} ranges in one call; the limit is {env.limits.max_plan_steps}."
-        )
+    check_ranges_size(len(ranges), env.limits)
     async with mutation(env, session_id, expected_revision) as m:
         mode = numbering or m.session.numbering
         planned = [await plan_range(m.tx, m.session, start, end, mode) for start, end, _ in ranges]
@@ -154,6 +151,8 @@ async def squash_window(
     session = m.session
     before, after = squash_tokens(window, summary, fix, allowance)
     n, number = at or (session.next_squash, session.next_number)
+    parts = render_parts(window)
+    originals = "\n".join(parts)
     squash = Squash(
         n=n,
         summary_number=number,
@@ -163,11 +162,13 @@ async def squash_window(
         covered=sum(entry.covered for entry in window),
         tokens_before=before,
         tokens_after=after,
-        sha256=sha256_hex(render_originals(window)),
+        sha256=sha256_hex(originals),
         created_at=m.now,
         summary=summary,
+        chars=len(originals),
     )
-    await m.tx.apply_squash(session.id, squash, _summary_entry(squash, window), window)
+    summary_entry = _summary_entry(squash, window)
+    await m.tx.apply_squash(session.id, squash, summary_entry, window, part_starts(parts))
     lanes = dict(session.lanes)
     for entry in window:
         lanes[entry.lane] -= 1

@@ -25,7 +25,7 @@ from server.settings import Settings, resolve_database
 from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
 from server.web import command as web
-from storage import SchemaTooNew
+from storage import DatabaseRefused
 from storage.postgres import redact
 
 log = logging.getLogger("frs-mcp")
@@ -128,7 +128,7 @@ def _listen(settings: Settings, http: HttpOptions) -> int:
 def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: object) -> int:
     try:
         anyio.run(serve, settings, *args)
-    except SchemaTooNew as exc:
+    except DatabaseRefused as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
     except (StoreError, OSError) as exc:

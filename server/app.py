@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 
 from server import live, prompts, resources, tools
+from server.bounds import bounds_middleware
 from server.deps import Deps, open_deps
 from server.errors import validation_middleware
 from server.scopes import Roots, scope_middleware
@@ -105,6 +106,7 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
         subscriptions=False,
     )
     mcp.max_line_bytes = settings.max_line_bytes
+    mcp.middleware.append(bounds_middleware(settings.limits()))
     mcp.middleware.append(validation_middleware)
     mcp.middleware.append(scope_middleware(settings.scope, Roots()))
     tools.register(mcp)

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
@@ -62,4 +63,10 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
 
 
 def _service(store: Store, settings: Settings, files: LocalFiles, scope: Scope) -> ReasoningService:
-    return ReasoningService(store, settings.limits(), files=files, scope=scope)
+    return ReasoningService(
+        store,
+        settings.limits(),
+        files=files,
+        scope=scope,
+        offload=anyio.to_thread.run_sync,  # a large batch's checks and hashes
+    )

@@ -1,7 +1,8 @@
 """stdio that answers every line: the SDK's reader drops a line it cannot parse without a word,
-so a client waits for its own timeout. Here a line that is not JSON gets -32700, JSON that is
-not a JSON-RPC 2.0 message gets -32600 (with its id when it has one), and a line over the size
-cap is skipped without being held in memory and refused the same way.
+so a client waits for its own timeout. Here a line that is not JSON (or not UTF-8) gets -32700,
+JSON that is not a JSON-RPC 2.0 message gets -32600 (with its id when it has one), as does a
+request whose id is neither a string nor an integer, and a line over the size cap is skipped
+without being held in memory and refused the same way.
 
 At the end of stdin, requests already read are answered before the server stops: a client
 that writes its requests and closes its end (`printf ... | frs-mcp`, or the spec's shutdown
@@ -66,12 +67,16 @@ class _NoInput:
 
 
 def _error(id_: Any, code: int, message: str) -> SessionMessage:
-    request_id = id_ if isinstance(id_, str | int) and not isinstance(id_, bool) else None
+    request_id = id_ if _valid_id(id_) else None
     return SessionMessage(
         types.JSONRPCError(
             jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
         )
     )
+
+
+def _valid_id(id_: Any) -> bool:
+    return isinstance(id_, str | int) and not isinstance(id_, bool)
 
 
 class Oversized:
@@ -111,12 +116,34 @@ def parse_line(line: bytes | Oversized, limit: int) -> SessionMessage | Refusal:
         )
         return Refusal(_error(None, types.INVALID_REQUEST, too_large))
     try:
-        value = json.loads(line.decode("utf-8", errors="replace"))
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Replacing the bytes would store text the client never sent; JSON is UTF-8 (RFC 8259).
+        not_utf8 = (
+            f"Parse error: the line is not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset "
+            f"{exc.start:,}). Send JSON encoded as UTF-8."
+        )
+        return Refusal(_error(None, types.PARSE_ERROR, not_utf8))
+    try:
+        value = json.loads(text)
     except ValueError as exc:
         return Refusal(_error(None, types.PARSE_ERROR, f"Parse error: not JSON ({exc})."))
     except RecursionError:
         too_deep = "Parse error: JSON nested too deeply to read."
         return Refusal(_error(None, types.PARSE_ERROR, too_deep))
+    if (
+        isinstance(value, dict)
+        and "method" in value
+        and "id" in value
+        and not _valid_id(value["id"])
+    ):
+        # The SDK would take it for a notification and never answer; MCP ids are strings or
+        # integers, never null.
+        bad_id = (
+            f"Invalid Request: the id is {json.dumps(value['id'])[:40]}; a request id is a "
+            "string or an integer (leave it out for a notification)."
+        )
+        return Refusal(_error(None, types.INVALID_REQUEST, bad_id))
     try:
         message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except (ValidationError, RecursionError):

@@ -2,12 +2,22 @@
 
 from storage.db import Database, open_database
 from storage.files import LocalFiles
-from storage.migrations import MIGRATIONS, SchemaTooNew, migrate
+from storage.migrations import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    DatabaseRefused,
+    ForeignDatabase,
+    SchemaTooNew,
+    migrate,
+)
 from storage.stores import SqliteStore
 
 __all__ = [
+    "APPLICATION_ID",
     "MIGRATIONS",
     "Database",
+    "DatabaseRefused",
+    "ForeignDatabase",
     "LocalFiles",
     "SchemaTooNew",
     "SqliteStore",

@@ -19,7 +19,14 @@ import aiosqlite
 import anyio
 
 from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
-from storage.migrations import MIGRATIONS, SchemaTooNew, migrate
+from storage.header import read_header
+from storage.migrations import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    ForeignDatabase,
+    SchemaTooNew,
+    migrate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +108,6 @@ async def _connect(path: str) -> aiosqlite.Connection:
         await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
         await conn.execute("pragma foreign_keys = on")
         if path != MEMORY:
-            # Before WAL: switching the journal mode rewrites the file header, and a file from a
-            # newer frs-mcp must be left exactly as it is.
-            await _refuse_newer(conn)
             await _enter_wal(conn, path)
         # FULL: a recorded message survives a power cut, not only a crash of this process.
         await conn.execute("pragma synchronous = full")
@@ -163,12 +167,55 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
 
 
-async def _refuse_newer(conn: aiosqlite.Connection) -> None:
-    async with conn.execute("pragma user_version") as cursor:
-        row = await cursor.fetchone()
-    found = int(row[0]) if row else 0
-    if found > len(MIGRATIONS):
-        raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
+async def _refuse_unusable(file: Path) -> None:
+    """Refuse another application's database, or one from a newer frs-mcp, before opening it
+    for writing, and leave it byte for byte: the header is read from the file's bytes
+    (`storage.header`; any connection writes to a WAL database's -shm, and a read-write one
+    switches the journal mode and checkpoints the WAL when it closes last)."""
+    header = read_header(file)
+    if header is None:
+        return  # new, empty, or not SQLite: the read-write open says which, in its words
+    if header.application_id not in (0, APPLICATION_ID):
+        raise ForeignDatabase(
+            str(file), f"its application_id is 0x{header.application_id:08x}, not frs-mcp's"
+        )
+    if header.user_version > len(MIGRATIONS):
+        raise SchemaTooNew(found=header.user_version, supported=len(MIGRATIONS))
+    if header.application_id == 0:
+        # Not stamped: new, from an frs-mcp before the stamp, or another application's.
+        tables = await _tables(file)
+        if tables and not {"sessions", "messages"} <= tables:
+            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+            raise ForeignDatabase(str(file), f"it holds other tables ({shown})")
+
+
+async def _tables(file: Path) -> set[str]:
+    try:
+        conn = await _connect_read_only(file)
+    except sqlite3.Error:
+        return set()  # unreadable: the read-write open says why
+    try:
+        async with conn.execute("select name from sqlite_master where type = 'table'") as cursor:
+            return {str(row[0]) for row in await cursor.fetchall()}
+    except sqlite3.Error:
+        return set()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+
+
+async def _connect_read_only(file: Path) -> aiosqlite.Connection:
+    # as_uri percent-encodes ? and # in names; absolute() only reads the working directory.
+    uri = f"{file.absolute().as_uri()}?mode=ro"  # noqa: ASYNC240 - once at startup
+    connecting = aiosqlite.connect(uri, uri=True, isolation_level=None)
+    try:
+        return await connecting
+    except BaseException:
+        worker = getattr(connecting, "_thread", None)  # see `_connect`
+        if worker is not None and worker.is_alive():
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(worker.join, 5.0)
+        raise
 
 
 @asynccontextmanager
@@ -185,6 +232,7 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
                 f"{file.parent} is not a folder (a file of that name is in the way)"
             ) from None
         where = str(file)
+        await _refuse_unusable(file)
     try:
         writer = await _connect(where)
     except sqlite3.Error as exc:

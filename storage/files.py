@@ -1,10 +1,12 @@
 """Reading file sources: only under the roots the operator allowed, never anything else.
 
 Paths are resolved (symlinks included) before the containment check, which compares whole path
-components; the file is opened without following a final symlink and without blocking, and
-checked again on the open descriptor: its type, and (on Linux, through /proc/self/fd) the path
-the kernel really opened, so a folder swapped for a symlink between check and open, a FIFO or
-a device cannot be read.
+components and comes before any check of existence, so a refusal never tells whether a path
+outside the roots exists or where a symlink points; a file with several hard links is refused
+(another of its names may lie outside). The file is opened without following a final symlink
+and without blocking, and checked again on the open descriptor: its type, its links, and (on
+Linux, through /proc/self/fd) the path the kernel really opened, so a folder swapped for a
+symlink between check and open, a FIFO or a device cannot be read.
 """
 
 from __future__ import annotations
@@ -63,36 +65,46 @@ class LocalFiles:
         return FileText(str(real), real.relative_to(root).as_posix(), text, sha256_hex(text))
 
     def _resolve(self, path: str) -> tuple[Path, Path]:
-        """The real path (symlinks resolved) and the allowed root it lies under."""
+        """The real path (symlinks resolved) and the allowed root it lies under.
+
+        Containment is decided before existence, on the path with its symlinks resolved as far
+        as they exist: a path outside the roots gets one answer whether or not it exists, and
+        no answer says where a symlink points."""
         if not self.roots:
             raise SourceRefused(_NO_ROOTS)
-        allowed = ", ".join(str(root) for root in self.roots)
         if "\x00" in path:
             raise SourceRefused("A path cannot contain a NUL character.")
         try:
             given = Path(path).expanduser()
             if not given.is_absolute():
                 given = self.roots[0] / given
-            real = given.resolve(strict=True)
-        except FileNotFoundError:
+            real = given.resolve()
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, ~nosuchuser
             raise SourceRefused(
-                f"No file at {path}. Check the path (allowed roots: {allowed})."
+                f"Cannot resolve {path} (a symlink loop, or an unknown ~user). "
+                f"Allowed roots: {self._allowed()}."
             ) from None
-        except (OSError, RuntimeError, ValueError) as exc:  # e.g. ~nosuchuser
-            raise SourceRefused(f"Cannot resolve {path}: {exc}.") from None
         root = next((r for r in self.roots if real.is_relative_to(r)), None)
         if root is None:
-            lexical = Path(os.path.normpath(given))
-            via_link = any(lexical.is_relative_to(r) for r in self.roots)
-            why = " (it is a symlink that leads out of the allowed roots)" if via_link else ""
+            raise SourceRefused(self._outside(path))
+        if not real.exists():
             raise SourceRefused(
-                f"{path} resolves to {real}, outside every allowed root{why}. Allowed roots: "
-                f"{allowed}. Register the text inline instead, or ask the operator to allow "
-                "the folder with --allow-root."
+                f"No file at {path}. Check the path (allowed roots: {self._allowed()})."
             )
         if real in self.forbidden:
             raise SourceRefused(f"{path} is the server's own database; it cannot be a source.")
         return real, root
+
+    def _allowed(self) -> str:
+        return ", ".join(str(root) for root in self.roots)
+
+    def _outside(self, path: str) -> str:
+        # One text for every path that is or leads outside, existing or not.
+        return (
+            f"{path} is outside every allowed root, or a symlink leads out of them. Allowed "
+            f"roots: {self._allowed()}. Register the text inline instead, or ask the operator "
+            "to allow the folder with --allow-root."
+        )
 
     def _bytes(self, path: str, real: Path, root: Path) -> bytes:
         """The file's bytes, opened without following a link and checked on the descriptor."""
@@ -106,10 +118,7 @@ class LocalFiles:
             # Checked on the open descriptor: what we read is what we checked.
             opened = _opened_path(fd)
             if opened is not None and not opened.is_relative_to(root):
-                raise SourceRefused(
-                    f"{path} changed while it was opened and now leads outside the allowed "
-                    "roots; it was not read."
-                )
+                raise SourceRefused(self._outside(path))  # swapped between check and open
             info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise SourceRefused(_DIRECTORY.format(path=path))
@@ -117,6 +126,14 @@ class LocalFiles:
                 raise SourceRefused(
                     f"{path} is not a regular file (a FIFO, device or socket); only files can be "
                     "sources."
+                )
+            if info.st_nlink > 1:
+                # Another name for the same file may lie outside every root: a hard link inside
+                # a root would read it.
+                raise SourceRefused(
+                    f"{path} has {info.st_nlink} hard links; a file with more than one name is "
+                    "not read, since another name may lie outside the allowed roots. Copy the "
+                    "file, or register its text inline."
                 )
             if info.st_size > self.max_bytes:
                 raise SourceRefused(

@@ -14,7 +14,9 @@ from typing import Protocol
 import aiosqlite
 
 from frs.model import ToolCall
+from frs.originals import part_starts, render_parts
 from frs.text import estimate_tokens, message_body
+from storage.rows import MESSAGE_COLUMNS, message_from_row
 
 
 class Migratable(Protocol):
@@ -258,10 +260,35 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "alter table changes add column recorded integer",
         "alter table changes add column recorded_tokens integer",
     ),
+    (  # 7: where each squash member's part of the rendered originals starts, and their length
+        # A get_alias page of a large squash renders only the members it overlaps (see
+        # BACKFILLS for squashes made before).
+        "alter table squash_members add column at integer not null default 0",
+        "alter table squashes add column chars integer not null default 0",
+        "create index squash_members_at on squash_members (session_id, n, at)",
+    ),
 )
 
 
-class SchemaTooNew(Exception):
+#: `PRAGMA application_id` of every frs-mcp database ("FRSm"), stamped by `migrate`: another
+#: application's SQLite file is told apart before anything is written to it.
+APPLICATION_ID = 0x4652536D
+
+
+class DatabaseRefused(Exception):
+    """A database file frs-mcp will not open, left exactly as it was; the text says why."""
+
+
+class ForeignDatabase(DatabaseRefused):
+    def __init__(self, path: str, what: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is not an frs-mcp database: {what}. Nothing was changed. Point --db (or "
+            "FRS_DB) at a new file name, or leave it out to use the default database."
+        )
+
+
+class SchemaTooNew(DatabaseRefused):
     def __init__(self, found: int, supported: int) -> None:
         self.found, self.supported = found, supported
         super().__init__(
@@ -290,9 +317,36 @@ async def _estimate_again(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def _lay_out_originals(conn: aiosqlite.Connection) -> None:
+    """Every squash's members' starts in its rendered originals, and their length, as
+    `frs.squashes` now stores them with a new squash; a squash at a time."""
+    squashes = await conn.execute_fetchall("select session_id, n from squashes")
+    columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+    for session_id, n in squashes:
+        rows = await conn.execute_fetchall(
+            f"select s.seq, {columns} from squash_members s join messages m"
+            " on m.session_id = s.session_id and m.number = s.number"
+            " where s.session_id = ? and s.n = ? order by s.seq",
+            (session_id, n),
+        )
+        parts = render_parts([message_from_row(row[1:]) for row in rows])
+        starts = part_starts(parts)
+        await conn.executemany(
+            "update squash_members set at = ? where session_id = ? and n = ? and seq = ?",
+            [(at, session_id, n, row[0]) for at, row in zip(starts, rows, strict=True)],
+        )
+        chars = sum(len(part) for part in parts) + max(len(parts) - 1, 0)
+        await conn.execute(
+            "update squashes set chars = ? where session_id = ? and n = ?", (chars, session_id, n)
+        )
+
+
 #: Data changes SQL alone cannot make, run after their migration's statements, in the same
 #: transaction.
-BACKFILLS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {5: _estimate_again}
+BACKFILLS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
+    5: _estimate_again,
+    7: _lay_out_originals,
+}
 
 
 async def migrate(db: Migratable) -> int:
@@ -310,4 +364,10 @@ async def migrate(db: Migratable) -> int:
             if version in BACKFILLS:
                 await BACKFILLS[version](conn)
             await conn.execute(f"pragma user_version = {version:d}")
+    async with db.transaction() as conn:
+        # New databases and those from before the stamp alike.
+        async with conn.execute("pragma application_id") as cursor:
+            row = await cursor.fetchone()
+        if row is None or int(row[0]) != APPLICATION_ID:
+            await conn.execute(f"pragma application_id = {APPLICATION_ID:d}")
     return await db.user_version()

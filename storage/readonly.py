@@ -20,7 +20,7 @@ import anyio
 
 from frs.errors import StoreUnavailable
 from storage.db import BUSY_TIMEOUT_MS, store_error
-from storage.migrations import MIGRATIONS, SchemaTooNew
+from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew
 from storage.reads import SqliteReader
 
 
@@ -67,6 +67,12 @@ async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
             f"{path} holds no frs-mcp data (schema version 0: never migrated, or not an frs-mcp "
             f"database). Start the server on it once (frs-mcp --db {path}) to create the "
             "schema, or pass the --db file your server uses."
+        )
+    stamp = list(await conn.execute_fetchall("pragma application_id"))
+    if stamp and int(stamp[0][0]) not in (0, APPLICATION_ID):
+        raise NotReadable(
+            f"{path} is not an frs-mcp database (its application_id is "
+            f"0x{int(stamp[0][0]):08x}). Pass the --db file your frs-mcp server uses."
         )
     tables = {
         str(row[0])

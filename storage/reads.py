@@ -289,6 +289,23 @@ class SqliteReader:
             (session_id, n),
         )
 
+    async def squash_members_at(
+        self, session_id: SessionId, n: int, start: int, end: int
+    ) -> tuple[int, list[Message]]:
+        row = await self._one(
+            "select max(at) from squash_members where session_id = ? and n = ? and at <= ?",
+            (session_id, n, start),
+        )
+        first = int(row[0]) if row and row[0] is not None else 0
+        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        members = await self._messages(
+            f"select {columns} from squash_members s join messages m"
+            " on m.session_id = s.session_id and m.number = s.number"
+            " where s.session_id = ? and s.n = ? and s.at >= ? and s.at < ? order by s.at",
+            (session_id, n, first, max(end, first + 1)),
+        )
+        return first, members
+
     async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
         columns = ", ".join(f"q.{c.strip()}" for c in SQUASH_COLUMNS.split(","))
         row = await self._one(

@@ -35,7 +35,7 @@ MESSAGE_COLUMNS = (
 )
 SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
-    " created_at, restored_at, summary"
+    " created_at, restored_at, summary, chars"
 )
 SOURCE_COLUMNS = "alias, kind, path, display, content, sha256, chars, lines, created_at"
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
@@ -163,6 +163,7 @@ def squash_from_row(row: Row) -> Squash:
         created_at=row[9],
         restored=row[10] is not None,
         summary=row[11],
+        chars=row[12],
     )
 
 

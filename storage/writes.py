@@ -110,14 +110,19 @@ class SqliteTx(SqliteReader):
         )
 
     async def apply_squash(
-        self, session_id: SessionId, squash: Squash, summary: Message, members: Sequence[Message]
+        self,
+        session_id: SessionId,
+        squash: Squash,
+        summary: Message,
+        members: Sequence[Message],
+        starts: Sequence[int],
     ) -> None:
         await self._set_live(session_id, (m.number for m in members if m.number), 0)
         await self.conn.execute(_INSERT_MESSAGE, message_to_row(session_id, summary))
         await self.conn.execute(
             "insert into squashes (session_id, n, summary_number, first_ord, last_ord, count,"
-            " covered, tokens_before, tokens_after, sha256, summary, created_at)"
-            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " covered, tokens_before, tokens_after, sha256, summary, created_at, chars)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id,
                 squash.n,
@@ -131,11 +136,15 @@ class SqliteTx(SqliteReader):
                 squash.sha256,
                 squash.summary,
                 squash.created_at,
+                squash.chars,
             ),
         )
         await self.conn.executemany(
-            "insert into squash_members (session_id, n, seq, number) values (?, ?, ?, ?)",
-            [(session_id, squash.n, seq, m.number) for seq, m in enumerate(members)],
+            "insert into squash_members (session_id, n, seq, number, at) values (?, ?, ?, ?, ?)",
+            [
+                (session_id, squash.n, seq, m.number, at)
+                for seq, (m, at) in enumerate(zip(members, starts, strict=True))
+            ],
         )
         await self._shift_blocks(session_id, [*((m.ord, -1) for m in members), (summary.ord, 1)])
 

@@ -7,9 +7,9 @@ import json
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from frs import ROLES, NewMessage, SessionId, ToolCall
+from frs import ROLES, Limits, NewMessage, SessionId, ToolCall
 from frs.model import Numbering
 
 SESSION_HELP = "Session id (from frs_session); omit to use your current session."
@@ -21,6 +21,15 @@ NUMBERING_HELP = (
     "'position' (default): 1-based positions in the current view, contiguous, shifting after a "
     "squash. 'absolute': permanent message numbers, stable forever, with gaps after squashes."
 )
+
+
+# The limits every client can see in the schemas; the server checks the same ones (the raw
+# arguments' sizes first, `server.bounds`), with an error that says what to do.
+_LIMITS = Limits()
+SHORT: dict[str, JsonValue] = {"maxLength": _LIMITS.max_field_chars}
+BATCH: dict[str, JsonValue] = {"maxItems": _LIMITS.max_batch}
+CALLS: dict[str, JsonValue] = {"maxItems": _LIMITS.max_calls}
+STEPS: dict[str, JsonValue] = {"maxItems": _LIMITS.max_plan_steps}
 
 
 def choices(values: tuple[str, ...]) -> dict[str, Any]:
@@ -42,8 +51,11 @@ NumberingArg = Annotated[
 class ToolCallIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(description="The call id the tool result will answer with tool_call_id.")
-    name: str = Field(description="The tool's name.")
+    id: str = Field(
+        description="The call id the tool result will answer with tool_call_id.",
+        json_schema_extra=SHORT,
+    )
+    name: str = Field(description="The tool's name.", json_schema_extra=SHORT)
     arguments: str | dict[str, Any] = Field(
         default="", description="The call's arguments, as a JSON string or object."
     )
@@ -61,15 +73,23 @@ class MessageIn(BaseModel):
         description="system, user, assistant or tool.", json_schema_extra=choices(ROLES)
     )
     content: str = Field(default="", description="The message text.")
-    name: str | None = Field(default=None, description="For tool messages: the tool's name.")
+    name: str | None = Field(
+        default=None, description="For tool messages: the tool's name.", json_schema_extra=SHORT
+    )
     tool_calls: list[ToolCallIn] | None = Field(
-        default=None, description="For assistant messages: the tool calls it made, in order."
+        default=None,
+        description="For assistant messages: the tool calls it made, in order.",
+        json_schema_extra=CALLS,
     )
     tool_call_id: str | None = Field(
-        default=None, description="For tool messages: the id of the call this result answers."
+        default=None,
+        description="For tool messages: the id of the call this result answers.",
+        json_schema_extra=SHORT,
     )
     run_id: str | None = Field(
-        default=None, description="The agent turn that produced this message."
+        default=None,
+        description="The agent turn that produced this message.",
+        json_schema_extra=SHORT,
     )
     kind: str = Field(
         default="message",
@@ -77,9 +97,13 @@ class MessageIn(BaseModel):
         json_schema_extra=choices(("message", "thinking")),
     )
     interface_message_id: str | None = Field(
-        default=None, description="The message's id in the interface it came from."
+        default=None,
+        description="The message's id in the interface it came from.",
+        json_schema_extra=SHORT,
     )
-    created_at: str | None = Field(default=None, description="ISO-8601 time; default now.")
+    created_at: str | None = Field(
+        default=None, description="ISO-8601 time; default now.", json_schema_extra=SHORT
+    )
 
     def to_domain(self, index: int) -> NewMessage:
         if self.kind not in ("message", "thinking"):

@@ -12,7 +12,7 @@ from frs import PlanStep, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
 from server.live import Change, changed, creates
-from server.tools.arguments import RevisionArg, SessionArg, StepIn, choices, session_of
+from server.tools.arguments import STEPS, RevisionArg, SessionArg, StepIn, choices, session_of
 from server.tools.results import Revision, result
 
 
@@ -20,7 +20,10 @@ async def frs_plan(
     ctx: DepsContext,
     steps: Annotated[
         list[StepIn] | None,
-        Field(description="The whole plan, replacing the old one: [{text, status}]."),
+        Field(
+            description="The whole plan, replacing the old one: [{text, status}].",
+            json_schema_extra=STEPS,
+        ),
     ] = None,
     checkpoint: Annotated[
         str | None, Field(description="Name a checkpoint after the newest entry.")

@@ -13,6 +13,7 @@ from server.errors import tool_errors
 from server.live import Change, changed, creates
 from server.progress import with_progress
 from server.tools.arguments import (
+    BATCH,
     MessageIn,
     NumberingArg,
     RevisionArg,
@@ -27,7 +28,10 @@ async def frs_record(
     ctx: DepsContext,
     messages: Annotated[
         list[MessageIn],
-        Field(description="Messages to append, oldest first. Tool results carry tool_call_id."),
+        Field(
+            description="Messages to append, oldest first. Tool results carry tool_call_id.",
+            json_schema_extra=BATCH,
+        ),
     ],
     expected_revision: RevisionArg = None,
     session_id: SessionArg = None,

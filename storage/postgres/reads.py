@@ -298,6 +298,28 @@ class PgReader:
             n,
         )
 
+    async def squash_members_at(
+        self, session_id: SessionId, n: int, start: int, end: int
+    ) -> tuple[int, list[Message]]:
+        first = await self.conn.fetchval(
+            "select coalesce(max(at), 0) from squash_members"
+            " where session_id = $1 and n = $2 and at <= $3",
+            session_id,
+            n,
+            start,
+        )
+        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        members = await self._messages(
+            f"select {columns} from squash_members s join messages m"
+            " on m.session_id = s.session_id and m.number = s.number"
+            " where s.session_id = $1 and s.n = $2 and s.at >= $3 and s.at < $4 order by s.at",
+            session_id,
+            n,
+            int(first),
+            max(end, int(first) + 1),
+        )
+        return int(first), members
+
     async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
         columns = ", ".join(f"q.{c.strip()}" for c in SQUASH_COLUMNS.split(","))
         row = await self._one(

@@ -14,7 +14,9 @@ from typing import Any
 import anyio
 
 from frs.errors import StoreUnavailable
+from frs.originals import part_starts, render_parts
 from storage.migrations import SchemaTooNew
+from storage.rows import MESSAGE_COLUMNS, message_from_row
 
 #: Key of the session-level advisory lock migrations run under ("frs-mcp" in ASCII).
 MIGRATION_LOCK = 0x6672732D6D6370
@@ -165,7 +167,41 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " primary key (session_id, n))",
         "create index focus_layers_open on focus_layers (session_id, n) where closed_at is null",
     ),
+    (  # 2: SQLite's 7: where each squash member's part of the rendered originals starts, and
+        # their length, so a get_alias page renders only the members it overlaps (BACKFILLS)
+        "alter table squash_members add column at bigint not null default 0",
+        "alter table squashes add column chars bigint not null default 0",
+        "create index squash_members_at on squash_members (session_id, n, at)",
+    ),
 )
+
+
+async def _lay_out_originals(conn: Any) -> None:
+    """Every squash's members' starts and its originals' length, as `frs.squashes` stores
+    them with a new squash (`storage.migrations._lay_out_originals` for SQLite)."""
+    columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+    for session_id, n in await conn.fetch("select session_id, n from squashes"):
+        rows = await conn.fetch(
+            f"select s.seq, {columns} from squash_members s join messages m"
+            " on m.session_id = s.session_id and m.number = s.number"
+            " where s.session_id = $1 and s.n = $2 order by s.seq",
+            session_id,
+            n,
+        )
+        parts = render_parts([message_from_row(tuple(row)[1:]) for row in rows])
+        await conn.executemany(
+            "update squash_members set at = $1 where session_id = $2 and n = $3 and seq = $4",
+            [(at, session_id, n, row[0]) for at, row in zip(part_starts(parts), rows, strict=True)],
+        )
+        chars = sum(len(part) for part in parts) + max(len(parts) - 1, 0)
+        await conn.execute(
+            "update squashes set chars = $1 where session_id = $2 and n = $3", chars, session_id, n
+        )
+
+
+#: Data changes SQL alone cannot make, run after their migration's statements, in the same
+#: transaction.
+BACKFILLS = {2: _lay_out_originals}
 
 
 async def current_version(conn: Any) -> int:
@@ -212,6 +248,8 @@ async def migrate(conn: Any) -> int:
             async with conn.transaction():
                 for sql in statements:
                     await conn.execute(sql)
+                if version in BACKFILLS:
+                    await BACKFILLS[version](conn)
                 await conn.execute("insert into schema_migrations (version) values ($1)", version)
         return len(MIGRATIONS)
     finally:

@@ -150,14 +150,19 @@ class PgTx(PgReader):
             )
 
     async def apply_squash(
-        self, session_id: SessionId, squash: Squash, summary: Message, members: Sequence[Message]
+        self,
+        session_id: SessionId,
+        squash: Squash,
+        summary: Message,
+        members: Sequence[Message],
+        starts: Sequence[int],
     ) -> None:
         await self._set_live(session_id, (m.number for m in members if m.number), 0)
         await self.conn.execute(_INSERT_MESSAGE, *message_to_row(session_id, summary))
         await self.conn.execute(
             "insert into squashes (session_id, n, summary_number, first_ord, last_ord, count,"
-            " covered, tokens_before, tokens_after, sha256, summary, created_at)"
-            f" values ({_marks(12)})",
+            " covered, tokens_before, tokens_after, sha256, summary, created_at, chars)"
+            f" values ({_marks(13)})",
             session_id,
             squash.n,
             squash.summary_number,
@@ -170,15 +175,17 @@ class PgTx(PgReader):
             squash.sha256,
             squash.summary,
             squash.created_at,
+            squash.chars,
         )
         if members:
             await self.conn.execute(
-                "insert into squash_members (session_id, n, seq, number)"
-                " select $1, $2, seq - 1, number from unnest($3::bigint[])"
-                " with ordinality as t (number, seq)",
+                "insert into squash_members (session_id, n, seq, number, at)"
+                " select $1, $2, seq - 1, number, at from unnest($3::bigint[], $4::bigint[])"
+                " with ordinality as t (number, at, seq)",
                 session_id,
                 squash.n,
                 [m.number for m in members],
+                list(starts),
             )
         await self._shift_blocks(session_id, [*((m.ord, -1) for m in members), (summary.ord, 1)])
 

@@ -27,7 +27,9 @@ from frs import (
     ViewOptions,
     replies,
 )
-from frs.errors import AliasNotFound, NothingToSquash
+from frs.errors import AliasNotFound, InvalidContent, NothingToSquash
+from frs.recording import OFFLOAD_CHARS
+from storage import SqliteStore, open_database
 from tests.frs.conftest import (
     assistant,
     entry_lines,
@@ -645,3 +647,29 @@ class TestRevision:
             )
         assert "(since then: changes not listed)" in str(ahead)
         assert accepted.revision == 5
+
+
+class TestOffload:
+    async def test_a_large_batch_is_checked_and_measured_through_the_offload_a_small_one_not(
+        self, tmp_path: Path
+    ) -> None:
+        """The server passes a worker thread (`anyio.to_thread.run_sync`); this offload runs
+        the work inline and notes each time it was given some."""
+        given: list[int] = []
+
+        async def offload(work: Callable[[], Any]) -> Any:
+            given.append(1)
+            return work()
+
+        async with open_database(tmp_path / "frs.db") as db:
+            service = ReasoningService(SqliteStore(db), offload=offload)
+            small = await service.record([user("short")] * 10)
+            assert given == []
+            large = await service.record([user("x" * 1_000)] * (OFFLOAD_CHARS // 1_000 + 1))
+            assert given == [1]
+            with pytest.raises(InvalidContent):  # the checks run there too, and still refuse
+                await service.record([user("x" * 1_000)] * 300 + [NewMessage("robot", "x")])  # type: ignore[arg-type]
+            messages = await service.get_alias(f"M.{large.numbers[-1]}")
+        assert small.numbers == tuple(range(1, 11))
+        assert messages.text == "x" * 1_000
+        assert given == [1, 1]

@@ -21,6 +21,7 @@ _NOT_JSONRPC = (
 )
 PLACEHOLDERS = {
     "{session}": "<session id>",
+    "{root}": "<allowed root>",
     "{port}": "<port>",
     "{db}": "<database path>",
     "{supported}": "<newest schema version>",
@@ -214,6 +215,37 @@ def _rows() -> tuple[Row, ...]:
         {"messages": [{"role": "user", "content": "x"}] * 5_001},
     )
     tool(
+        "record-batch-huge",
+        "232,000 tiny messages (4 MiB), refused on their count before any is validated",
+        "frs_record",
+        {"messages": [{"role": "user", "content": "x", "colour": "red"}] * 232_000},
+    )
+    tool(
+        "record-many-calls",
+        "an assistant message making 1,001 tool calls",
+        "frs_record",
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": f"c{i}", "name": "ls"} for i in range(1_001)],
+                }
+            ]
+        },
+    )
+    tool(
+        "plan-many-steps",
+        "a plan of 101 steps",
+        "frs_plan",
+        {"steps": [{"text": "step"}] * 101},
+    )
+    tool(
+        "range-many",
+        "101 ranges in one call",
+        "frs_compress_range",
+        {"ranges": [{"from": 1, "to": 1, "summary": "x"}] * 101},
+    )
+    tool(
         "record-stale",
         "a stale `expected_revision`",
         "frs_record",
@@ -330,6 +362,38 @@ def _rows() -> tuple[Row, ...]:
         "frs_session",
         {"action": "start", "title": "t" * 201},
     )
+    # -- file sources, under an allowed root (see test_bad_inputs._source_root)
+    source = {"action": "add", "alias": "D.x"}
+    tool(
+        "source-hardlink",
+        "a file in the root with a second name (a hard link to a file outside)",
+        "frs_source",
+        {**source, "path": "linked.txt"},
+    )
+    tool(
+        "source-outside",
+        "a path outside the root, that exists",
+        "frs_source",
+        {**source, "path": "../outside.txt"},
+    )
+    tool(
+        "source-outside-missing",
+        "a path outside the root, that does not exist (the same answer)",
+        "frs_source",
+        {**source, "path": "../missing.txt"},
+    )
+    tool(
+        "source-symlink-out",
+        "a symlink in the root to a file outside (where it points is not said)",
+        "frs_source",
+        {**source, "path": "out.txt"},
+    )
+    tool(
+        "source-symlink-dangling",
+        "a symlink in the root to a missing file outside (the same answer)",
+        "frs_source",
+        {**source, "path": "dangling.txt"},
+    )
     tool("unknown-tool", "a tool that does not exist", "frs_delete_everything", {})
     # -- stdio
     stdio("stdio-not-json", "a line that is not JSON", (b"this is not json",))
@@ -387,8 +451,23 @@ def _rows() -> tuple[Row, ...]:
     )
     stdio(
         "stdio-invalid-utf8",
-        "bytes that are not UTF-8 in a content string",
+        "bytes that are not UTF-8 in a content string (once replaced silently)",
         (_RECORD + b'"arguments":{"messages":[{"role":"user","content":"caf\xe9 \xff"}]}}}',),
+    )
+    stdio(
+        "stdio-id-fraction",
+        "a request whose id is 1.5",
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',),
+    )
+    stdio(
+        "stdio-id-null",
+        "a request whose id is null",
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}',),
+    )
+    stdio(
+        "stdio-id-object",
+        "a request whose id is an object",
+        (b'{"jsonrpc": "2.0", "id": {"n": 5}, "method": "tools/list"}',),
     )
     stdio(
         "stdio-unknown-prompt",
@@ -452,6 +531,16 @@ def _rows() -> tuple[Row, ...]:
         "cli-db-newer",
         "a database from a newer schema version (the file is left byte for byte)",
         Cli(("--db", "{db}"), prepare="newer schema"),
+    )
+    cli(
+        "cli-db-foreign",
+        "`--db` naming another application's SQLite file (a GeoPackage), left byte for byte",
+        Cli(("--db", "{db}"), prepare="another application's"),
+    )
+    cli(
+        "cli-db-foreign-unstamped",
+        "`--db` naming a SQLite file of other tables and no application_id, left byte for byte",
+        Cli(("--db", "{db}"), prepare="unstamped other tables"),
     )
     cli(
         "cli-db-read-only-new",
@@ -644,6 +733,18 @@ SEES: dict[str, str] = {
         "Error executing tool frs_record: 5,001 messages in one call; the limit is 5,000. Split "
         "the batch."
     ),
+    "record-batch-huge": (
+        "Error executing tool frs_record: 232,000 messages in one call; the limit is 5,000. Split "
+        "the batch."
+    ),
+    "record-many-calls": (
+        "Error executing tool frs_record: messages[0] makes 1,001 tool calls; the limit is "
+        "1,000. Record the calls over several assistant messages."
+    ),
+    "plan-many-steps": "Error executing tool frs_plan: 101 steps; a plan holds at most 100.",
+    "range-many": (
+        "Error executing tool frs_compress_range: 101 ranges in one call; the limit is 100."
+    ),
     "record-stale": (
         "Error executing tool frs_record: Stale revision: you expected revision 3, the session is "
         "at revision 6 (since then: revision 4: restored SQ.2; revision 5: squashed positions 4–5 "
@@ -817,7 +918,22 @@ SEES: dict[str, str] = {
         "U+D800 at character 1, which is not valid Unicode text. Send valid UTF-8 (encode "
         "binary data, e.g. as base64)."
     ),
-    "stdio-invalid-utf8": "Recorded 1 message at position 1 in session {session} · revision 1",
+    "stdio-invalid-utf8": (
+        '{"code":-32700,"message":"Parse error: the line is not valid UTF-8 (byte 0xe9 at offset '
+        '130). Send JSON encoded as UTF-8."}'
+    ),
+    "stdio-id-fraction": (
+        '{"code":-32600,"message":"Invalid Request: the id is 1.5; a request id is a string or an '
+        'integer (leave it out for a notification)."}'
+    ),
+    "stdio-id-null": (
+        '{"code":-32600,"message":"Invalid Request: the id is null; a request id is a string or '
+        'an integer (leave it out for a notification)."}'
+    ),
+    "stdio-id-object": (
+        '{"code":-32600,"message":"Invalid Request: the id is {\\"n\\": 5}; a request id is '
+        'a string or an integer (leave it out for a notification)."}'
+    ),
     "stdio-unknown-prompt": (
         '{"code":-32602,"message":"Unknown prompt \'nope\'; this server has frs_distill."}'
     ),
@@ -870,6 +986,41 @@ SEES: dict[str, str] = {
     "cli-db-newer": (
         "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
         "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
+    ),
+    "source-hardlink": (
+        "Error executing tool frs_source: linked.txt has 2 hard links; a file with more than one "
+        "name is not read, since another name may lie outside the allowed roots. Copy the file, "
+        "or register its text inline."
+    ),
+    "source-outside": (
+        "Error executing tool frs_source: ../outside.txt is outside every allowed root, or a "
+        "symlink leads out of them. Allowed roots: {root}. Register the text inline instead, or "
+        "ask the operator to allow the folder with --allow-root."
+    ),
+    "source-outside-missing": (
+        "Error executing tool frs_source: ../missing.txt is outside every allowed root, or a "
+        "symlink leads out of them. Allowed roots: {root}. Register the text inline instead, or "
+        "ask the operator to allow the folder with --allow-root."
+    ),
+    "source-symlink-out": (
+        "Error executing tool frs_source: out.txt is outside every allowed root, or a symlink "
+        "leads out of them. Allowed roots: {root}. Register the text inline instead, or ask "
+        "the operator to allow the folder with --allow-root."
+    ),
+    "source-symlink-dangling": (
+        "Error executing tool frs_source: dangling.txt is outside every allowed root, or a symlink "
+        "leads out of them. Allowed roots: {root}. Register the text inline instead, or ask "
+        "the operator to allow the folder with --allow-root."
+    ),
+    "cli-db-foreign": (
+        "frs-mcp: {db} is not an frs-mcp database: its application_id is 0x47504b47, not "
+        "frs-mcp's. Nothing was changed. Point --db (or FRS_DB) at a new file name, or leave it "
+        "out to use the default database."
+    ),
+    "cli-db-foreign-unstamped": (
+        "frs-mcp: {db} is not an frs-mcp database: it holds other tables (notes). Nothing was "
+        "changed. Point --db (or FRS_DB) at a new file name, or leave it out to use the default "
+        "database."
     ),
     "cli-db-read-only-new": (
         "frs-mcp: cannot open the database {db}: attempt to write a readonly database"

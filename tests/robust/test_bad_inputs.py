@@ -100,16 +100,29 @@ async def _seeded(client: Client) -> str:
     return session
 
 
+def _source_root(home: Path) -> Path:
+    """The allowed root of tool rows: in it a hard link and a symlink to a file outside it, and
+    a symlink to a file that does not exist outside it."""
+    root, outside = home / "root", home / "outside.txt"
+    root.mkdir()
+    outside.write_text("TOP SECRET\n")
+    os.link(outside, root / "linked.txt")
+    (root / "out.txt").symlink_to(outside)
+    (root / "dangling.txt").symlink_to(home / "missing.txt")
+    return root
+
+
 async def observe_tool(probe: Tool, home: Path) -> tuple[str, Context]:
-    db = home / "frs.db"
-    async with Client(build_server(Settings(database=str(db)))) as client:
+    db, root = home / "frs.db", _source_root(home)
+    settings = Settings(database=str(db), allow_roots=(str(root),))
+    async with Client(build_server(settings)) as client:
         session = await _seeded(client)
         before = snapshot(db)
         result = await client.call_tool(probe.name, probe.arguments)
         assert result.is_error, f"{probe.name} accepted the bad input"
         assert snapshot(db) == before, f"the refused {probe.name} wrote to the file"
         text = "\n".join(getattr(block, "text", "") for block in result.content)
-    return text, {"{session}": session}
+    return text, {"{session}": session, "{root}": str(root)}
 
 
 def _line_id(line: bytes) -> int | str | None:
@@ -164,6 +177,15 @@ def _prepare(kind: str | None, home: Path) -> Path:
             conn.execute("insert into sessions values ('from-the-future')")
             conn.execute("pragma user_version = 999")
             conn.commit()
+    elif kind == "another application's":
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute("pragma application_id = 1196444487")  # "GPKG": a GeoPackage
+            conn.execute("create table gpkg_contents (table_name text)")
+            conn.commit()
+    elif kind == "unstamped other tables":
+        with closing(sqlite3.connect(path)) as conn:
+            conn.execute("create table notes (body text)")
+            conn.commit()
     elif kind == "read-only empty":
         path.touch(mode=0o444)
         path.chmod(0o444)
@@ -174,7 +196,8 @@ def _prepare(kind: str | None, home: Path) -> Path:
 
 async def observe_cli(probe: Cli, home: Path) -> tuple[str, Context]:
     db = _prepare(probe.prepare, home)
-    before = _sha(db) if probe.prepare == "newer schema" else None
+    untouched = ("newer schema", "another application's", "unstamped other tables")
+    before = _sha(db) if probe.prepare in untouched else None
     prefix = _unprivileged() if probe.prepare == "read-only empty" else []
     args = [arg.replace("{db}", str(db)) for arg in probe.args]
     done = await anyio.run_process(
@@ -185,8 +208,8 @@ async def observe_cli(probe: Cli, home: Path) -> tuple[str, Context]:
     )
     assert done.returncode == probe.exit, done.stderr.decode(errors="replace")
     if before is not None:
-        assert _sha(db) == before, "the newer database was modified"
-        assert _names(home, db.name) == [db.name], "the newer database got WAL files"
+        assert _sha(db) == before, "the refused database was modified"
+        assert _names(home, db.name) == [db.name], "the refused database got WAL files"
     context = {
         "{db}": str(db),
         "{usage}": parser().format_usage().rstrip("\n"),

@@ -1,10 +1,13 @@
-"""Load: 32 MCP clients at once over Streamable HTTP on 127.0.0.1, a few hundred calls each.
+"""Load: 32 MCP clients at once over Streamable HTTP on 127.0.0.1, a few hundred calls each;
+then fewer clients, alone and beside a hostile client (`bench.hostile`).
 
 Each client works in its own session with a mix of record, view, compress (last N, a range) and
 get_alias, all valid, so every call must succeed: zero errors, zero failed calls. Afterwards the
-file keeps its invariants and holds every confirmed message. Throughput and p50/p99 latency are
-printed (and written to $FRS_LOAD_REPORT as JSON when set) for the benchmark report; nothing
-here asserts a time.
+file keeps its invariants and holds every confirmed message. The hostile client sends oversized
+batches (refused, with the exact text) and maximal valid requests (recorded) without pause, and
+holds twice the server's connection cap in sockets that never send a byte. Throughput and
+p50/p99 latency are printed (and written to $FRS_LOAD_REPORT as JSON when set) for the benchmark
+report; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ import anyio
 import pytest
 from mcp import Client
 
+from bench.hostile import IDLE, MAX_CONNECTIONS, Hostile
 from tests.robust.audit import Acknowledged, check_acknowledged, check_database
 from tests.robust.wire import http_server
 
 CLIENTS = 32
 CALLS = 200  # per client
+HOSTILE_PEERS = 8  # normal clients beside the hostile one
+HOSTILE_CALLS = 60
 pytestmark = pytest.mark.slow
 
 
@@ -113,9 +119,17 @@ class LoadClient:
             self.live -= 2
 
 
-def _write_report(report: dict[str, Any]) -> None:
-    if os.environ.get("FRS_LOAD_REPORT"):
-        Path(os.environ["FRS_LOAD_REPORT"]).write_text(json.dumps(report, indent=2) + "\n")
+def _write_report(report: dict[str, Any], name: str = "FRS_LOAD_REPORT") -> None:
+    if os.environ.get(name):
+        Path(os.environ[name]).write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _latency(clients: list[LoadClient]) -> dict[str, float]:
+    latencies = sorted(t for client in clients for t in client.latencies)
+    return {
+        "p50_ms": round(statistics.median(latencies) * 1000, 1),
+        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 1),
+    }
 
 
 class TestLoad:
@@ -151,3 +165,44 @@ class TestLoad:
         }
         print(json.dumps(report))
         _write_report(report)
+
+    async def test_normal_clients_beside_a_hostile_one_have_no_failed_call(
+        self, tmp_path: Path
+    ) -> None:
+        db = tmp_path / "hostile.db"
+        acked = Acknowledged()
+        args = ["--transport", "streamable-http", "--db", str(db), "--log-level", "WARNING"]
+        args += ["--max-connections", str(MAX_CONNECTIONS)]
+        phases: dict[str, list[LoadClient]] = {}
+        hostile: Hostile | None = None
+        async with http_server(args, tmp_path) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+            for name in ("alone", "beside hostile"):
+                clients = [
+                    LoadClient(100 * len(phases) + i, acked, HOSTILE_CALLS)
+                    for i in range(HOSTILE_PEERS)
+                ]
+                stop = anyio.Event()
+                async with anyio.create_task_group() as tg:
+                    if name != "alone":
+                        hostile = Hostile(url, idle=IDLE)
+                        tg.start_soon(hostile.run, stop)
+                    async with anyio.create_task_group() as peers:
+                        for client in clients:
+                            peers.start_soon(client.run, url)
+                    stop.set()
+                phases[name] = clients
+        check_database(db)
+        check_acknowledged(db, acked)
+
+        assert hostile is not None
+        assert hostile.unexpected == []
+        assert hostile.answers.get("oversized as expected", 0) >= 1
+        assert hostile.answers.get("maximal as expected", 0) >= 1
+        assert hostile.answers.get("idle socket closed by the server", 0) >= IDLE - MAX_CONNECTIONS
+        for clients in phases.values():
+            assert sum(len(c.latencies) for c in clients) == HOSTILE_PEERS * HOSTILE_CALLS
+        report: dict[str, Any] = {name: _latency(c) for name, c in phases.items()}
+        report["hostile"] = hostile.answers
+        print(json.dumps(report))
+        _write_report(report, "FRS_HOSTILE_REPORT")

@@ -563,6 +563,28 @@ class TestDefaultCap:
         assert len([line for line in whole.split("\n") if line.startswith("[")]) == 600
         assert estimate_tokens(whole) > 2_000
 
+    async def test_an_entry_of_many_long_calls_still_fits_as_a_one_line_card(
+        self, connect: Connect
+    ) -> None:
+        # 200 calls of 400-character names: the one-line card once listed them all (~60,000
+        # tokens), and the default view asked for a budget_tokens the caller never gave.
+        calls = [{"id": f"c{i}", "name": f"{i:03d}" + "n" * 397} for i in range(200)]
+        many = {"role": "assistant", "content": "calling", "tool_calls": calls}
+        async with connect() as client:
+            await call_text(client, "frs_record", messages=[{"role": "user", "content": "go"}])
+            await call_text(client, "frs_record", messages=[many])
+            view = await call_text(client, "frs_view_thread")
+            tiny = await call_text(client, "frs_view_thread", budget_tokens=300)
+        line = entry_lines(view)[-1]
+        name = "n" * 36 + "…"
+        assert line == (
+            f"[2] Assistant: calling [tool_use:000{name}] [tool_use:001{name}] "
+            f"[tool_use:002{name}] +197 calls · M.2"
+        )
+        assert entry_lines(tiny)[-1] == line
+        assert estimate_tokens(view) <= 20_000
+        assert estimate_tokens(tiny) <= 300
+
     async def test_a_thread_under_the_cap_is_shown_whole(self, connect: Connect) -> None:
         async with connect(max_view_tokens=2_000) as client:
             await call_text(client, "frs_record", messages=self.messages(5))

@@ -309,6 +309,11 @@ def _fifo(root: Path, outside: Path) -> None:
     os.mkfifo(root / "pipe")
 
 
+def _hardlink(root: Path, outside: Path) -> None:
+    # A second name inside the root for a file outside it.
+    os.link(outside, root / "linked.txt")
+
+
 REFUSED_FILES = [
     pytest.param(
         _nothing, {"path": "{outside}"}, ["outside every allowed root", "{root}"], id="outside"
@@ -329,6 +334,7 @@ REFUSED_FILES = [
     pytest.param(_binary, {"path": "image.txt"}, ["binary", "NUL"], id="binary"),
     pytest.param(_latin1, {"path": "notes.txt"}, ["not UTF-8"], id="not-utf8"),
     pytest.param(_fifo, {"path": "pipe"}, ["not a regular file", "FIFO"], id="fifo"),
+    pytest.param(_hardlink, {"path": "linked.txt"}, ["2 hard links"], id="hardlink"),
     pytest.param(
         _nothing, {"path": "/dev/zero"}, ["outside every allowed root"], id="device-outside"
     ),
@@ -379,6 +385,26 @@ class TestRefused:
             assert fragment.format(root=root) in error, error
         assert "TOP SECRET" not in error
         assert after == before
+
+    async def test_a_refusal_never_tells_whether_an_outside_path_exists_or_where_links_go(
+        self, connect: Connect, root: Path, outside: Path
+    ) -> None:
+        (root / "out.txt").symlink_to(outside)
+        (root / "dangling.txt").symlink_to(outside.parent / "missing.txt")
+        async with connect(allow_roots=(str(root),)) as client:
+            texts = {
+                given: await refused(client, "frs_source", action="add", path=given)
+                for given in ("out.txt", "dangling.txt")
+            }
+            exists = await refused(client, "frs_source", action="add", path=str(outside))
+            missing = await refused(
+                client, "frs_source", action="add", path=str(outside.parent / "missing.txt")
+            )
+        assert exists == missing.replace("missing.txt", "secret.txt")
+        assert texts["out.txt"] == texts["dangling.txt"].replace("dangling.txt", "out.txt")
+        for text in (*texts.values(), exists):
+            assert "elsewhere" not in text.replace(str(outside.parent), "<given>"), text
+            assert "outside every allowed root" in text
 
     @pytest.mark.parametrize(("arguments", "says"), REFUSED_ALIASES)
     async def test_a_bad_alias_or_argument_is_refused(

@@ -39,6 +39,7 @@ from frs.model import (
     Squash,
     ToolCall,
 )
+from frs.originals import part_starts, render_originals, render_parts
 from frs.ports import Store, ThreadReader, ThreadTx
 
 # -- the backend under test --------------------------------------------------------------------
@@ -272,6 +273,7 @@ class Thread:
         window = self.entries[first - 1 : last]
         n, number = at or (self.session.next_squash, self.next)
         text = text or f"summary {n}"
+        parts = render_parts(window)
         squash = Squash(
             n=n,
             summary_number=number,
@@ -284,6 +286,7 @@ class Thread:
             sha256=sha("\n".join(m.content for m in window)),
             created_at=stamp(1000 + n),
             summary=text,
+            chars=len("\n".join(parts)),
         )
         summary = Message(
             number=number,
@@ -300,7 +303,7 @@ class Thread:
             squash_n=n,
             squash_sha256=squash.sha256,
         )
-        await tx.apply_squash(self.sid, squash, summary, window)
+        await tx.apply_squash(self.sid, squash, summary, window, part_starts(parts))
         self.entries[first - 1 : last] = [summary]
         for member in window:
             self.messages[member.number or 0] = replace(member, live=False)
@@ -807,6 +810,40 @@ class TestSquashAndRestore:
         assert outer == thread.member_messages(2)
         assert (outer[2].kind, outer[2].live) == ("summary", False)
         assert all(not m.live for m in [*inner, *outer])
+
+    async def test_squash_members_at_reads_only_the_members_a_page_overlaps(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s")
+                await thread.record(tx, originals(1, 8))
+                await thread.squash(tx, 2, 3)  # SQ.1: 2, 3 into summary 9
+                squash = await thread.squash(tx, 1, 5)  # SQ.2: 1, summary 9, 4, 5, 6
+            members = thread.member_messages(2)
+            starts = part_starts(render_parts(members))
+            pages = {
+                "first character": (0, 1),
+                "inside one member": (starts[1] + 1, starts[1] + 2),
+                "across three members": (starts[1] + 1, starts[3] + 1),
+                "from a start to the next start": (starts[2], starts[3]),
+                "the very end": (squash.chars, squash.chars),
+            }
+            async with store.snapshot() as reader:
+                got = {
+                    what: await reader.squash_members_at(thread.sid, 2, start, end)
+                    for what, (start, end) in pages.items()
+                }
+                stored = await reader.squash(thread.sid, 2)
+        assert stored is not None
+        assert stored.chars == squash.chars == len(render_originals(members))
+        assert got == {
+            "first character": (0, members[:1]),
+            "inside one member": (starts[1], members[1:2]),
+            "across three members": (starts[1], members[1:4]),
+            "from a start to the next start": (starts[2], members[2:3]),
+            "the very end": (starts[4], members[4:]),
+        }
 
     async def test_squash_holding_names_only_the_unrestored_squash_holding_a_number(
         self, open_store: OpenStore

@@ -12,16 +12,26 @@ import asyncio
 import contextlib
 import re
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ViewOptions
+from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ToolCall, ViewOptions
 from frs.model import Scope
+from frs.originals import render_originals
 from frs.text import estimate_tokens
-from storage import MIGRATIONS, SchemaTooNew, SqliteStore, migrate, open_database
+from storage import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    ForeignDatabase,
+    SchemaTooNew,
+    SqliteStore,
+    migrate,
+    open_database,
+)
 from storage.migrations import BACKFILLS
 
 LATEST = len(MIGRATIONS)
@@ -83,6 +93,10 @@ def build_at(path: Path, version: int) -> None:
             for sql in statements:
                 conn.execute(sql)
         conn.execute(f"pragma user_version = {version:d}")
+        if version == 0:
+            # Tables in a file frs-mcp never migrated are another application's, unless the
+            # file carries our stamp: these tests add tables to a file of ours.
+            conn.execute(f"pragma application_id = {APPLICATION_ID:d}")
     finally:
         conn.close()
 
@@ -235,12 +249,95 @@ class TestNewerDatabase:
         assert path.read_bytes() == before
         assert version_of(path) == LATEST + 3
 
+    async def test_a_live_wal_database_is_refused_with_its_three_files_byte_identical(
+        self, tmp_path: Path
+    ) -> None:
+        # A newer frs-mcp's database as it is while that server runs (or after it was killed):
+        # WAL mode, the newest changes still in -wal, and -shm. Opened read-write, the refusal
+        # checkpointed the WAL into the main file and deleted -wal and -shm.
+        path = tmp_path / "frs.db"
+        async with open_database(path):
+            pass
+        script = (
+            "import os, sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('pragma wal_autocheckpoint = 0')\n"
+            f"c.execute('pragma user_version = {LATEST + 3:d}')\n"
+            "c.execute('create table later (x)')\n"
+            "os._exit(0)\n"  # no close, so no checkpoint: -wal and -shm stay
+        )
+        await anyio.run_process([sys.executable, "-c", script, str(path)])
+        files = [path, tmp_path / "frs.db-wal", tmp_path / "frs.db-shm"]
+        before = [file.read_bytes() for file in files]
+        assert before[1], "the newer changes are in the WAL"
+        with pytest.raises(SchemaTooNew) as caught:
+            async with open_database(path):
+                pass
+        assert caught.value.found == LATEST + 3
+        assert [file.read_bytes() for file in files] == before
+
+
+def files_of(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.parent.iterdir())}
+
+
+class TestApplicationId:
+    async def test_new_and_older_databases_are_stamped(self, tmp_path: Path) -> None:
+        new, old = tmp_path / "new.db", tmp_path / "old.db"
+        build_at(old, LATEST)
+        run(old, *seed(LATEST))
+        for path in (new, old):
+            async with open_database(path):
+                pass
+            assert rows_of(path, "pragma application_id") == [(APPLICATION_ID,)]
+        async with open_database(old) as db:  # and opened again as ours
+            assert await db.user_version() == LATEST
+
+    async def test_another_applications_stamped_file_is_refused_untouched(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "photos.db"
+        run(path, "pragma application_id = 305419896", "create table photos (x)")
+        before = files_of(path)
+        with pytest.raises(ForeignDatabase) as caught:
+            async with open_database(path):
+                pass
+        assert str(caught.value) == (
+            f"{path} is not an frs-mcp database: its application_id is 0x12345678, not "
+            "frs-mcp's. Nothing was changed. Point --db (or FRS_DB) at a new file name, or "
+            "leave it out to use the default database."
+        )
+        assert files_of(path) == before
+
+    async def test_an_unstamped_file_of_other_tables_is_refused_untouched(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "notes.db"
+        run(path, "pragma user_version = 3", "create table notes (x)", "create table tags (y)")
+        before = files_of(path)
+        with pytest.raises(ForeignDatabase, match=r"it holds other tables \(notes, tags\)"):
+            async with open_database(path):
+                pass
+        assert files_of(path) == before
+
+    async def test_a_relative_path_with_uri_characters_is_refused_the_same_way(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        folder = tmp_path / "odd?name#here"
+        folder.mkdir()
+        run(folder / "notes.db", "create table notes (x)")
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(ForeignDatabase, match=r"^odd\?name#here/notes.db is not an frs-mcp"):
+            async with open_database("odd?name#here/notes.db"):
+                pass
+
 
 class TestFailedMigration:
     async def test_a_conflicting_table_leaves_version_zero_and_no_new_tables(
         self, tmp_path: Path
     ) -> None:
         path = tmp_path / "frs.db"
+        build_at(path, 0)
         run(path, "create table sessions (id integer primary key, note text)")
         before = schema_of(path)
         # The store reports the engine's failure in the domain's terms, with SQLite's words.
@@ -294,6 +391,46 @@ class TestBackfill:
         live = rows_of(path, "select live_tokens from sessions where id = 'old'")
         assert tokens == [(1, estimate_tokens("kept one")), (2, estimate_tokens("kept two"))]
         assert live == [(estimate_tokens("kept one") + estimate_tokens("kept two"),)]
+
+    async def test_squashes_made_before_7_get_their_members_starts_and_length(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "frs.db"
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db))
+            calls = (ToolCall("c1", "bash", '{"cmd": "ls"}'),)
+            await service.record(
+                [
+                    NewMessage("user", "first\n[not a header]"),
+                    NewMessage("assistant", "running", tool_calls=calls),
+                    NewMessage("tool", "a\nb", name="bash", tool_call_id="c1"),
+                    *(NewMessage("user", f"more {i}") for i in range(6)),
+                ]
+            )
+            await service.compress_ranges([(4, 6, "inner")])
+            await service.compress_ranges([(1, 5, "outer")])
+        layout = "select n, seq, at from squash_members order by n, seq"
+        made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
+        # The file as version 6 left it: neither column, nor the index.
+        run(
+            path,
+            "drop index squash_members_at",
+            "alter table squash_members drop column at",
+            "alter table squashes drop column chars",
+            "pragma user_version = 6",
+        )
+        async with open_database(path) as db:
+            assert await db.user_version() == LATEST
+            store = SqliteStore(db)
+            service = ReasoningService(store)
+            page = await service.get_alias("SQ.2", offset=7, max_chars=50)
+            sid = (await service.session()).id
+            async with store.snapshot() as reader:
+                whole = render_originals(await reader.squash_members(sid, 2))
+        assert rows_of(path, layout) == made
+        assert rows_of(path, "select n, chars from squashes") == lengths
+        assert lengths[1] == (2, len(whole))
+        assert page.text == whole[7:57]
 
 
 class TestScopes:

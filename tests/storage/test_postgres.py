@@ -213,6 +213,38 @@ class TestText:
                 pass
 
 
+class TestBackfill:
+    async def test_squashes_made_before_2_get_their_members_starts_and_length(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with instances(dsn, 1) as (service,):
+            await service.record(
+                [NewMessage("user", f"line {i}\n[not a header]") for i in range(9)]
+            )
+            await service.compress_ranges([(4, 6, "inner")])
+            await service.compress_ranges([(1, 5, "outer")])
+        layout = "select n, seq, at from squash_members order by n, seq"
+        made = [tuple(r) for r in await fetch(dsn, layout)]
+        lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]
+        # The database as version 1 left it: neither column, nor the index.
+        pg_cluster.psql(
+            "drop index squash_members_at; alter table squash_members drop column at;"
+            " alter table squashes drop column chars;"
+            " delete from schema_migrations where version = 2",
+            pg_cluster.name_of(dsn),
+        )
+        async with instances(dsn, 1) as (service,):
+            page = await service.get_alias("SQ.2", offset=5, max_chars=40)
+            whole = await service.get_alias("SQ.2", max_chars=100_000)
+        assert [tuple(r) for r in await fetch(dsn, layout)] == made
+        assert [
+            tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")
+        ] == lengths
+        assert page.text == whole.text[5:45]
+        assert lengths[1] == (2, len(whole.text))
+
+
 class TestMissingTools:
     """A machine without PostgreSQL or haproxy fails these suites with the install command."""
 

@@ -200,6 +200,19 @@ class TestRefusals:
         assert run.returncode == 2
         assert "is not an frs-mcp database (schema version 3, tables: notes)" in run.stderr
 
+    def test_another_applications_stamped_database_is_refused(self, tmp_path: Path) -> None:
+        # Stamped as its own (a GeoPackage), with tables named like ours: the stamp decides.
+        foreign = tmp_path / "map.gpkg"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("pragma application_id = 1196444487")
+            for table in ("sessions", "messages", "changes"):
+                conn.execute(f"create table {table} (id integer primary key)")
+            conn.execute(f"pragma user_version = {len(MIGRATIONS)}")
+            conn.commit()
+        run = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        assert run.returncode == 2
+        assert "is not an frs-mcp database (its application_id is 0x47504b47)" in run.stderr
+
     def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
         run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
         assert run.returncode == 2
