@@ -1,8 +1,8 @@
 """Headless Chromium for the viewer's browser tests, through Playwright for Python.
 
 Playwright's own browser download is not used (it is not reachable from every machine): the
-tests drive the system's Chromium (`executable_path`), which `.ci/run` installs when it is
-missing (Debian's `chromium` package). `FRS_CHROMIUM` names another binary.
+tests drive the system's Chromium (`executable_path`), which `scripts/preflight` installs as
+root when it is missing (Debian's `chromium` package). `FRS_CHROMIUM` names another binary.
 """
 
 from __future__ import annotations
