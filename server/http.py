@@ -187,6 +187,7 @@ def build_app(
             "no longer use (closing ends its session), or restart frs-mcp with a larger "
             "--max-sessions.",
         },
+        spared=UI_PATH if viewer is not None else "",
     )
     app = SseLimit(app, options.max_sse_connections, options.serves_streamable)
     if options.secured:

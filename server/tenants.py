@@ -18,6 +18,7 @@ from frs.model import LOCAL_TENANT
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MIN_SECRET = 16  # characters: a shorter secret can be guessed over the network
+MAX_FILE_BYTES = 1 << 20  # a tokens file of a million bytes holds some 20,000 tenants
 
 
 class TokensFileError(ValueError):
@@ -25,19 +26,29 @@ class TokensFileError(ValueError):
 
 
 def read_tokens(path: str) -> dict[str, str]:
-    """`{secret: tenant}` from a tokens file; refuses one others may read, a malformed line,
-    a name or secret given twice, and a secret shorter than `MIN_SECRET`."""
+    """`{secret: tenant}` from a tokens file; refuses anything but a regular file only its owner
+    may read, a malformed line, the local tenant's name, a name or secret given twice, and a
+    secret shorter than `MIN_SECRET`."""
     file = Path(path).expanduser()
     try:
-        mode = file.stat().st_mode
+        found = file.stat()
+    except OSError as exc:
+        raise TokensFileError(f"--tokens {path}: cannot read it ({exc}).") from None
+    # Checked before reading: a FIFO would block the start and a device never end.
+    if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_FILE_BYTES:
+        raise TokensFileError(
+            f"--tokens {path}: not a regular file of at most {MAX_FILE_BYTES:,} bytes; give "
+            "the path of a text file with one NAME SECRET pair a line."
+        )
+    if found.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokensFileError(
+            f"--tokens {path}: the file is readable by other users "
+            f"(mode {stat.filemode(found.st_mode)}); it holds secrets. Run: chmod 600 {path}"
+        )
+    try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TokensFileError(f"--tokens {path}: cannot read it ({exc}).") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise TokensFileError(
-            f"--tokens {path}: the file is readable by other users (mode {stat.filemode(mode)}); "
-            f"it holds secrets. Run: chmod 600 {path}"
-        )
     tenants: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         words = line.split("#", 1)[0].split()
@@ -51,6 +62,11 @@ def read_tokens(path: str) -> dict[str, str]:
             raise TokensFileError(
                 f"{where}: the name {name[:70]!r} is not 1-64 letters, digits, '_', '.' or '-' "
                 "(starting with a letter or digit)."
+            )
+        if name == LOCAL_TENANT:
+            raise TokensFileError(
+                f"{where}: {LOCAL_TENANT} is the tenant of stdio, imports and --token; give its "
+                "secret with --token (or FRS_TOKEN), or choose another name."
             )
         if len(secret) < MIN_SECRET:
             raise TokensFileError(

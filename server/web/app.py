@@ -56,11 +56,14 @@ def _tenant(request: Request) -> str:
     return str(getattr(request.state, TENANT_KEY, LOCAL_TENANT))
 
 
+MAX_NUMBER = 2**62  # within SQLite's and PostgreSQL's 64-bit integers
+
+
 def _number(request: Request, name: str, default: int | None = None) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= 2**62:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_NUMBER:
         raise HTTPException(400, f"{name}={raw[:40]!r}: give a whole number of at least 1.")
     return int(raw)
 
@@ -151,7 +154,8 @@ async def _unreadable(request: Request, exc: StoreError) -> Response:
 
 async def _squash_opened(reader: ThreadReader, session: Session, n: int) -> tuple[Message, Opened]:
     """Squash `n`'s summary and the squash opened to every original."""
-    squash = await reader.squash(session.id, n)
+    # The route takes any digits; a number no database can hold is as absent as SQ.99.
+    squash = await reader.squash(session.id, n) if 1 <= n <= MAX_NUMBER else None
     summary = None if squash is None else await reader.message(session.id, squash.summary_number)
     opened = None if summary is None else await open_squash(reader, session.id, summary, shown=ALL)
     if summary is None or opened is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,18 @@ async def test_the_viewer_is_served_at_ui_under_the_same_token(tmp_path: Path) -
     assert f'data-md="/ui/s/{ids.session}/md?sq=2"' in thread[2]
     assert script[0] == 200
     assert foreign[0] == 421
+
+
+async def test_the_viewers_own_refusals_keep_their_words_under_ui(tmp_path: Path) -> None:
+    # The HTTP transports reword the SDK's 503 (the session limit); a page of the viewer that
+    # answers 503 because the database failed must still say so.
+    db = tmp_path / "frs.db"
+    await write_sample(db)
+    with frs_http(db, "--transport", "streamable-http", env=server_env(FRS_TOKEN=TOKEN)) as s:
+        with closing(sqlite3.connect(db)) as conn:  # another program breaks the schema
+            conn.execute("alter table sessions rename to gone")
+            conn.commit()
+        status, _, page = get(s.base + "/ui/", TOKEN)
+    assert status == 503
+    assert "The database could not be read: no such table: sessions" in page
+    assert "Streamable HTTP sessions" not in page

@@ -159,6 +159,8 @@ class TestRefusals:
             before = get(f"{base}/s/{ids.session}?before=-3")
             squash = get(f"{base}/s/{ids.session}/sq/99")
             wide = get(f"{base}/s/{ids.session}/md?from=5&to=2")
+            huge = get(f"{base}/s/{ids.session}/sq/{2**63}")
+            arabic = get(f"{base}/s/{ids.session}?before=%D9%A3")  # ARABIC-INDIC DIGIT THREE
         assert unknown[0] == 404
         assert "does not exist, or is not yours" in unknown[2]
         assert before[0] == 400
@@ -167,6 +169,10 @@ class TestRefusals:
         assert "No squash SQ.99" in squash[2]
         assert wide[0] == 400
         assert "give from ≤ to" in wide[2]
+        assert huge[0] == 404  # no integer column holds it: as absent as SQ.99
+        assert f"No squash SQ.{2**63}" in huge[2]
+        assert arabic[0] == 400
+        assert "give a whole number of at least 1" in arabic[2]
         assert "content-security-policy" in unknown[1]
 
     def test_a_database_it_cannot_read_as_it_is_is_refused_with_what_to_do(
@@ -251,9 +257,9 @@ class TestTenants:
     ) -> None:
         path, ids = sample
         tokens = tmp_path / "tokens"
-        tokens.write_text("ann " + "a" * 20 + "\nlocal " + "l" * 20 + "\n")
+        tokens.write_text("ann " + "a" * 20 + "\n")
         tokens.chmod(0o600)
-        with viewer(path, "--tokens", str(tokens)) as base:
+        with viewer(path, "--tokens", str(tokens), "--token", "l" * 20) as base:
             wrong = get(base + "/", "w" * 20)
             ann = get(base + "/", "a" * 20)
             ann_thread = get(f"{base}/s/{ids.session}", "a" * 20)

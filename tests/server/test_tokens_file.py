@@ -1,0 +1,62 @@
+"""The tokens file (`--tokens FILE`): what it accepts, and what it refuses before reading."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.tenants import MAX_FILE_BYTES, TokensFileError, read_tokens
+
+ALICE = "alice-" + "a" * 20
+BOB = "bob-" + "b" * 20
+
+
+def tokens_file(folder: Path, text: str, mode: int = 0o600) -> Path:
+    path = folder / "tokens"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_each_line_names_a_tenant_and_its_secret(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, f"# team\nalice {ALICE}\n\nbob {BOB}  # ops\n")
+    assert read_tokens(str(path)) == {ALICE: "alice", BOB: "bob"}
+
+
+def test_a_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, f"alice {ALICE}\n", mode=0o644)
+    with pytest.raises(TokensFileError, match=r"readable by other users .*chmod 600"):
+        read_tokens(str(path))
+
+
+def test_the_local_tenant_is_not_a_name_the_file_can_give(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, f"local {ALICE}\n")
+    with pytest.raises(TokensFileError, match=r"line 1: local is the tenant of stdio.*--token"):
+        read_tokens(str(path))
+
+
+def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, f"alice {ALICE}\n" + "#" * MAX_FILE_BYTES)
+    with pytest.raises(TokensFileError, match="not a regular file of at most 1,048,576 bytes"):
+        read_tokens(str(path))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path: Path, kind: str) -> None:
+    # Read before the check, a FIFO blocks the server's start for good and /dev/zero never
+    # ends: a child process with a deadline shows which it does.
+    if kind == "fifo":
+        path = tmp_path / "fifo"
+        os.mkfifo(path, 0o600)
+    else:
+        path = Path("/dev/zero")
+    code = "from server.tenants import read_tokens; read_tokens(__import__('sys').argv[1])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert f"TokensFileError: --tokens {path}: not a regular file" in done.stderr
