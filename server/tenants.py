@@ -27,8 +27,8 @@ class TokensFileError(ValueError):
 
 def read_tokens(path: str) -> dict[str, str]:
     """`{secret: tenant}` from a tokens file; refuses anything but a regular file only its owner
-    may read, a malformed line, the local tenant's name, a name or secret given twice, and a
-    secret shorter than `MIN_SECRET`."""
+    may read, a malformed line, a pair `_wrong_pair` refuses, and a name or secret given
+    twice."""
     file = Path(path).expanduser()
     try:
         found = file.stat()
@@ -58,21 +58,9 @@ def read_tokens(path: str) -> dict[str, str]:
         if len(words) != 2:
             raise TokensFileError(f"{where}: write one NAME SECRET pair a line.")
         name, secret = words
-        if not _NAME.match(name):
-            raise TokensFileError(
-                f"{where}: the name {name[:70]!r} is not 1-64 letters, digits, '_', '.' or '-' "
-                "(starting with a letter or digit)."
-            )
-        if name == LOCAL_TENANT:
-            raise TokensFileError(
-                f"{where}: {LOCAL_TENANT} is the tenant of stdio, imports and --token; give its "
-                "secret with --token (or FRS_TOKEN), or choose another name."
-            )
-        if len(secret) < MIN_SECRET:
-            raise TokensFileError(
-                f"{where}: the secret of {name} is shorter than {MIN_SECRET} characters; make "
-                "one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-            )
+        wrong = _wrong_pair(name, secret)
+        if wrong:
+            raise TokensFileError(f"{where}: {wrong}")
         if name in tenants.values():
             raise TokensFileError(f"{where}: the tenant {name} is named twice.")
         if secret in tenants:
@@ -81,6 +69,30 @@ def read_tokens(path: str) -> dict[str, str]:
     if not tenants:
         raise TokensFileError(f"--tokens {path}: the file names no tenant.")
     return tenants
+
+
+_MAKE_ONE = "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def _wrong_pair(name: str, secret: str) -> str | None:
+    """What is wrong with one line's name and secret, else None."""
+    if not _NAME.match(name):
+        return (
+            f"the name {name[:70]!r} is not 1-64 letters, digits, '_', '.' or '-' "
+            "(starting with a letter or digit)."
+        )
+    if name == LOCAL_TENANT:
+        return (
+            f"{LOCAL_TENANT} is the tenant of stdio, imports and --token; give its secret with "
+            "--token (or FRS_TOKEN), or choose another name."
+        )
+    if len(secret) < MIN_SECRET:
+        return f"the secret of {name} is shorter than {MIN_SECRET} characters; {_MAKE_ONE}"
+    if not secret.isascii() or not secret.isprintable():
+        # A bearer token travels in an HTTP header, which carries printable ASCII only: such a
+        # secret would be accepted here and match no request.
+        return f"the secret of {name} is not printable ASCII, as HTTP headers are; {_MAKE_ONE}"
+    return None
 
 
 def tenants_of(token: str | None, tokens_file: str | None) -> dict[str, str]:

@@ -39,6 +39,12 @@ def test_the_local_tenant_is_not_a_name_the_file_can_give(tmp_path: Path) -> Non
         read_tokens(str(path))
 
 
+def test_a_secret_no_http_header_can_carry_is_refused(tmp_path: Path) -> None:
+    path = tokens_file(tmp_path, "alice aliceSecrét0123456789abcdef\n")
+    with pytest.raises(TokensFileError, match="line 1: the secret of alice is not printable ASCII"):
+        read_tokens(str(path))
+
+
 def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
     path = tokens_file(tmp_path, f"alice {ALICE}\n" + "#" * MAX_FILE_BYTES)
     with pytest.raises(TokensFileError, match="not a regular file of at most 1,048,576 bytes"):
