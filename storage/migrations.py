@@ -16,7 +16,7 @@ import aiosqlite
 from frs.model import ToolCall
 from frs.originals import part_starts, render_parts
 from frs.text import estimate_tokens, message_body
-from storage.rows import MESSAGE_COLUMNS, message_from_row
+from storage.rows import MESSAGE_COLUMNS, message_from_row, qualified
 
 
 class Migratable(Protocol):
@@ -321,7 +321,7 @@ async def _lay_out_originals(conn: aiosqlite.Connection) -> None:
     """Every squash's members' starts in its rendered originals, and their length, as
     `frs.squashes` now stores them with a new squash; a squash at a time."""
     squashes = await conn.execute_fetchall("select session_id, n from squashes")
-    columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+    columns = qualified(MESSAGE_COLUMNS, "m")
     for session_id, n in squashes:
         rows = await conn.execute_fetchall(
             f"select s.seq, {columns} from squash_members s join messages m"

@@ -37,6 +37,7 @@ from storage.rows import (
     checkpoint_from_row,
     layer_from_row,
     message_from_row,
+    qualified,
     session_from_row,
     source_from_row,
     squash_from_row,
@@ -102,7 +103,7 @@ class SqliteReader:
         return session_from_row(row) if row else None
 
     async def current_session(self, scope: Scope) -> Session | None:
-        columns = ", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(","))
+        columns = qualified(SESSION_COLUMNS, "s")
         # The session's own tenant is checked too: a marker can only name the tenant's own.
         row = await self._one(
             f"select {columns} from current_sessions c join sessions s on s.id = c.session_id"
@@ -281,7 +282,7 @@ class SqliteReader:
         return squash_from_row(row) if row else None
 
     async def squash_members(self, session_id: SessionId, n: int) -> list[Message]:
-        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        columns = qualified(MESSAGE_COLUMNS, "m")
         return await self._messages(
             f"select {columns} from squash_members s join messages m"
             " on m.session_id = s.session_id and m.number = s.number"
@@ -297,7 +298,7 @@ class SqliteReader:
             (session_id, n, start),
         )
         first = int(row[0]) if row and row[0] is not None else 0
-        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        columns = qualified(MESSAGE_COLUMNS, "m")
         members = await self._messages(
             f"select {columns} from squash_members s join messages m"
             " on m.session_id = s.session_id and m.number = s.number"
@@ -307,7 +308,7 @@ class SqliteReader:
         return first, members
 
     async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
-        columns = ", ".join(f"q.{c.strip()}" for c in SQUASH_COLUMNS.split(","))
+        columns = qualified(SQUASH_COLUMNS, "q")
         row = await self._one(
             f"select {columns} from squash_members s join squashes q"
             " on q.session_id = s.session_id and q.n = s.n"

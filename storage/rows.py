@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, cast
 
 from frs.model import (
@@ -39,6 +40,12 @@ SQUASH_COLUMNS = (
 )
 SOURCE_COLUMNS = "alias, kind, path, display, content, sha256, chars, lines, created_at"
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
+
+
+@cache
+def qualified(columns: str, table: str) -> str:
+    """`columns` (one of the lists above) with each name prefixed by `table.`, for joins."""
+    return ", ".join(f"{table}.{name.strip()}" for name in columns.split(","))
 
 
 def session_from_row(row: Row) -> Session:

@@ -38,6 +38,7 @@ from storage.rows import (
     checkpoint_from_row,
     layer_from_row,
     message_from_row,
+    qualified,
     session_from_row,
     source_from_row,
     squash_from_row,
@@ -55,7 +56,7 @@ _SESSION_BY_CONVERSATION = (
 _CURRENT = (
     "select {columns} from current_sessions c join sessions s on s.id = c.session_id"
     " where c.tenant = $1 and c.client = $2 and s.tenant = c.tenant"
-).format(columns=", ".join(f"s.{c.strip()}" for c in SESSION_COLUMNS.split(",")))
+).format(columns=qualified(SESSION_COLUMNS, "s"))
 # The latest call per id and its first answer (through index messages_answers).
 _LATEST_CALLS = (
     "with latest (call_id, number) as (select call_id, max(number) from calls"
@@ -289,7 +290,7 @@ class PgReader:
         return squash_from_row(row) if row else None
 
     async def squash_members(self, session_id: SessionId, n: int) -> list[Message]:
-        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        columns = qualified(MESSAGE_COLUMNS, "m")
         return await self._messages(
             f"select {columns} from squash_members s join messages m"
             " on m.session_id = s.session_id and m.number = s.number"
@@ -308,7 +309,7 @@ class PgReader:
             n,
             start,
         )
-        columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+        columns = qualified(MESSAGE_COLUMNS, "m")
         members = await self._messages(
             f"select {columns} from squash_members s join messages m"
             " on m.session_id = s.session_id and m.number = s.number"
@@ -321,7 +322,7 @@ class PgReader:
         return int(first), members
 
     async def squash_holding(self, session_id: SessionId, number: int) -> Squash | None:
-        columns = ", ".join(f"q.{c.strip()}" for c in SQUASH_COLUMNS.split(","))
+        columns = qualified(SQUASH_COLUMNS, "q")
         row = await self._one(
             f"select {columns} from squash_members s join squashes q"
             " on q.session_id = s.session_id and q.n = s.n"
