@@ -24,6 +24,7 @@ from server.logs import hide_session_ids
 from server.settings import Settings, resolve_database
 from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
+from server.gateway import command as gateway
 from server.web import command as web
 from storage import DatabaseRefused
 from storage.postgres import redact
@@ -55,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exporter.run(args)
     if args.command == "web":
         return web.run(args)
+    if args.command == "gateway":
+        return gateway.run(args)
     try:
         settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first

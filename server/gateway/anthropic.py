@@ -1,0 +1,289 @@
+"""The Anthropic Messages wire: a request body read into `frs.wire` terms, a plan written back.
+
+`parse` finds every message and content block of a `/v1/messages` body with its character
+span; `render` turns a `frs.wire.RewritePlan` into splices of those spans (a message that
+changes is rebuilt from its own blocks' original text plus the summaries; nothing else is
+re-serialised); `problems` checks a body against the rules the API enforces, and is what the
+gateway checks a rewrite with before sending it (and the tests check every request with).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from frs.matching import Unit, canonical, fingerprint
+from frs.wire import (
+    BlockKind,
+    Span,
+    Splice,
+    WireBlock,
+    WireMessage,
+    WireRequest,
+    RewritePlan,
+    apply_splices,
+)
+from server.gateway.recorder import WireFormat
+from server.gateway.spans import Member, array_items, compact, object_members
+
+#: Paths this wire rewrites (POST); every other path is forwarded as it came.
+MESSAGES_PATH = "/v1/messages"
+
+_KINDS: dict[str, BlockKind] = {
+    "text": "text",
+    "tool_use": "tool_use",
+    "tool_result": "tool_result",
+    "thinking": "thinking",
+    "redacted_thinking": "redacted_thinking",
+    "compaction": "compaction",
+}
+
+
+def subscription(headers: Mapping[str, str]) -> bool:
+    """Whether the request is signed for a Claude subscription (an OAuth token, not an API
+    key): such requests reach the API exactly as sent, whatever the gateway knows."""
+    auth = headers.get("authorization", "")
+    beta = headers.get("anthropic-beta", "")
+    return auth.lower().startswith("bearer sk-ant-oat") or "oauth-" in beta
+
+
+def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
+    """(interface, conversation) of the request: Claude Code's session header (a subagent's
+    own agent id makes a conversation of its own), else the first user message's fingerprint;
+    None when there is neither."""
+    session = headers.get("x-claude-code-session-id", "").strip()
+    if session:
+        agent = headers.get("x-claude-code-agent-id", "").strip()
+        return "claude-code", f"{session}/{agent}" if agent else session
+    found = fingerprint(units)
+    return ("anthropic", found) if found else None
+
+
+def parse(body: str, headers: Mapping[str, str]) -> WireRequest:
+    """The request's messages and blocks with their spans; raises ValueError (or KeyError,
+    TypeError) on a body that is not a Messages request."""
+    top, _ = object_members(body, 0)
+    fields = {m.key: m for m in top}
+    if "messages" not in fields:
+        raise ValueError("no messages")
+    items, _ = array_items(body, fields["messages"].span.start)
+    messages = tuple(_message(body, item) for item in items)
+    tools = fields.get("tools")
+    untouchable = "subscription" if subscription(headers) else None
+    model = fields["model"].value if "model" in fields else ""
+    return WireRequest(
+        messages=messages,
+        model=model if isinstance(model, str) else "",
+        has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
+        untouchable=untouchable,
+    )
+
+
+def _message(body: str, item: Member) -> WireMessage:
+    members, span = object_members(body, item.span.start)
+    fields = {m.key: m for m in members}
+    role = fields["role"].value
+    if role not in ("user", "assistant"):
+        raise ValueError("a message role that is neither user nor assistant")
+    content = fields["content"]
+    if isinstance(content.value, str):
+        block = WireBlock(
+            "text",
+            content.span,
+            content.value,
+            digest=_digest({"type": "text", "text": content.value}),
+        )
+        return WireMessage(role, span, (block,), content.span, content_is_text=True)
+    blocks, array = array_items(body, content.span.start)
+    return WireMessage(role, span, tuple(_block(b) for b in blocks), array)
+
+
+def _block(item: Member) -> WireBlock:
+    value = item.value
+    if not isinstance(value, dict):
+        raise ValueError("a content block that is not an object")
+    kind = _KINDS.get(str(value.get("type")), "other")
+    digest = _digest(value)
+    if kind == "text":
+        return WireBlock(kind, item.span, str(value.get("text", "")), digest=digest)
+    if kind == "tool_use":
+        arguments = compact(value.get("input", {}))
+        return WireBlock(
+            kind,
+            item.span,
+            arguments,
+            tool_id=str(value.get("id", "")),
+            name=str(value.get("name", "")),
+            digest=digest,
+        )
+    if kind == "tool_result":
+        return WireBlock(
+            kind,
+            item.span,
+            _result_text(value.get("content")),
+            tool_id=str(value.get("tool_use_id", "")),
+            error=bool(value.get("is_error")),
+            digest=digest,
+        )
+    if kind == "thinking":
+        return WireBlock(kind, item.span, str(value.get("thinking", "")), digest=digest)
+    return WireBlock(kind, item.span, f"[{value.get('type')}]", digest=digest)
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            str(part.get("text", "")) if part.get("type") == "text" else f"[{part.get('type')}]"
+            for part in content
+            if isinstance(part, dict)
+        ]
+        return "\n".join(parts)
+    return ""
+
+
+def _digest(block: Mapping[str, Any]) -> str:
+    """A block's hash without its cache marker, which hosts move from call to call."""
+    kept = {k: v for k, v in block.items() if k != "cache_control"}
+    return hashlib.sha256(canonical(kept).encode()).hexdigest()[:32]
+
+
+def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
+    """The body with the plan applied: replaced spans spliced, edited messages rebuilt from
+    their blocks' own text; every other character as it was."""
+    messages = request.messages
+    splices: list[Splice] = []
+    for r in plan.replacements:
+        start = messages[r.first].span.start
+        if r.role is None:
+            # The messages and the separator after them go, up to the next message.
+            splices.append(Splice(Span(start, messages[r.last + 1].span.start), ""))
+            continue
+        content = [{"type": "text", "text": text} for text in r.texts]
+        replacement = compact({"role": r.role, "content": content})
+        splices.append(Splice(Span(start, messages[r.last].span.end), replacement))
+    edits: dict[int, tuple[list[str], set[int], list[str]]] = {}
+    for ins in plan.insertions:
+        first, _, last = edits.setdefault(ins.message, ([], set(), []))
+        blocks = [compact({"type": "text", "text": text}) for text in ins.texts]
+        (first if ins.where == "first" else last).extend(blocks)
+    for index, block in plan.dropped:
+        edits.setdefault(index, ([], set(), []))[1].add(block)
+    for index, (first, dropped, last) in edits.items():
+        message = messages[index]
+        if message.content is None:
+            raise ValueError("a message to edit has no content")
+        if message.content_is_text:
+            kept = [compact({"type": "text", "text": message.blocks[0].text})]
+        else:
+            kept = [
+                body[b.span.start : b.span.end]
+                for j, b in enumerate(message.blocks)
+                if j not in dropped
+            ]
+        splices.append(Splice(message.content, "[" + ",".join([*first, *kept, *last]) + "]"))
+    return apply_splices(body, splices)
+
+
+def problems(payload: object) -> list[str]:
+    """What the Messages API would refuse in this request body (decoded JSON), in words; empty
+    when it keeps the rules the gateway must never break: roles alternate from a user message,
+    no message is empty, every tool call is answered first thing in the next user message and
+    every result answers a call of the message just before, call ids are unique, thinking
+    blocks carry their signatures."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+        return ["the body is not an object with a messages array"]
+    found: list[str] = []
+    messages: list[Any] = payload["messages"]
+    seen_ids: set[str] = set()
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            found.append(f"{where} is not a user or assistant message")
+            continue
+        expected = "user" if i % 2 == 0 else "assistant"
+        if message["role"] != expected:
+            found.append(f"{where} is {message['role']}, roles must alternate from user")
+        blocks = _blocks(message.get("content"))
+        if not blocks:
+            found.append(f"{where} has no content")
+        for j, block in enumerate(blocks):
+            kind = block.get("type")
+            if kind == "tool_use":
+                call = str(block.get("id"))
+                if call in seen_ids:
+                    found.append(f"{where}.content[{j}] repeats tool_use id {call}")
+                seen_ids.add(call)
+            if kind == "thinking" and not (
+                isinstance(block.get("signature"), str) and isinstance(block.get("thinking"), str)
+            ):
+                found.append(f"{where}.content[{j}] is a thinking block without its signature")
+            if kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+                found.append(f"{where}.content[{j}] is redacted thinking without its data")
+        found.extend(_pairing(messages, i, blocks))
+    return found
+
+
+def _blocks(content: object) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [b if isinstance(b, dict) else {"type": None} for b in content]
+    return []
+
+
+def _pairing(messages: list[Any], i: int, blocks: list[dict[str, Any]]) -> list[str]:
+    """Results of message i answer the calls of message i-1, first thing; calls of an
+    assistant message i are all answered by message i+1 (when there is one)."""
+    found: list[str] = []
+    where = f"messages[{i}]"
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if results:
+        kinds = [b.get("type") for b in blocks]
+        if kinds[: len(results)] != ["tool_result"] * len(results):
+            found.append(f"{where} has content before its tool_result blocks")
+        previous = _blocks(messages[i - 1].get("content")) if i > 0 else []
+        calls = {str(b.get("id")) for b in previous if b.get("type") == "tool_use"}
+        found.extend(
+            f"{where} answers tool_use {b.get('tool_use_id')}, not called in messages[{i - 1}]"
+            for b in results
+            if str(b.get("tool_use_id")) not in calls
+        )
+    calls = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+    if calls and i + 1 < len(messages) and isinstance(messages[i + 1], dict):
+        answered = {
+            str(b.get("tool_use_id"))
+            for b in _blocks(messages[i + 1].get("content"))
+            if b.get("type") == "tool_result"
+        }
+        found.extend(
+            f"{where} calls tool_use {call}, not answered in messages[{i + 1}]"
+            for call in calls
+            if call not in answered
+        )
+    return found
+
+
+def unchanged_outside_messages(original: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    """Whether everything but `messages` (system, tools, thinking, ...) is the same."""
+    strip = {k: v for k, v in original.items() if k != "messages"}
+    kept = {k: v for k, v in sent.items() if k != "messages"}
+    return canonical(strip) == canonical(kept)
+
+
+def decode(body: str) -> object:
+    return json.loads(body)
+
+
+WIRE = WireFormat(
+    name="anthropic",
+    parse=parse,
+    conversation_of=conversation_of,
+    render=render,
+    problems=problems,
+    same_frame=unchanged_outside_messages,
+    decode=decode,
+)

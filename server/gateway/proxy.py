@@ -1,0 +1,221 @@
+"""The gateway's HTTP core: forward each request to its provider, stream the answer back.
+
+Method, path, query and headers go upstream as the host sent them (hop-by-hop headers and the
+gateway's own token aside); the body too, unless the request's wire format (`WIRES`) reads it
+and a squash applies (`server.gateway.recorder`). The answer is relayed as it arrives, byte
+for byte and unparsed: JSON, server-sent events (pings and mid-stream errors included), any
+status. Whatever fails in reading, recording or rewriting, the host's own bytes are forwarded
+and the reason is logged (never a body, never a key): the gateway never breaks a call that
+would have worked without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import anyio
+import httpx2
+from starlette.types import Message, Receive, Scope, Send
+
+from frs.text import estimate_tokens
+from server.gateway.recorder import Prepared, Recorder, WireFormat
+from server.tenants import tenant_of
+
+log = logging.getLogger("frs-mcp.gateway")
+
+DEFAULT_ANTHROPIC = "https://api.anthropic.com"
+DEFAULT_OPENAI = "https://api.openai.com"
+#: Paths that go to the OpenAI upstream; every other path goes to Anthropic's.
+OPENAI_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+#: The header a remote host sends the gateway's own token in (Authorization is the
+#: provider's key, and passes through).
+TOKEN_HEADER = "x-frs-token"
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        TOKEN_HEADER,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    upstream: str  # base URL, no trailing slash
+    wire: WireFormat | None  # None: forwarded as it came, never read
+    path: str  # the path this wire rewrites (POST)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstreams:
+    anthropic: str = DEFAULT_ANTHROPIC
+    openai: str = DEFAULT_OPENAI
+
+
+@dataclass(slots=True)
+class Traffic:
+    """What went through, for the log and the tests: bytes and estimated tokens per call."""
+
+    requests: int = 0
+    rewritten: int = 0
+    failed: int = 0  # reads or rewrites that fell back to the original bytes
+    sent_bytes: int = 0  # what hosts sent
+    forwarded_bytes: int = 0  # what went upstream
+
+
+class Gateway:
+    """The ASGI app: `routes` picks the upstream and wire format by path."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        upstreams: Upstreams,
+        client: httpx2.AsyncClient,
+        wires: Mapping[str, WireFormat],
+        tenants: Mapping[str, str] | None = None,
+        rewrite: bool = True,
+    ) -> None:
+        self.recorder = recorder
+        self.upstreams = upstreams
+        self.client = client
+        self.wires = dict(wires)
+        self.tenants = dict(tenants or {})
+        self.rewrite = rewrite
+        self.traffic = Traffic()
+
+    def route(self, path: str) -> Route:
+        if path.startswith(OPENAI_PATHS):
+            return Route(self.upstreams.openai.rstrip("/"), self.wires.get("openai"), "")
+        return Route(
+            self.upstreams.anthropic.rstrip("/"), self.wires.get("anthropic"), "/v1/messages"
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        named = {k.lower(): v for k, v in headers}
+        if self.tenants and tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) is None:
+            await _answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+            return
+        body = await _body(receive)
+        route = self.route(scope["path"])
+        prepared = Prepared(body)
+        if route.wire is not None and scope["method"] == "POST" and scope["path"] == route.path:
+            prepared = await self._prepare(route.wire, body, named)
+        self.traffic.requests += 1
+        self.traffic.sent_bytes += len(body)
+        self.traffic.forwarded_bytes += len(prepared.body)
+        if prepared.body is not body:
+            self.traffic.rewritten += 1
+            log.info(
+                "%s %s: host sent %d bytes (~%d tokens), forwarded %d (~%d)",
+                scope["method"],
+                scope["path"],
+                len(body),
+                estimate_tokens(body.decode("utf-8", "replace")),
+                len(prepared.body),
+                estimate_tokens(prepared.body.decode("utf-8", "replace")),
+            )
+        url = route.upstream + scope["path"]
+        if scope.get("query_string"):
+            url += "?" + scope["query_string"].decode("latin-1")
+        forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
+        try:
+            await self._relay(scope["method"], url, forwarded, prepared.body, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._record(prepared)
+
+    async def _record(self, prepared: Prepared) -> None:
+        try:
+            await self.recorder.record(prepared)
+        except Exception as exc:  # the answer is already with the host: log and go on
+            _log_failure("recording", exc)
+
+    async def _prepare(self, wire: WireFormat, body: bytes, headers: Mapping[str, str]) -> Prepared:
+        try:
+            return await self.recorder.prepare(wire, body, headers, rewrite=self.rewrite)
+        except Exception as exc:  # whatever went wrong, the host's bytes go upstream
+            self.traffic.failed += 1
+            _log_failure(f"{wire.name} request", exc)
+            return Prepared(body)
+
+    async def _relay(
+        self, method: str, url: str, headers: list[tuple[str, str]], body: bytes, send: Send
+    ) -> None:
+        request = httpx2.Request(method, url, headers=headers, content=body)
+        started = time.monotonic()
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx2.HTTPError as exc:
+            log.warning("upstream %s unreachable: %s", url.split("?")[0], type(exc).__name__)
+            await _answer(send, 502, f"the gateway could not reach {url.split('?')[0]}")
+            return
+        try:
+            kept = [
+                (k, v)
+                for k, v in response.headers.raw
+                if k.lower().decode("latin-1") not in _HOP or k.lower() == b"content-length"
+            ]
+            await send({"type": "http.response.start", "status": response.status_code, "headers": kept})
+            log.debug("upstream answered %d after %.1f ms", response.status_code, (time.monotonic() - started) * 1000)
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except httpx2.HTTPError as exc:
+            # The status is already with the host: end its stream; it sees a cut answer, as
+            # it would have from the provider.
+            log.warning("upstream stream broke: %s", type(exc).__name__)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _answer(send: Send, status: int, text: str) -> None:
+    """An error of the gateway's own, in the shape both providers' clients read."""
+    body = json.dumps(
+        {"type": "error", "error": {"type": "gateway_error", "message": f"frs-mcp gateway: {text}"}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _log_failure(what: str, exc: BaseException) -> None:
+    """Why a request went as the host sent it: the error's type and where it was raised;
+    never its message, which could quote a body or a key."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else "?"
+    log.warning("%s: %s at %s; forwarded as the host sent it", what, type(exc).__name__, where)

@@ -1,0 +1,197 @@
+"""What the gateway does with a request it can read: match it, rewrite it, record it.
+
+`Recorder.prepare` parses the body with the request's wire format, finds the conversation's
+session, plans the squashes (`frs.rewriting`) and renders them; the bytes it returns are the
+host's own unless a squash applies and the rewrite passes the wire's checks. `Prepared.record`
+runs after the answer has streamed back: it records what the request added. Each
+conversation has a lock, so two requests of one conversation never match or record at once.
+Which squashes were already sent (and their marks) is kept in memory: after a restart a
+squash is simply sent again as if new, which the rules allow (one more cache write).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import anyio
+
+from frs.conversations import StoredThread, ensure_session, find_session, find_thread, record_new
+from frs.env import Env
+from frs.matching import Unit, new_units, units_of
+from frs.model import Limits, SessionId
+from frs.rewriting import mark_of, plan_rewrite
+from frs.text import shorten
+from frs.wire import RewritePlan, WireRequest
+
+log = logging.getLogger("frs-mcp.gateway")
+
+_KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
+
+    name: str
+    parse: Callable[[str, Mapping[str, str]], WireRequest]
+    conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
+    render: Callable[[str, WireRequest, RewritePlan], str]
+    #: The rules a rewritten body must keep: what the provider would refuse, in words.
+    problems: Callable[[object], list[str]]
+    #: Whether everything but the messages is the same in two decoded bodies.
+    same_frame: Callable[[Mapping[str, object], Mapping[str, object]], bool]
+    decode: Callable[[str], object]
+
+
+@dataclass(slots=True)
+class _Conversation:
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    thread: StoredThread | None = None
+    sent: dict[int, str] = field(default_factory=dict)  # squash n -> its mark
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request ready to forward: the bytes to send and what to record afterwards."""
+
+    body: bytes
+    plan: RewritePlan = field(default_factory=RewritePlan)
+    key: tuple[str, str] | None = None
+    units: tuple[Unit, ...] = ()
+    belongs: bool = False  # its messages continue the conversation's thread
+
+
+class Recorder:
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
+
+    def _conversation(self, key: tuple[str, str]) -> _Conversation:
+        found = self._conversations.get(key)
+        if found is None:
+            found = self._conversations[key] = _Conversation()
+            if len(self._conversations) > _KEPT:
+                self._conversations.popitem(last=False)
+        self._conversations.move_to_end(key)
+        return found
+
+    async def prepare(
+        self, wire: WireFormat, body: bytes, headers: Mapping[str, str], rewrite: bool = True
+    ) -> Prepared:
+        """The bytes to forward (the host's, or a rewrite that passed the checks) and what
+        to record; raises on anything unexpected, and the caller then forwards `body`."""
+        text = body.decode("utf-8")
+        request = wire.parse(text, headers)
+        units = tuple(_fit(u, self.env.limits) for u in units_of(request))
+        key = wire.conversation_of(headers, units)
+        if key is None:
+            return Prepared(body)
+        conversation = self._conversation(key)
+        async with conversation.lock:
+            thread = await self._thread(key, conversation)
+            belongs = _belongs(request, units, thread, key)
+            if not (belongs and thread and rewrite):
+                return Prepared(body, key=key, units=units, belongs=belongs)
+            plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
+            _log_plan(wire, plan)
+            if not plan.changes:
+                return Prepared(body, plan, key, units, belongs)
+            rewritten = wire.render(text, request, plan)
+            refusal = _refusal(wire, text, rewritten)
+            if refusal:
+                log.warning("%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal)
+                return Prepared(body, RewritePlan(), key, units, belongs)
+            mark = mark_of(units)
+            for n in plan.applied:
+                if mark is not None:
+                    conversation.sent.setdefault(n, mark)
+            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs)
+
+    async def record(self, prepared: Prepared) -> int:
+        """Record what the request added to its conversation; the number of units recorded."""
+        if prepared.key is None or not prepared.belongs or not prepared.units:
+            return 0
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            known = thread.keys if thread else frozenset()
+            new = new_units(prepared.units, known)
+            if not new:
+                return 0
+            if thread is None:
+                interface, name = prepared.key
+                session = await ensure_session(self.env, interface, name, _title(prepared.units))
+                session_id: SessionId = session.id
+            else:
+                session_id = thread.session.id
+            await record_new(self.env, session_id, new)
+            conversation.thread = None  # read again, with its new revision, next time
+            return len(new)
+
+    async def _thread(self, key: tuple[str, str], conversation: _Conversation) -> StoredThread | None:
+        """The conversation's stored thread, read again only when its revision moved."""
+        session = await find_session(self.env, *key)
+        if session is None:
+            conversation.thread = None
+            return None
+        kept = conversation.thread
+        if kept is not None and kept.session.id == session.id and kept.session.revision == session.revision:
+            return kept
+        conversation.thread = await find_thread(self.env, *key)
+        return conversation.thread
+
+
+def _belongs(
+    request: WireRequest, units: Sequence[Unit], thread: StoredThread | None, key: tuple[str, str]
+) -> bool:
+    """Whether the request continues the conversation's thread, not a side call of the host
+    (a title, a quota check) that shares its session header: it carries tools, and its first
+    message is the thread's first (or the thread has none the gateway keyed)."""
+    if not units or not request.has_tools:
+        return False
+    if thread is None or thread.first_key is None:
+        return True
+    return units[0].key == thread.first_key
+
+
+def _refusal(wire: WireFormat, original: str, rewritten: str) -> str | None:
+    """Why a rewrite must not be sent: a rule it breaks that the host's request kept, or a
+    change outside the messages. None when it may go."""
+    before, after = wire.decode(original), wire.decode(rewritten)
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return "not an object"
+    if not wire.same_frame(before, after):
+        return "it changed something outside the messages"
+    new = set(wire.problems(after)) - set(wire.problems(before))
+    return "; ".join(sorted(new)[:3]) if new else None
+
+
+def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
+    if plan.applied:
+        log.info("%s: sending squashes %s instead of their originals", wire.name, plan.applied)
+    if plan.waiting:
+        log.info("%s: squashes %s wait for the next user turn (thinking)", wire.name, plan.waiting)
+    for n, why in plan.skipped:
+        log.debug("%s: squash %d not applied: %s", wire.name, n, why)
+
+
+def _title(units: Sequence[Unit]) -> str:
+    for unit in units:
+        if unit.new.role == "user":
+            return shorten(" ".join(unit.new.content.split()), 80) or "Untitled"
+    return "Untitled"
+
+
+def _fit(unit: Unit, limits: Limits) -> Unit:
+    """The unit with content cut to what a message may hold: a long result is recorded
+    with its head and a note, never refused."""
+    room = limits.max_message_chars - sum(len(c.arguments) for c in unit.new.tool_calls) - 200
+    content = unit.new.content
+    if len(content) <= room:
+        return unit
+    cut = max(room, 0)
+    note = f"\n… [{len(content) - cut:,} more characters not recorded by the gateway]"
+    return replace(unit, new=replace(unit.new, content=content[:cut] + note))

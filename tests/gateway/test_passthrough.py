@@ -1,0 +1,109 @@
+"""Nothing to change: the upstream receives the host's bytes and headers, the host the
+upstream's answer, byte for byte and as it streams."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from tests.gateway.harness import Reply, Seen, rig
+
+# Odd spacing, key order and escapes a re-serialiser would change.
+BODY = (
+    b'{ "model" :"claude-x",\n  "max_tokens":10, "messages":[{"role":"user","content":'
+    b'"h\\u00e9llo \\ud83d\\ude00  \xc3\xa9"}],"stream":false ,"metadata":{"user_id":"u"}}'
+)
+
+
+class TestBytes:
+    async def test_a_request_with_nothing_to_change_reaches_the_upstream_byte_for_byte(self, tmp_path):
+        async with rig(tmp_path) as r:
+            answer = await r.post(BODY)
+            assert answer.status_code == 200
+            assert r.upstream.seen[0].sha256 == hashlib.sha256(BODY).hexdigest()
+
+    async def test_a_body_that_is_not_json_is_forwarded_as_it_came(self, tmp_path):
+        body = b'{"messages": [ not json \xff'
+        async with rig(tmp_path) as r:
+            await r.post(body)
+            assert r.upstream.seen[0].body == body
+            assert r.gateway.traffic.failed == 1
+
+    async def test_the_answer_comes_back_byte_for_byte(self, tmp_path):
+        raw = b'{"id":"msg_1",  "content":[{"type":"text","text":"\xc3\xa9"}]}'
+        async with rig(tmp_path, lambda seen: Reply(chunks=(raw,))) as r:
+            answer = await r.post(BODY)
+            assert answer.content == raw
+
+
+class TestHeaders:
+    async def test_headers_path_and_query_reach_the_upstream_untouched(self, tmp_path):
+        sent = [
+            ("anthropic-beta", "interleaved-thinking-2025-05-14,context-1m"),
+            ("X-Claude-Code-Session-Id", "abc"),
+            ("user-agent", "claude-cli/9.9"),
+        ]
+        async with rig(tmp_path) as r:
+            await r.post(BODY, sent, path="/v1/messages?beta=true")
+            seen: Seen = r.upstream.seen[0]
+            assert seen.path == "/v1/messages"
+            assert seen.query == "beta=true"
+            for name, value in [*sent, ("x-api-key", "sk-test"), ("anthropic-version", "2023-06-01")]:
+                assert seen.header(name.lower()) == value
+            # Nothing of the gateway's own HTTP client is added.
+            names = {k.lower() for k, _ in seen.headers}
+            sent_names = {k.lower() for k, _ in sent}
+            base = {"x-api-key", "anthropic-version", "content-type"}
+            client = {"accept", "accept-encoding", "connection", "user-agent"}  # the test's own
+            assert names - sent_names - base - client == {"host", "content-length"}
+            assert seen.header("user-agent") == "claude-cli/9.9"
+
+    async def test_answer_status_and_headers_come_back(self, tmp_path):
+        reply = Reply(
+            status=529,
+            headers=(("content-type", "application/json"), ("request-id", "req_9"), ("retry-after", "3")),
+            chunks=(b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}',),
+        )
+        async with rig(tmp_path, lambda seen: reply) as r:
+            answer = await r.post(BODY)
+            assert answer.status_code == 529
+            assert answer.headers["request-id"] == "req_9"
+            assert answer.headers["retry-after"] == "3"
+            assert answer.json()["error"]["type"] == "overloaded_error"
+
+    async def test_count_tokens_goes_through_unread(self, tmp_path):
+        body = b'{"model":"m","messages":[{"role":"user","content":"x"}]}'
+        async with rig(tmp_path, lambda seen: Reply(chunks=(b'{"input_tokens":7}',))) as r:
+            answer = await r.post(body, path="/v1/messages/count_tokens")
+            assert answer.json() == {"input_tokens": 7}
+            assert r.upstream.seen[0].body == body
+            assert r.upstream.seen[0].path == "/v1/messages/count_tokens"
+
+
+class TestStreams:
+    async def test_a_stream_is_relayed_whole_with_pings_split_utf8_and_a_midstream_error(self, tmp_path):
+        euro = "€".encode()  # three bytes, split across chunks
+        chunks = (
+            b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n",
+            b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"' + euro[:1],
+            euro[1:] + b'"}}\n\n',
+            b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"x"}}\n\n',
+        )
+        reply = Reply(headers=(("content-type", "text/event-stream"),), chunks=chunks)
+        async with rig(tmp_path, lambda seen: reply) as r:
+            got = b""
+            async with r.client.stream(
+                "POST", r.url + "/v1/messages", content=BODY, headers={"x-api-key": "k"}
+            ) as answer:
+                assert answer.headers["content-type"] == "text/event-stream"
+                async for chunk in answer.aiter_raw():
+                    got += chunk
+            assert got == b"".join(chunks)
+
+    async def test_an_unreachable_upstream_is_a_502_the_host_can_read(self, tmp_path):
+        async with rig(tmp_path) as r:
+            r.gateway.upstreams = type(r.gateway.upstreams)(anthropic="http://127.0.0.1:9", openai="http://127.0.0.1:9")
+            answer = await r.post(BODY)
+            assert answer.status_code == 502
+            assert "could not reach" in json.loads(answer.content)["error"]["message"]
