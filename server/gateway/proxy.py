@@ -96,6 +96,13 @@ class Gateway:
         self.tenants = dict(tenants or {})
         self.rewrite = rewrite
         self.traffic = Traffic()
+        self._recording = 0
+        self._settled = anyio.Event()
+        self._settled.set()
+
+    async def settled(self) -> None:
+        """Wait until every answered request's recording is done (tests, shutdown)."""
+        await self._settled.wait()
 
     def route(self, path: str) -> Route:
         if path.startswith(OPENAI_PATHS):
@@ -135,6 +142,10 @@ class Gateway:
         if scope.get("query_string"):
             url += "?" + scope["query_string"].decode("latin-1")
         forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
+        # Pending from before the answer starts, so `settled` never misses it.
+        if self._recording == 0:
+            self._settled = anyio.Event()
+        self._recording += 1
         try:
             await self._relay(scope["method"], url, forwarded, prepared.body, send)
         finally:
@@ -146,6 +157,10 @@ class Gateway:
             await self.recorder.record(prepared)
         except Exception as exc:  # the answer is already with the host: log and go on
             _log_failure("recording", exc)
+        finally:
+            self._recording -= 1
+            if self._recording == 0:
+                self._settled.set()
 
     async def _prepare(self, wire: WireFormat, body: bytes, headers: Mapping[str, str]) -> Prepared:
         try:

@@ -146,7 +146,9 @@ class Rig:
     ) -> httpx2.Response:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
         base = [("content-type", "application/json"), ("x-api-key", "sk-test"), ("anthropic-version", "2023-06-01")]
-        return await self.client.post(self.url + path, content=content, headers=[*base, *headers])
+        answer = await self.client.post(self.url + path, content=content, headers=[*base, *headers])
+        await self.gateway.settled()  # what the request added is recorded
+        return answer
 
 
 @asynccontextmanager
