@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
-from frs.conversations import StoredThread, ensure_session, find_session, find_thread, record_new
+from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
 from frs.env import Env
 from frs.matching import Unit, new_units, units_of
 from frs.model import Limits, SessionId

@@ -7,7 +7,7 @@ import hashlib
 import json
 
 from frs import ReasoningService
-from frs.conversations import find_thread
+from frs.host_threads import find_thread
 from frs.model import Scope, Session
 from server.gateway.anthropic import WIRE
 from tests.gateway.conversation import SESSION, TASK, body, call, result, said, user
