@@ -162,7 +162,9 @@ def _open_loop(request: WireRequest) -> int:
     message: nothing from there on is ever replaced."""
     messages = request.messages
     last = len(messages) - 1
-    if messages[last].role == "user" and any(b.kind == "tool_result" for b in messages[last].blocks):
+    if messages[last].role == "user" and any(
+        b.kind == "tool_result" for b in messages[last].blocks
+    ):
         return max(last - 1, 0)
     return last
 

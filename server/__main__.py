@@ -18,13 +18,13 @@ from server import exporter, importer
 from server.app import build_server
 from server.cli import parser
 from server.deps import open_deps
+from server.gateway import command as gateway
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
 from server.logs import hide_session_ids
 from server.settings import Settings, resolve_database
 from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
-from server.gateway import command as gateway
 from server.web import command as web
 from storage import DatabaseRefused
 from storage.postgres import redact

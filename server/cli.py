@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server import exporter, importer
+from server.gateway import command as gateway
 from server.http import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
-from server.gateway import command as gateway
 from server.web import command as web
 
 _HTTP = HttpOptions()  # the defaults

@@ -17,12 +17,12 @@ from typing import Any
 from frs.matching import Unit, canonical, fingerprint
 from frs.wire import (
     BlockKind,
+    RewritePlan,
     Span,
     Splice,
     WireBlock,
     WireMessage,
     WireRequest,
-    RewritePlan,
     apply_splices,
 )
 from server.gateway.recorder import WireFormat
@@ -246,11 +246,11 @@ def _pairing(messages: list[Any], i: int, blocks: list[dict[str, Any]]) -> list[
         if kinds[: len(results)] != ["tool_result"] * len(results):
             found.append(f"{where} has content before its tool_result blocks")
         previous = _blocks(messages[i - 1].get("content")) if i > 0 else []
-        calls = {str(b.get("id")) for b in previous if b.get("type") == "tool_use"}
+        called = {str(b.get("id")) for b in previous if b.get("type") == "tool_use"}
         found.extend(
             f"{where} answers tool_use {b.get('tool_use_id')}, not called in messages[{i - 1}]"
             for b in results
-            if str(b.get("tool_use_id")) not in calls
+            if str(b.get("tool_use_id")) not in called
         )
     calls = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
     if calls and i + 1 < len(messages) and isinstance(messages[i + 1], dict):

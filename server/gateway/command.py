@@ -54,7 +54,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--anthropic-upstream",
         metavar="URL",
         default=None,
-        help=f"where Anthropic requests go (default $FRS_ANTHROPIC_UPSTREAM, else {DEFAULT_ANTHROPIC})",
+        help="where Anthropic requests go (default $FRS_ANTHROPIC_UPSTREAM, else "
+        f"{DEFAULT_ANTHROPIC})",
     )
     p.add_argument(
         "--openai-upstream",

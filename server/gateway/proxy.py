@@ -187,8 +187,14 @@ class Gateway:
                 for k, v in response.headers.raw
                 if k.lower().decode("latin-1") not in _HOP or k.lower() == b"content-length"
             ]
-            await send({"type": "http.response.start", "status": response.status_code, "headers": kept})
-            log.debug("upstream answered %d after %.1f ms", response.status_code, (time.monotonic() - started) * 1000)
+            await send(
+                {"type": "http.response.start", "status": response.status_code, "headers": kept}
+            )
+            log.debug(
+                "upstream answered %d after %.1f ms",
+                response.status_code,
+                (time.monotonic() - started) * 1000,
+            )
             async for chunk in response.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -222,7 +228,10 @@ async def _answer(send: Send, status: int, text: str) -> None:
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})

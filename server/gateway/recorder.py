@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
-from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
 from frs.env import Env
+from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
 from frs.matching import Unit, new_units, units_of
 from frs.model import Limits, SessionId
 from frs.rewriting import mark_of, plan_rewrite
@@ -102,7 +102,9 @@ class Recorder:
             rewritten = wire.render(text, request, plan)
             refusal = _refusal(wire, text, rewritten)
             if refusal:
-                log.warning("%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal)
+                log.warning(
+                    "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
+                )
                 return Prepared(body, RewritePlan(), key, units, belongs)
             mark = mark_of(units)
             for n in plan.applied:
@@ -131,14 +133,20 @@ class Recorder:
             conversation.thread = None  # read again, with its new revision, next time
             return len(new)
 
-    async def _thread(self, key: tuple[str, str], conversation: _Conversation) -> StoredThread | None:
+    async def _thread(
+        self, key: tuple[str, str], conversation: _Conversation
+    ) -> StoredThread | None:
         """The conversation's stored thread, read again only when its revision moved."""
         session = await find_session(self.env, *key)
         if session is None:
             conversation.thread = None
             return None
         kept = conversation.thread
-        if kept is not None and kept.session.id == session.id and kept.session.revision == session.revision:
+        if (
+            kept is not None
+            and kept.session.id == session.id
+            and kept.session.revision == session.revision
+        ):
             return kept
         conversation.thread = await find_thread(self.env, *key)
         return conversation.thread

@@ -8,25 +8,34 @@ import json
 from typing import Any
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
-SYSTEM = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}]
+SYSTEM = [
+    {"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}
+]
 
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-def call(call_id: str, command: str, text: str | None = None, thinking: str | None = None) -> dict[str, Any]:
+def call(
+    call_id: str, command: str, text: str | None = None, thinking: str | None = None
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if thinking is not None:
         content.append({"type": "thinking", "thinking": thinking, "signature": f"sig-{call_id}"})
     if text is not None:
         content.append({"type": "text", "text": text})
-    content.append({"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}})
+    content.append(
+        {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}
+    )
     return {"role": "assistant", "content": content}
 
 
 def result(call_id: str, output: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}]}
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}],
+    }
 
 
 def said(text: str, thinking: str | None = None) -> dict[str, Any]:
@@ -43,7 +52,14 @@ def body(messages: list[dict[str, Any]], **extra: Any) -> bytes:
     last = sent[-1]["content"]
     if isinstance(last, list) and last:
         last[-1]["cache_control"] = {"type": "ephemeral"}
-    payload = {"model": "claude-test", "max_tokens": 1000, "system": SYSTEM, "tools": TOOLS, **extra, "messages": sent}
+    payload = {
+        "model": "claude-test",
+        "max_tokens": 1000,
+        "system": SYSTEM,
+        "tools": TOOLS,
+        **extra,
+        "messages": sent,
+    }
     return json.dumps(payload).encode()
 
 

@@ -121,7 +121,7 @@ async def served(app: Any) -> AsyncIterator[str]:
     with sock:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_serve, server, sock)
-            while not server.started:
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
                 await anyio.sleep(0.01)
             try:
                 yield f"http://127.0.0.1:{port}"
@@ -142,23 +142,37 @@ class Rig:
     database: Path
 
     async def post(
-        self, body: bytes | dict[str, Any], headers: Sequence[tuple[str, str]] = (), path: str = "/v1/messages"
+        self,
+        body: bytes | dict[str, Any],
+        headers: Sequence[tuple[str, str]] = (),
+        path: str = "/v1/messages",
     ) -> httpx2.Response:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        base = [("content-type", "application/json"), ("x-api-key", "sk-test"), ("anthropic-version", "2023-06-01")]
+        base = [
+            ("content-type", "application/json"),
+            ("x-api-key", "sk-test"),
+            ("anthropic-version", "2023-06-01"),
+        ]
         answer = await self.client.post(self.url + path, content=content, headers=[*base, *headers])
         await self.gateway.settled()  # what the request added is recorded
         return answer
 
 
 @asynccontextmanager
-async def rig(tmp_path: Path, script: Script | None = None, rewrite: bool = True) -> AsyncIterator[Rig]:
+async def rig(
+    tmp_path: Path, script: Script | None = None, rewrite: bool = True
+) -> AsyncIterator[Rig]:
     """The gateway on a fresh database, in front of a scripted upstream."""
     upstream = Upstream() if script is None else Upstream(script)
     database = tmp_path / "frs.db"
     async with served(upstream) as upstream_url:
         settings = Settings(database=str(database))
-        async with open_gateway(settings, Upstreams(anthropic=upstream_url, openai=upstream_url), rewrite=rewrite) as gateway:
-            async with served(gateway) as url, httpx2.AsyncClient(timeout=30) as client:
-                yield Rig(url, upstream, gateway, client, database)
+        async with (
+            open_gateway(
+                settings, Upstreams(anthropic=upstream_url, openai=upstream_url), rewrite=rewrite
+            ) as gateway,
+            served(gateway) as url,
+            httpx2.AsyncClient(timeout=30) as client,
+        ):
+            yield Rig(url, upstream, gateway, client, database)
         assert upstream.invalid == [], f"the upstream received invalid requests: {upstream.invalid}"

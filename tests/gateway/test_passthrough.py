@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from server.gateway.proxy import Upstreams
 from tests.gateway.harness import Reply, Seen, rig
 
 # Odd spacing, key order and escapes a re-serialiser would change.
@@ -16,7 +17,9 @@ BODY = (
 
 
 class TestBytes:
-    async def test_a_request_with_nothing_to_change_reaches_the_upstream_byte_for_byte(self, tmp_path):
+    async def test_a_request_with_nothing_to_change_reaches_the_upstream_byte_for_byte(
+        self, tmp_path
+    ):
         async with rig(tmp_path) as r:
             answer = await r.post(BODY)
             assert answer.status_code == 200
@@ -48,7 +51,11 @@ class TestHeaders:
             seen: Seen = r.upstream.seen[0]
             assert seen.path == "/v1/messages"
             assert seen.query == "beta=true"
-            for name, value in [*sent, ("x-api-key", "sk-test"), ("anthropic-version", "2023-06-01")]:
+            for name, value in [
+                *sent,
+                ("x-api-key", "sk-test"),
+                ("anthropic-version", "2023-06-01"),
+            ]:
                 assert seen.header(name.lower()) == value
             # Nothing of the gateway's own HTTP client is added.
             names = {k.lower() for k, _ in seen.headers}
@@ -61,7 +68,11 @@ class TestHeaders:
     async def test_answer_status_and_headers_come_back(self, tmp_path):
         reply = Reply(
             status=529,
-            headers=(("content-type", "application/json"), ("request-id", "req_9"), ("retry-after", "3")),
+            headers=(
+                ("content-type", "application/json"),
+                ("request-id", "req_9"),
+                ("retry-after", "3"),
+            ),
             chunks=(b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}',),
         )
         async with rig(tmp_path, lambda seen: reply) as r:
@@ -81,14 +92,18 @@ class TestHeaders:
 
 
 class TestStreams:
-    async def test_a_stream_is_relayed_whole_with_pings_split_utf8_and_a_midstream_error(self, tmp_path):
+    async def test_a_stream_is_relayed_whole_with_pings_split_utf8_and_a_midstream_error(
+        self, tmp_path
+    ):
         euro = "€".encode()  # three bytes, split across chunks
         chunks = (
-            b"event: message_start\ndata: {\"type\":\"message_start\"}\n\n",
-            b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
-            b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"' + euro[:1],
+            b'event: message_start\ndata: {"type":"message_start"}\n\n',
+            b'event: ping\ndata: {"type": "ping"}\n\n',
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"'
+            + euro[:1],
             euro[1:] + b'"}}\n\n',
-            b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"x"}}\n\n',
+            b"event: error\n"
+            b'data: {"type":"error","error":{"type":"overloaded_error","message":"x"}}\n\n',
         )
         reply = Reply(headers=(("content-type", "text/event-stream"),), chunks=chunks)
         async with rig(tmp_path, lambda seen: reply) as r:
@@ -103,7 +118,8 @@ class TestStreams:
 
     async def test_an_unreachable_upstream_is_a_502_the_host_can_read(self, tmp_path):
         async with rig(tmp_path) as r:
-            r.gateway.upstreams = type(r.gateway.upstreams)(anthropic="http://127.0.0.1:9", openai="http://127.0.0.1:9")
+            nowhere = "http://127.0.0.1:9"
+            r.gateway.upstreams = Upstreams(anthropic=nowhere, openai=nowhere)
             answer = await r.post(BODY)
             assert answer.status_code == 502
             assert "could not reach" in json.loads(answer.content)["error"]["message"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
+from typing import Any, ClassVar
 
-from frs import ReasoningService
+from frs import ReasoningService, ViewOptions
 from frs.host_threads import find_thread
 from frs.model import Scope, Session
 from server.gateway.anthropic import WIRE
@@ -31,11 +33,12 @@ async def replay(r: Rig, upto: list[int], messages=TASK, headers=SESSION) -> Non
         assert answer.status_code == 200
 
 
-def sent_messages(r: Rig, index: int = -1) -> list[dict]:
-    return r.upstream.seen[index].json()["messages"]
+def sent_messages(r: Rig, index: int = -1) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = r.upstream.seen[index].json()["messages"]
+    return messages
 
 
-def texts(messages: list[dict]) -> str:
+def texts(messages: list[dict[str, Any]]) -> str:
     return json.dumps(messages)
 
 
@@ -66,11 +69,15 @@ class TestRecording:
             assert session.live_count == 5
 
     async def test_thinking_is_recorded_as_thinking(self, tmp_path):
-        messages = [user("go"), call("toolu_9", "ls", thinking="I should list the files."), result("toolu_9", "a b")]
+        messages = [
+            user("go"),
+            call("toolu_9", "ls", thinking="I should list the files."),
+            result("toolu_9", "a b"),
+        ]
         async with rig(tmp_path) as r:
             await replay(r, [3], messages)
             session = await session_of(r)
-            view = await service(r).view(dataclasses.replace(_all_view(), show_thinking=True), session.id)
+            view = await service(r).view(ViewOptions(show_thinking=True), session.id)
             assert "I should list the files." in view
             assert session.live_count == 3
 
@@ -82,24 +89,22 @@ class TestRecording:
     async def test_a_subagent_is_a_conversation_of_its_own(self, tmp_path):
         async with rig(tmp_path) as r:
             await replay(r, [1])
-            await replay(r, [1], [user("Search the code")], [*SESSION, ("X-Claude-Code-Agent-Id", "ag1")])
+            await replay(
+                r, [1], [user("Search the code")], [*SESSION, ("X-Claude-Code-Agent-Id", "ag1")]
+            )
             main = await session_of(r)
             agent = await session_of(r, "cc-session-1/ag1")
             assert main.id != agent.id
 
-    async def test_without_a_session_header_the_first_message_names_the_conversation(self, tmp_path):
+    async def test_without_a_session_header_the_first_message_names_the_conversation(
+        self, tmp_path
+    ):
         async with rig(tmp_path) as r:
             await replay(r, [1, 3], headers=[])
             await replay(r, [1], [user("another task")], headers=[])
             sessions = await service(r).list_sessions()
             assert sorted(s.live_count for s in sessions.sessions) == [1, 3]
             assert {s.interface for s in sessions.sessions} == {"anthropic"}
-
-
-def _all_view():
-    from frs import ViewOptions
-
-    return ViewOptions()
 
 
 class TestSquashes:
@@ -109,11 +114,14 @@ class TestSquashes:
             session = await session_of(r)
             before = r.upstream.seen[-1].body
             assert before == body(TASK[:7])  # nothing to change yet: the host's bytes
-            done = await service(r).compress_range(2, 5, "Ran the test: a race in Syncer.flush.", session_id=session.id)
+            done = await service(r).compress_range(
+                2, 5, "Ran the test: a race in Syncer.flush.", session_id=session.id
+            )
             await replay(r, [9])
             sent = texts(sent_messages(r))
             assert "AssertionError: 3 != 4" not in sent
-            assert "toolu_1" not in sent and "toolu_2" not in sent
+            assert "toolu_1" not in sent
+            assert "toolu_2" not in sent
             assert "Ran the test: a race in Syncer.flush." in sent
             assert f"FRS squash {done.squash.alias}" in sent
             assert 'get_alias(\\"SQ.1\\")' in sent
@@ -121,7 +129,13 @@ class TestSquashes:
             # The squashed span (assistant..result) went; the summary joined the user message
             # before it, and the host's messages after it are as the host sent them.
             messages = sent_messages(r)
-            assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+            assert [m["role"] for m in messages] == [
+                "user",
+                "assistant",
+                "user",
+                "assistant",
+                "user",
+            ]
             assert messages[1:] == json.loads(body(TASK[:9]))["messages"][5:]
             # get_alias still returns the originals.
             page = await service(r).get_alias("SQ.1", session_id=session.id)
@@ -134,12 +148,14 @@ class TestSquashes:
             await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
             await replay(r, [9, 10, 11])
             bodies = [seen.body for seen in r.upstream.seen[-3:]]
-            for earlier, later in zip(bodies, bodies[1:], strict=False):
+            for earlier, later in itertools.pairwise(bodies):
                 # Everything up to the earlier request's last message is byte-identical
                 # (the host's cache marker moves to the newest message, as Claude Code's does).
                 earlier_messages = json.loads(earlier)["messages"]
                 later_messages = json.loads(later)["messages"]
-                assert _unmarked(earlier_messages[:-1]) == _unmarked(later_messages[: len(earlier_messages) - 1])
+                assert _unmarked(earlier_messages[:-1]) == _unmarked(
+                    later_messages[: len(earlier_messages) - 1]
+                )
                 cut = earlier.index(b'"messages": [') + len(b'"messages": [')
                 summary_end = earlier.index(b"Found the race.") + len(b"Found the race.")
                 assert later[:summary_end] == earlier[:summary_end]
@@ -149,12 +165,16 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(4, 5, "Grep found flush at line 12.", session_id=session.id)
+            await service(r).compress_range(
+                4, 5, "Grep found flush at line 12.", session_id=session.id
+            )
             await replay(r, [9])
             host, forwarded = body(TASK[:9]), r.upstream.seen[-1].body
             # The span is assistant(call)..user(result): the summary joins the user message
             # before it, so everything up to that message's content is untouched.
-            first_change = next(i for i, (a, b) in enumerate(zip(host, forwarded, strict=False)) if a != b)
+            first_change = next(
+                i for i, (a, b) in enumerate(zip(host, forwarded, strict=False)) if a != b
+            )
             assert host[:first_change] == forwarded[:first_change]
             assert host.index(b"toolu_1") < first_change  # the first exchange is untouched
 
@@ -179,7 +199,15 @@ class TestSquashes:
             assert r.upstream.seen[-1].body == body(TASK[:5])
 
     async def test_a_squash_of_one_role_becomes_one_message_of_that_role(self, tmp_path):
-        messages = [user("a"), said("b"), user("c " * 200), said("d " * 200), user("e " * 200), said("f"), user("g")]
+        messages = [
+            user("a"),
+            said("b"),
+            user("c " * 200),
+            said("d " * 200),
+            user("e " * 200),
+            said("f"),
+            user("g"),
+        ]
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7], messages)
             session = await session_of(r)
@@ -194,7 +222,11 @@ class TestSquashes:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
             await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
-            oauth = [*SESSION, ("authorization", "Bearer sk-ant-oat01-xyz"), ("anthropic-beta", "oauth-2025-04-20")]
+            oauth = [
+                *SESSION,
+                ("authorization", "Bearer sk-ant-oat01-xyz"),
+                ("anthropic-beta", "oauth-2025-04-20"),
+            ]
             await r.post(body(TASK[:9]), oauth)
             assert r.upstream.seen[-1].body == body(TASK[:9])
 
@@ -238,7 +270,7 @@ class TestFailures:
 
 
 class TestThinking:
-    CONVO = [
+    CONVO: ClassVar[list[dict[str, Any]]] = [
         user("Find the bug."),
         call("toolu_a", "pytest", thinking="Run the tests first."),
         result("toolu_a", "FAILED " * 300),
@@ -257,7 +289,9 @@ class TestThinking:
             await replay(r, [7], self.CONVO)
             assert r.upstream.seen[-1].body == body(self.CONVO[:7])
 
-    async def test_at_the_next_user_turn_it_applies_and_later_thinking_of_earlier_turns_goes(self, tmp_path):
+    async def test_at_the_next_user_turn_it_applies_and_later_thinking_of_earlier_turns_goes(
+        self, tmp_path
+    ):
         convo = [*self.CONVO, said("Patched.", thinking="Done now."), user("Thanks.")]
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7], convo)
@@ -269,8 +303,10 @@ class TestThinking:
             assert "Tests failed: a race." in flat
             assert "FAILED FAILED" not in flat
             # Thinking after the squash, of turns that are over, is left out; its text stays.
-            assert "The output shows a race." not in flat and "Patch the lock." not in flat
-            assert "It is the race." in flat and "Patched." in flat
+            assert "The output shows a race." not in flat
+            assert "Patch the lock." not in flat
+            assert "It is the race." in flat
+            assert "Patched." in flat
             # Nothing else of those messages changed: calls and results as the host sent them.
             assert "toolu_b" in flat
             # The request after it repeats those messages unchanged.
@@ -278,8 +314,8 @@ class TestThinking:
             assert r.upstream.seen[-1].body == r.upstream.seen[-2].body
 
 
-def _unmarked(messages: list[dict]) -> list[dict]:
-    out = json.loads(json.dumps(messages))
+def _unmarked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = json.loads(json.dumps(messages))
     for m in out:
         if isinstance(m["content"], list):
             for b in m["content"]:
