@@ -82,10 +82,10 @@ async def compress_ranges(
         m.change = "squashed " + "; ".join(
             f"{planned[i].named} into SQ.{done[i].n}" for i in sorted(done)
         )
-        at = [_now_at(r, planned) for r in planned]
-        after = [await _after_tokens(m, position) for position in at]
+        positions = [_now_at(r, planned) for r in planned]
+        after = [await _after_tokens(m, position) for position in positions]
     return tuple(
-        Squashed(m.session.id, done[i], at[i], r.named, *_counts(m.session), after[i])
+        Squashed(m.session.id, done[i], positions[i], r.named, *_counts(m.session), after[i])
         for i, r in enumerate(planned)
     )
 
