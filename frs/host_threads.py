@@ -93,9 +93,18 @@ async def _originals(reader: ThreadReader, session_id: SessionId, n: int) -> lis
     return out
 
 
+#: The goal a session the gateway creates starts with: the view shows it to the model, so it
+#: neither records the conversation again nor wonders where the thread came from.
+RECORDED_GOAL = (
+    "Recorded by frs-mcp gateway from the host's model calls: no frs_record needed; "
+    "a squash replaces its messages in what the model is sent from the next call on."
+)
+
+
 async def ensure_session(env: Env, interface: str, conversation: str, title: str) -> Session:
-    """The conversation's session, created (with this title) the first time."""
-    started = await sessions.start(env, title, "", "position", interface, conversation)
+    """The conversation's session, created (with this title and `RECORDED_GOAL`) the first
+    time; one another edge created first (the MCP server the host started) is used as it is."""
+    started = await sessions.start(env, title, RECORDED_GOAL, "position", interface, conversation)
     return started.session
 
 

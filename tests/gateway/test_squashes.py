@@ -321,3 +321,13 @@ def _unmarked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for b in m["content"]:
                 b.pop("cache_control", None)
     return out
+
+
+class TestTold:
+    async def test_the_view_tells_the_model_the_gateway_records_its_conversation(self, tmp_path):
+        async with rig(tmp_path) as r:
+            await replay(r, [1])
+            session = await session_of(r)
+            view = await service(r).view(ViewOptions(), session.id)
+            assert "Recorded by frs-mcp gateway" in view
+            assert "no frs_record needed" in view
