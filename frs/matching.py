@@ -49,6 +49,8 @@ def units_of(request: WireRequest) -> list[Unit]:
         return base if seen[base] == 1 else f"{base}#{seen[base]}"
 
     for index, message in enumerate(request.messages):
+        if message.role == "system":  # the host's instruction, not the conversation
+            continue
         if message.role == "assistant":
             unit = _assistant(index, message, keyed)
             if unit is not None:

@@ -88,6 +88,9 @@ def plan_rewrite(
         if any(not keys_of[i] <= squash.members for i in range(lo, hi + 1)):
             skipped.append((squash.n, "it covers only part of a request message"))
             continue
+        if any(messages[i].role == "system" for i in range(lo, hi + 1)):
+            skipped.append((squash.n, "it would take a system message with it"))
+            continue
         if squash.n not in sent and thinking_now:
             waiting.append(squash.n)
             continue
@@ -118,14 +121,15 @@ def _placed(
     for lo, hi, members in groups:
         texts = tuple(summary_text(s) for s in members)
         first, last = messages[lo].role, messages[hi].role
-        if first == last:
+        before, after = _beside(request, lo, -1), _beside(request, hi, +1)
+        if first == last and first != "system":
             replacements.append(Replacement(lo, hi, first, texts))
-        elif first == "assistant" and lo > 0:
+        elif first == "assistant" and before is not None and messages[before].role == "user":
             replacements.append(Replacement(lo, hi, None))
-            insertions.append(Insertion(lo - 1, "last", texts))
-        elif first == "user":
+            insertions.append(Insertion(before, "last", texts))
+        elif first == "user" and after is not None and messages[after].role == "user":
             replacements.append(Replacement(lo, hi, None))
-            insertions.append(Insertion(hi + 1, "first", texts))
+            insertions.append(Insertion(after, "first", texts))
         else:
             skipped.extend((s.n, "nothing before it can carry its summary") for s in members)
             continue
@@ -157,15 +161,27 @@ def _placed(
     )
 
 
+def _beside(request: WireRequest, index: int, step: int) -> int | None:
+    """The nearest message before (`step` -1) or after (+1) `index` that is not a system
+    message: the one a removed span's summary can join."""
+    at = index + step
+    while 0 <= at < len(request.messages) and request.messages[at].role == "system":
+        at += step
+    return at if 0 <= at < len(request.messages) else None
+
+
 def _open_loop(request: WireRequest) -> int:
-    """The first message of the open tool loop (calls whose results are last), or the last
-    message: nothing from there on is ever replaced."""
+    """The first message of the open tool loop (the last assistant message, when the last
+    user message holds results), else the last user message: nothing from there on is ever
+    replaced (system messages after it included)."""
     messages = request.messages
-    last = len(messages) - 1
-    if messages[last].role == "user" and any(
-        b.kind == "tool_result" for b in messages[last].blocks
-    ):
-        return max(last - 1, 0)
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not users:
+        return 0
+    last = users[-1]
+    if any(b.kind == "tool_result" for b in messages[last].blocks):
+        calls = [i for i in range(last) if messages[i].role == "assistant"]
+        return calls[-1] if calls else last
     return last
 
 

@@ -19,7 +19,9 @@ from typing import Literal
 BlockKind = Literal[
     "text", "tool_use", "tool_result", "thinking", "redacted_thinking", "compaction", "other"
 ]
-WireRole = Literal["user", "assistant"]
+#: "system": an instruction the host puts between the turns (Claude Code's mid-conversation
+#: system messages); never recorded, never replaced, never carries a summary.
+WireRole = Literal["user", "assistant", "system"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,7 @@ class Replacement:
 
     first: int
     last: int
-    role: WireRole | None
+    role: Literal["user", "assistant"] | None
     texts: tuple[str, ...] = ()
 
 

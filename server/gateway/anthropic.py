@@ -85,8 +85,8 @@ def _message(body: str, item: Member) -> WireMessage:
     members, span = object_members(body, item.span.start)
     fields = {m.key: m for m in members}
     role = fields["role"].value
-    if role not in ("user", "assistant"):
-        raise ValueError("a message role that is neither user nor assistant")
+    if role not in ("user", "assistant", "system"):
+        raise ValueError("a message role that is not user, assistant or system")
     content = fields["content"]
     if isinstance(content.value, str):
         block = WireBlock(
@@ -190,23 +190,28 @@ def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
 
 def problems(payload: object) -> list[str]:
     """What the Messages API would refuse in this request body (decoded JSON), in words; empty
-    when it keeps the rules the gateway must never break: roles alternate from a user message,
-    no message is empty, every tool call is answered first thing in the next user message and
-    every result answers a call of the message just before, call ids are unique, thinking
-    blocks carry their signatures."""
+    when it keeps the rules the gateway must never break: user and assistant messages
+    alternate from a user message (system messages between them aside), no message is empty,
+    every tool call is answered first thing in the next message and every result answers a
+    call of the message just before, call ids are unique, thinking blocks carry their
+    signatures."""
     if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
         return ["the body is not an object with a messages array"]
     found: list[str] = []
     messages: list[Any] = payload["messages"]
     seen_ids: set[str] = set()
+    turn = 0  # user and assistant messages so far
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            found.append(f"{where} is not a user or assistant message")
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("user", "assistant", "system"):
+            found.append(f"{where} is not a user, assistant or system message")
             continue
-        expected = "user" if i % 2 == 0 else "assistant"
-        if message["role"] != expected:
-            found.append(f"{where} is {message['role']}, roles must alternate from user")
+        if role != "system":
+            expected = "user" if turn % 2 == 0 else "assistant"
+            turn += 1
+            if role != expected:
+                found.append(f"{where} is {role}, roles must alternate from user")
         blocks = _blocks(message.get("content"))
         if not blocks:
             found.append(f"{where} has no content")

@@ -12,6 +12,7 @@ squash is simply sent again as if new, which the rules allow (one more cache wri
 from __future__ import annotations
 
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -186,10 +187,16 @@ def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
         log.debug("%s: squash %d not applied: %s", wire.name, n, why)
 
 
+#: What Claude Code adds to a user's words for the model, not what the user said.
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
 def _title(units: Sequence[Unit]) -> str:
+    """The session's title: the first user words, the host's reminders left out."""
     for unit in units:
         if unit.new.role == "user":
-            return shorten(" ".join(unit.new.content.split()), 80) or "Untitled"
+            words = " ".join(_REMINDER.sub(" ", unit.new.content).split())
+            return shorten(words, 80) or "Untitled"
     return "Untitled"
 
 

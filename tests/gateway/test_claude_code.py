@@ -1,0 +1,208 @@
+"""Real Claude Code, headless, through `frs-mcp gateway` to the scripted model, with frs-mcp as
+its MCP server on the same database: the gateway records the thread (no frs_record), every
+request before the squash reaches the model byte for byte, the squash the model makes is sent
+instead of its originals from the next call on, and every request stays valid."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from starlette.types import Message, Receive, Scope, Send
+
+from frs import ReasoningService
+from frs.host_threads import find_thread
+from frs.model import Scope as FrsScope
+from server.gateway.anthropic import problems
+from server.gateway.command import open_gateway
+from server.gateway.proxy import Gateway, Upstreams
+from server.settings import Settings
+from tests.gateway.harness import served
+from tests.hosts import pinned
+from tests.hosts.model import ModelServer, Script, Seen, Turn
+
+pytestmark = [pytest.mark.slow, pytest.mark.hosts]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Tap:
+    """The gateway, with every request body the host sent it kept."""
+
+    gateway: Gateway
+    bodies: list[tuple[str, bytes]] = field(default_factory=list)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        chunks: list[bytes] = []
+
+        async def tapped() -> Message:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.bodies.append((scope["path"], b"".join(chunks)))
+            return message
+
+        await self.gateway(scope, tapped, send)
+
+
+@asynccontextmanager
+async def gateway_to(model: ModelServer, database: Path) -> AsyncIterator[tuple[str, Tap]]:
+    settings = Settings(database=str(database))
+    upstreams = Upstreams(anthropic=model.url, openai=model.url)
+    async with open_gateway(settings, upstreams) as gateway:
+        tap = Tap(gateway)
+        async with served(tap) as url:
+            yield url, tap
+
+
+def session_id_in(text: str) -> str:
+    """The id of the session the gateway made for this conversation, read out of
+    frs_session(action="list") as a model would."""
+    found = [s["id"] for s in json.loads(text)["sessions"] if s["interface"] == "claude-code"]
+    if len(found) != 1:
+        raise AssertionError(f"not one claude-code session in: {text!r}")
+    return str(found[0])
+
+
+def script() -> Script:
+    sid: dict[str, str] = {}
+
+    def compress(seen: Seen) -> Turn:
+        sid["id"] = session_id_in(seen.result.text)
+        return Turn.call(
+            "mcp__frs__frs_compress_range",
+            "Squashing the first look.",
+            **{"from": 2, "to": 3},
+            summary="First look: the thread had only the task.",
+            session_id=sid["id"],
+        )
+
+    return Script(
+        [
+            Turn.call("mcp__frs__frs_view_thread", "Looking at the thread."),
+            Turn.call("mcp__frs__frs_session", "Which session?", action="list"),
+            compress,
+            lambda seen: Turn.call("mcp__frs__get_alias", "", alias="SQ.1", session_id=sid["id"]),
+            Turn("Done: the race is fixed."),
+        ]
+    )
+
+
+async def run_claude(url: str, database: Path, home: Path, prompt: str) -> dict[str, Any]:
+    root = pinned.install()
+    config = home / "mcp.json"
+    frs = {"command": sys.executable, "args": ["-m", "server", "--db", str(database)]}
+    config.write_text(
+        json.dumps({"mcpServers": {"frs": {**frs, "env": {"PYTHONPATH": str(ROOT)}}}})
+    )
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "ENABLE_TOOL_SEARCH": "false",
+    }
+    command = [
+        *pinned.claude(root),
+        "-p",
+        prompt,
+        "--output-format",
+        "json",
+        "--mcp-config",
+        str(config),
+        "--strict-mcp-config",
+        "--allowedTools",
+        "mcp__frs",
+    ]
+    done = await anyio.run_process(command, env=env, cwd=str(home), check=False)
+    assert done.returncode == 0, done.stderr.decode()[-3000:] + done.stdout.decode()[-3000:]
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+async def test_claude_code_through_the_gateway_records_and_sends_the_squash(tmp_path):
+    database = tmp_path / "frs.db"
+    home = tmp_path / "home"
+    home.mkdir()
+    with ModelServer() as model:
+        played = model.play(script())
+        async with gateway_to(model, database) as (url, tap):
+            answer = await run_claude(url, database, home, "Fix the flaky test in test_sync.py.")
+            await tap.gateway.settled()
+            env = tap.gateway.recorder.env
+            conversations = {
+                e.header("x-claude-code-session-id") for e in played.log if e.kind == "step"
+            }
+            assert len(conversations) == 1
+            (conversation,) = conversations
+            assert conversation
+            thread = await find_thread(env, "claude-code", conversation)
+            assert thread is not None, "the gateway recorded no session"
+            service = ReasoningService(env.store, scope=FrsScope(client="test"))
+            originals = await service.get_alias("SQ.1", session_id=thread.session.id)
+            entries = (await service.live_thread(thread.session.id)).entries
+    played.check_done()
+    assert answer.get("result") == "Done: the race is fixed."
+    steps = played.steps_seen()
+    host = [body for path, body in tap.bodies if path == "/v1/messages"]
+    # Every request the model received keeps the API's rules.
+    for exchange in played.log:
+        if exchange.path == "/v1/messages":
+            assert problems(json.loads(exchange.body)) == []
+    # Before the squash, every request reached the model exactly as Claude Code sent it.
+    for exchange in steps[:3]:
+        assert exchange.body in host
+    # After it, the squashed call and its result are not sent; the summary is.
+    after = [json.loads(e.body)["messages"] for e in steps[3:]]
+    first_call = next(
+        m["content"][-1]["id"]
+        for m in json.loads(steps[1].body)["messages"]
+        if m["role"] == "assistant"
+    )
+    for messages in after:
+        sent = json.dumps(messages)
+        assert first_call not in _call_ids(messages)
+        assert "First look: the thread had only the task." in sent
+        assert "FRS squash SQ.1@" in sent
+    # Consecutive requests repeat their messages unchanged (the cache marker aside).
+    earlier, later = after
+    assert _plain(later[: len(earlier) - 1]) == _plain(earlier[:-1])
+    # The thread was recorded with no frs_record, and get_alias returns the originals.
+    assert all(
+        "frs_record" not in json.dumps(m.tool_calls and m.tool_calls[0].name) for m in entries
+    )
+    assert entries[0].role == "user"
+    assert "Fix the flaky test" in entries[0].content
+    assert entries[1].kind == "summary"
+    assert "mcp__frs__frs_view_thread" in originals.text
+
+
+def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
+    """The ids of every call and result block sent."""
+    return {
+        str(block.get("id") or block.get("tool_use_id"))
+        for message in messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") in ("tool_use", "tool_result")
+    }
+
+
+def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = json.loads(json.dumps(messages))
+    for message in out:
+        if isinstance(message["content"], list):
+            for block in message["content"]:
+                block.pop("cache_control", None)
+    return out
