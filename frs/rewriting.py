@@ -91,6 +91,9 @@ def plan_rewrite(
         if any(messages[i].role == "system" for i in range(lo, hi + 1)):
             skipped.append((squash.n, "it would take a system message with it"))
             continue
+        if any(b.kind == "compaction" for i in range(lo, hi + 1) for b in messages[i].blocks):
+            skipped.append((squash.n, "it would take a compaction block with it"))
+            continue
         if squash.n not in sent and thinking_now:
             waiting.append(squash.n)
             continue

@@ -122,7 +122,14 @@ class Gateway:
         body = await _body(receive)
         route = self.route(scope["path"])
         prepared = Prepared(body)
-        if route.wire is not None and scope["method"] == "POST" and scope["path"] == route.path:
+        # A compressed body is forwarded as it came: reading it would mean writing it again.
+        plain = named.get("content-encoding", "identity").lower() == "identity"
+        if (
+            plain
+            and route.wire is not None
+            and scope["method"] == "POST"
+            and scope["path"] == route.path
+        ):
             prepared = await self._prepare(route.wire, body, named)
         self.traffic.requests += 1
         self.traffic.sent_bytes += len(body)

@@ -94,7 +94,11 @@ class Upstream:
             b"".join(chunks),
         )
         self.seen.append(seen)
-        if seen.path == "/v1/messages" and seen.method == "POST":
+        if (
+            seen.path == "/v1/messages"
+            and seen.method == "POST"
+            and not seen.header("content-encoding")
+        ):
             found = problems(json.loads(seen.body))
             if found:
                 self.invalid.append((len(self.seen) - 1, found))

@@ -123,3 +123,15 @@ class TestStreams:
             answer = await r.post(BODY)
             assert answer.status_code == 502
             assert "could not reach" in json.loads(answer.content)["error"]["message"]
+
+
+class TestCompressed:
+    async def test_a_compressed_body_is_forwarded_as_it_came(self, tmp_path):
+        import gzip
+
+        packed = gzip.compress(BODY)
+        async with rig(tmp_path) as r:
+            answer = await r.post(packed, [("content-encoding", "gzip")])
+            assert answer.status_code == 200
+            assert r.upstream.seen[0].body == packed
+            assert r.gateway.traffic.failed == 0

@@ -153,3 +153,33 @@ class TestPlacement:
             sent[3]["content"][0]["signature"]
             == json.loads(text)["messages"][5]["content"][0]["signature"]
         )
+
+
+class TestHostMessages:
+    def test_a_summary_joins_the_nearest_user_message_past_a_system_message(self):
+        system = {"role": "system", "content": "Be brief."}
+        messages = [user("task"), system, *TASK[1:5], said("ok"), user("next")]
+        text, request, _, plan = planned(messages, lambda u: [[x.key for x in u[1:5]]])
+        assert plan.applied == (1,)
+        sent = json.loads(render(text, request, plan))["messages"]
+        assert [m["role"] for m in sent] == ["user", "system", "assistant", "user"]
+        assert sent[0]["content"][-1]["text"].endswith("summary 1")
+        assert sent[1] == system
+
+    def test_a_squash_over_a_system_message_is_skipped(self):
+        system = {"role": "system", "content": "Be brief."}
+        messages = [user("a"), said("b"), system, user("c"), said("d"), user("e")]
+        _, _, _, plan = planned(messages, lambda u: [[u[1].key, u[2].key]])
+        assert plan.skipped == ((1, "it would take a system message with it"),)
+
+    def test_a_squash_over_a_compaction_block_is_skipped(self):
+        compacted = {
+            "role": "assistant",
+            "content": [
+                {"type": "compaction", "content": "earlier turns"},
+                {"type": "text", "text": "b"},
+            ],
+        }
+        messages = [user("a"), compacted, user("c"), said("d"), user("e")]
+        _, _, _, plan = planned(messages, lambda u: [[u[1].key, u[2].key]])
+        assert plan.skipped == ((1, "it would take a compaction block with it"),)
