@@ -149,6 +149,9 @@ def fingerprint(units: Sequence[Unit]) -> str | None:
     return None
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical(value: object) -> str:
     """One text for a JSON value however a host spaced or ordered it: what digests hash."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(value)

@@ -26,7 +26,7 @@ from frs.wire import (
     apply_splices,
 )
 from server.gateway.recorder import WireFormat
-from server.gateway.spans import Member, array_items, compact, object_members
+from server.gateway.spans import array_items, compact, decode, object_members
 
 #: Paths this wire rewrites (POST); every other path is forwarded as it came.
 MESSAGES_PATH = "/v1/messages"
@@ -63,73 +63,89 @@ def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[
 
 def parse(body: str, headers: Mapping[str, str]) -> WireRequest:
     """The request's messages and blocks with their spans; raises ValueError (or KeyError,
-    TypeError) on a body that is not a Messages request."""
-    top, _ = object_members(body, 0)
+    TypeError) on a body that is not a Messages request. Each character is decoded once:
+    the messages are read as they are walked, not decoded whole first."""
+    top, _ = object_members(body, 0, {"messages": _messages})
     fields = {m.key: m for m in top}
     if "messages" not in fields:
         raise ValueError("no messages")
-    items, _ = array_items(body, fields["messages"].span.start)
-    messages = tuple(_message(body, item) for item in items)
     tools = fields.get("tools")
-    untouchable = "subscription" if subscription(headers) else None
     model = fields["model"].value if "model" in fields else ""
     return WireRequest(
-        messages=messages,
+        messages=fields["messages"].value,
         model=model if isinstance(model, str) else "",
         has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
-        untouchable=untouchable,
+        untouchable="subscription" if subscription(headers) else None,
     )
 
 
-def _message(body: str, item: Member) -> WireMessage:
-    members, span = object_members(body, item.span.start)
+def _messages(body: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
+    items, span = array_items(body, at, _message)
+    return tuple(item.value for item in items), span.end
+
+
+def _message(body: str, at: int) -> tuple[WireMessage, int]:
+    members, span = object_members(body, at, {"content": _content})
     fields = {m.key: m for m in members}
     role = fields["role"].value
     if role not in ("user", "assistant", "system"):
         raise ValueError("a message role that is not user, assistant or system")
     content = fields["content"]
-    if isinstance(content.value, str):
-        block = WireBlock(
-            "text",
-            content.span,
-            content.value,
-            digest=_digest({"type": "text", "text": content.value}),
-        )
-        return WireMessage(role, span, (block,), content.span, content_is_text=True)
-    blocks, array = array_items(body, content.span.start)
-    return WireMessage(role, span, tuple(_block(b) for b in blocks), array)
+    blocks, array = content.value
+    if array is None:  # one string
+        text = blocks
+        if not isinstance(text, str):
+            raise ValueError("content that is neither a string nor an array")
+        block = WireBlock("text", content.span, text, digest=_hash("t", text))
+        return WireMessage(role, span, (block,), content.span, content_is_text=True), span.end
+    return WireMessage(role, span, blocks, array), span.end
 
 
-def _block(item: Member) -> WireBlock:
-    value = item.value
+def _content(body: str, at: int) -> tuple[tuple[Any, Span | None], int]:
+    if body[at : at + 1] != "[":
+        value, end = decode(body, at)
+        return (value, None), end
+    items, span = array_items(body, at, _block)
+    return (tuple(item.value for item in items), span), span.end
+
+
+def _block(body: str, at: int) -> tuple[WireBlock, int]:
+    value, end = decode(body, at)
+    span = Span(at, end)
     if not isinstance(value, dict):
         raise ValueError("a content block that is not an object")
     kind = _KINDS.get(str(value.get("type")), "other")
-    digest = _digest(value)
     if kind == "text":
-        return WireBlock(kind, item.span, str(value.get("text", "")), digest=digest)
+        text = str(value.get("text", ""))
+        return WireBlock(kind, span, text, digest=_hash("t", text)), end
     if kind == "tool_use":
-        arguments = compact(value.get("input", {}))
-        return WireBlock(
+        call = str(value.get("id", ""))
+        block = WireBlock(
             kind,
-            item.span,
-            arguments,
-            tool_id=str(value.get("id", "")),
+            span,
+            compact(value.get("input", {})),
+            tool_id=call,
             name=str(value.get("name", "")),
-            digest=digest,
+            digest=_hash("u", call),
         )
+        return block, end
     if kind == "tool_result":
-        return WireBlock(
+        call = str(value.get("tool_use_id", ""))
+        block = WireBlock(
             kind,
-            item.span,
+            span,
             _result_text(value.get("content")),
-            tool_id=str(value.get("tool_use_id", "")),
+            tool_id=call,
             error=bool(value.get("is_error")),
-            digest=digest,
+            digest=_hash("r", call),
         )
+        return block, end
     if kind == "thinking":
-        return WireBlock(kind, item.span, str(value.get("thinking", "")), digest=digest)
-    return WireBlock(kind, item.span, f"[{value.get('type')}]", digest=digest)
+        text = str(value.get("thinking", ""))
+        return WireBlock(kind, span, text, digest=_hash("th", str(value.get("signature")))), end
+    if kind == "redacted_thinking":
+        return WireBlock(kind, span, "", digest=_hash("rt", str(value.get("data")))), end
+    return WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value)), end
 
 
 def _result_text(content: object) -> str:
@@ -145,8 +161,15 @@ def _result_text(content: object) -> str:
     return ""
 
 
+def _hash(*parts: str) -> str:
+    """A block's digest from what identifies it: a text's words, a call's or a result's id (a
+    host may clear an old result's content; it is still that result), a thinking block's
+    signature. Cache markers, which hosts move from call to call, play no part."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
 def _digest(block: Mapping[str, Any]) -> str:
-    """A block's hash without its cache marker, which hosts move from call to call."""
+    """Any other block's digest: its JSON without its cache marker."""
     kept = {k: v for k, v in block.items() if k != "cache_control"}
     return hashlib.sha256(canonical(kept).encode()).hexdigest()[:32]
 
@@ -279,7 +302,7 @@ def unchanged_outside_messages(original: Mapping[str, Any], sent: Mapping[str, A
     return canonical(strip) == canonical(kept)
 
 
-def decode(body: str) -> object:
+def decode_body(body: str) -> object:
     return json.loads(body)
 
 
@@ -290,5 +313,5 @@ WIRE = WireFormat(
     render=render,
     problems=problems,
     same_frame=unchanged_outside_messages,
-    decode=decode,
+    decode=decode_body,
 )

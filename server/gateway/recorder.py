@@ -130,8 +130,8 @@ class Recorder:
                 session_id: SessionId = session.id
             else:
                 session_id = thread.session.id
-            await record_new(self.env, session_id, new)
-            conversation.thread = None  # read again, with its new revision, next time
+            done = await record_new(self.env, session_id, new)
+            conversation.thread = _grown(thread, new, done.revision if done else None)
             return len(new)
 
     async def _thread(
@@ -151,6 +151,21 @@ class Recorder:
             return kept
         conversation.thread = await find_thread(self.env, *key)
         return conversation.thread
+
+
+def _grown(
+    thread: StoredThread | None, new: Sequence[Unit], revision: int | None
+) -> StoredThread | None:
+    """The kept thread with what this recording added, when that recording is the session's
+    only change since it was read (else None: it is read again next time). Reading a long
+    thread back after every call of the conversation would cost the next call its time."""
+    if thread is None or revision != thread.session.revision + 1:
+        return None
+    keys = thread.keys | {unit.key for unit in new}
+    first = thread.first_key or new[0].key
+    return replace(
+        thread, session=replace(thread.session, revision=revision), keys=keys, first_key=first
+    )
 
 
 def _belongs(

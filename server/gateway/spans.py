@@ -9,6 +9,7 @@ not JSON, which the caller answers by forwarding the original bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,16 @@ from frs.wire import Span
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+#: Reads the value that starts at a character and returns it (in any form) with its end: how
+#: a caller descends into a member instead of decoding it whole (each character read once).
+Reader = Callable[[str, int], tuple[Any, int]]
+
+
+def decode(text: str, at: int) -> tuple[Any, int]:
+    """The JSON value starting at `at`, and where it ends."""
+    return _DECODER.raw_decode(text, at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +42,11 @@ def _skip(text: str, at: int) -> int:
     return at
 
 
-def object_members(text: str, start: int, decode: bool = True) -> tuple[list[Member], Span]:
+def object_members(
+    text: str, start: int, descend: Mapping[str, Reader] | None = None
+) -> tuple[list[Member], Span]:
     """The members of the object whose `{` is at or after `start` (spaces skipped), and the
-    object's own span. With `decode=False` values are skipped, not kept (value None)."""
+    object's own span; a member named in `descend` is read by its reader, not decoded."""
     at = _skip(text, start)
     if text[at : at + 1] != "{":
         raise ValueError(f"expected an object at character {at}")
@@ -50,8 +63,9 @@ def object_members(text: str, start: int, decode: bool = True) -> tuple[list[Mem
         if text[at : at + 1] != ":":
             raise ValueError(f"expected ':' at character {at}")
         at = _skip(text, at + 1)
-        value, end = _DECODER.raw_decode(text, at)
-        members.append(Member(key, Span(at, end), value if decode else None))
+        reader = descend.get(key, decode) if descend else decode
+        value, end = reader(text, at)
+        members.append(Member(key, Span(at, end), value))
         at = _skip(text, end)
         if text[at : at + 1] == "}":
             return members, Span(first, at + 1)
@@ -60,8 +74,9 @@ def object_members(text: str, start: int, decode: bool = True) -> tuple[list[Mem
         at = _skip(text, at + 1)
 
 
-def array_items(text: str, start: int) -> tuple[list[Member], Span]:
-    """The items of the array whose `[` is at or after `start`, and the array's own span."""
+def array_items(text: str, start: int, reader: Reader = decode) -> tuple[list[Member], Span]:
+    """The items of the array whose `[` is at or after `start`, each read by `reader`, and
+    the array's own span."""
     at = _skip(text, start)
     if text[at : at + 1] != "[":
         raise ValueError(f"expected an array at character {at}")
@@ -71,7 +86,7 @@ def array_items(text: str, start: int) -> tuple[list[Member], Span]:
     if text[at : at + 1] == "]":
         return items, Span(first, at + 1)
     while True:
-        value, end = _DECODER.raw_decode(text, at)
+        value, end = reader(text, at)
         items.append(Member(None, Span(at, end), value))
         at = _skip(text, end)
         if text[at : at + 1] == "]":
@@ -83,4 +98,4 @@ def array_items(text: str, start: int) -> tuple[list[Member], Span]:
 
 def compact(value: object) -> str:
     """The JSON text the gateway writes for what it adds: fixed, so it never varies."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(value)
