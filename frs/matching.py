@@ -33,28 +33,35 @@ class Unit:
     thinking: tuple[NewMessage, ...] = ()  # recorded just before it (an assistant's)
 
 
-def units_of(request: WireRequest) -> list[Unit]:
-    """The request's units in transcript order, each with its key."""
-    names = {
-        block.tool_id: block.name or ""
-        for message in request.messages
+def units_of(request: WireRequest, kept: Sequence[Unit] = (), reused: int = 0) -> list[Unit]:
+    """The request's units in transcript order, each with its key. `kept` are the units of
+    a previous request whose first `reused` messages this one took over unchanged
+    (`frs.wire.reused`): theirs are taken as they were, only the rest is worked out."""
+    units = [unit for unit in kept if unit.message < reused]
+    seen: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for unit in units:
+        base = unit.key.split("#", 1)[0]
+        seen[base] = seen.get(base, 0) + 1
+        names.update((call.id, call.name) for call in unit.new.tool_calls)
+    names.update(
+        (block.tool_id, block.name or "")
+        for message in request.messages[reused:]
         for block in message.blocks
         if block.kind == "tool_use" and block.tool_id
-    }
-    seen: dict[str, int] = {}
-    units: list[Unit] = []
+    )
 
     def keyed(base: str) -> str:
         seen[base] = seen.get(base, 0) + 1
         return base if seen[base] == 1 else f"{base}#{seen[base]}"
 
-    for index, message in enumerate(request.messages):
+    for index, message in enumerate(request.messages[reused:], start=reused):
         if message.role == "system":  # the host's instruction, not the conversation
             continue
         if message.role == "assistant":
-            unit = _assistant(index, message, keyed)
-            if unit is not None:
-                units.append(unit)
+            answer = _assistant(index, message, keyed)
+            if answer is not None:
+                units.append(answer)
             continue
         for block in message.blocks:
             if block.kind == "tool_result" and block.tool_id:

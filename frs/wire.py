@@ -69,6 +69,41 @@ class WireRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Parsed:
+    """A body and what it was read into: a conversation's previous request, whose messages a
+    wire module reuses where the next body repeats them byte for byte (hosts resend the whole
+    transcript every call, so reading only what is new keeps the gateway's time flat)."""
+
+    body: str
+    request: WireRequest
+    units: tuple[object, ...] = ()  # `frs.matching.Unit`s of `request`
+
+
+def common_prefix(a: str, b: str) -> int:
+    """How many leading characters `a` and `b` share, compared a block at a time."""
+    block, at, end = 1 << 16, 0, min(len(a), len(b))
+    while at < end and a[at : at + block] == b[at : at + block]:
+        at += block
+    if at >= end:
+        return end
+    while at < end and a[at] == b[at]:
+        at += 1
+    return at
+
+
+def reused(request: WireRequest, previous: WireRequest | None) -> int:
+    """How many leading messages `request` took over from `previous` as they were."""
+    if previous is None:
+        return 0
+    count = 0
+    for mine, theirs in zip(request.messages, previous.messages, strict=False):
+        if mine is not theirs:
+            break
+        count += 1
+    return count
+
+
+@dataclass(frozen=True, slots=True)
 class Splice:
     """Replace characters span.start..span.end of the body by `text`."""
 

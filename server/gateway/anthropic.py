@@ -17,6 +17,7 @@ from typing import Any
 from frs.matching import Unit, canonical, fingerprint
 from frs.wire import (
     BlockKind,
+    Parsed,
     RewritePlan,
     Span,
     Splice,
@@ -24,6 +25,7 @@ from frs.wire import (
     WireMessage,
     WireRequest,
     apply_splices,
+    common_prefix,
 )
 from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
@@ -49,23 +51,50 @@ def subscription(headers: Mapping[str, str]) -> bool:
     return auth.lower().startswith("bearer sk-ant-oat") or "oauth-" in beta
 
 
-def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
-    """(interface, conversation) of the request: Claude Code's session header (a subagent's
-    own agent id makes a conversation of its own), else the first user message's fingerprint;
-    None when there is neither."""
+def named(headers: Mapping[str, str]) -> tuple[str, str] | None:
+    """The conversation a request names: Claude Code's session header (a subagent's own agent
+    id makes a conversation of its own)."""
     session = headers.get("x-claude-code-session-id", "").strip()
     if session:
         agent = headers.get("x-claude-code-agent-id", "").strip()
         return "claude-code", f"{session}/{agent}" if agent else session
+    return None
+
+
+def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
+    """(interface, conversation) of the request: the one it names (`named`), else the first
+    user message's fingerprint; None when there is neither."""
+    given = named(headers)
+    if given is not None:
+        return given
     found = fingerprint(units)
     return ("anthropic", found) if found else None
 
 
-def parse(body: str, headers: Mapping[str, str]) -> WireRequest:
+def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
     """The request's messages and blocks with their spans; raises ValueError (or KeyError,
     TypeError) on a body that is not a Messages request. Each character is decoded once:
-    the messages are read as they are walked, not decoded whole first."""
-    top, _ = object_members(body, 0, {"messages": _messages})
+    the messages are read as they are walked, not decoded whole first, and those `previous`
+    already read (the same characters at the same place) are taken over as they are."""
+    kept = _kept(body, previous)
+
+    def messages(text: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
+        read: list[WireMessage] = []
+
+        def one(text: str, at: int) -> tuple[WireMessage, int]:
+            index = len(read)
+            if index < len(kept) and kept[index].span.start == at:
+                message = kept[index]
+                read.append(message)
+                return message, message.span.end
+            message, end = _message(text, at)
+            read.append(message)
+            return message, end
+
+        _, span = array_items(text, at, one)
+        return tuple(read), span.end
+
+    top, _ = object_members(body, 0, {"messages": messages})
     fields = {m.key: m for m in top}
     if "messages" not in fields:
         raise ValueError("no messages")
@@ -79,9 +108,13 @@ def parse(body: str, headers: Mapping[str, str]) -> WireRequest:
     )
 
 
-def _messages(body: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
-    items, span = array_items(body, at, _message)
-    return tuple(item.value for item in items), span.end
+def _kept(body: str, previous: Parsed | None) -> tuple[WireMessage, ...]:
+    """The previous request's messages that end inside the prefix `body` shares with it."""
+    if previous is None or not previous.request.messages:
+        return ()
+    shared = common_prefix(body, previous.body)
+    kept = [m for m in previous.request.messages if m.span.end <= shared]
+    return tuple(kept)
 
 
 def _message(body: str, at: int) -> tuple[WireMessage, int]:
@@ -309,6 +342,7 @@ def decode_body(body: str) -> object:
 WIRE = WireFormat(
     name="anthropic",
     parse=parse,
+    named=named,
     conversation_of=conversation_of,
     render=render,
     problems=problems,

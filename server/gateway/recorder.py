@@ -25,11 +25,12 @@ from frs.matching import Unit, new_units, units_of
 from frs.model import Limits, SessionId
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import shorten
-from frs.wire import RewritePlan, WireRequest
+from frs.wire import Parsed, RewritePlan, WireRequest, reused
 
 log = logging.getLogger("frs-mcp.gateway")
 
 _KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
+_PARSED = 32  # conversations whose last request body stays in memory, to read the next faster
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,11 @@ class WireFormat:
     """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
 
     name: str
-    parse: Callable[[str, Mapping[str, str]], WireRequest]
+    #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
+    parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
+    #: The conversation a request names in its headers (before its body is read), if any.
+    named: Callable[[Mapping[str, str]], tuple[str, str] | None]
+    #: The conversation of a request: the one it names, else one its messages identify.
     conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
     render: Callable[[str, WireRequest, RewritePlan], str]
     #: The rules a rewritten body must keep: what the provider would refuse, in words.
@@ -69,6 +74,7 @@ class Recorder:
     def __init__(self, env: Env) -> None:
         self.env = env
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
+        self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
 
     def _conversation(self, key: tuple[str, str]) -> _Conversation:
         found = self._conversations.get(key)
@@ -85,11 +91,23 @@ class Recorder:
         """The bytes to forward (the host's, or a rewrite that passed the checks) and what
         to record; raises on anything unexpected, and the caller then forwards `body`."""
         text = body.decode("utf-8")
-        request = wire.parse(text, headers)
-        units = tuple(_fit(u, self.env.limits) for u in units_of(request))
+        named = wire.named(headers)
+        previous = self._parsed.get(named) if named else None
+        request = wire.parse(text, headers, previous)
+        if previous is None:
+            units = tuple(_fit(u, self.env.limits) for u in units_of(request))
+        else:
+            kept = reused(request, previous.request)
+            old = tuple(u for u in previous.units if isinstance(u, Unit))
+            units = tuple(_fit(u, self.env.limits) for u in units_of(request, old, kept))
         key = wire.conversation_of(headers, units)
         if key is None:
             return Prepared(body)
+        if named is not None:
+            self._parsed[named] = Parsed(text, request, units)
+            self._parsed.move_to_end(named)
+            if len(self._parsed) > _PARSED:
+                self._parsed.popitem(last=False)
         conversation = self._conversation(key)
         async with conversation.lock:
             thread = await self._thread(key, conversation)

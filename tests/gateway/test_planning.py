@@ -183,3 +183,31 @@ class TestHostMessages:
         messages = [user("a"), compacted, user("c"), said("d"), user("e")]
         _, _, _, plan = planned(messages, lambda u: [[u[1].key, u[2].key]])
         assert plan.skipped == ((1, "it would take a compaction block with it"),)
+
+
+class TestReuse:
+    def test_a_request_read_after_another_takes_over_the_messages_they_share(self):
+        from frs.wire import Parsed, reused
+
+        first_text = body(TASK[:5]).decode()
+        first = parse(first_text, {})
+        first_units = units_of(first)
+        second_text = body(TASK[:7]).decode()
+        again = parse(second_text, {}, Parsed(first_text, first, tuple(first_units)))
+        fresh = parse(second_text, {})
+        # The messages before the last one of the first request (whose cache marker moved)
+        # are the same objects; everything read equals a fresh read.
+        assert reused(again, first) == 4
+        assert again == fresh
+        kept = units_of(again, first_units, reused(again, first))
+        assert kept == units_of(fresh)
+
+    def test_a_body_that_differs_early_is_read_afresh(self):
+        from frs.wire import Parsed, reused
+
+        first_text = body(TASK[:5]).decode()
+        first = parse(first_text, {})
+        changed = body([user("another task"), *TASK[1:7]]).decode()
+        again = parse(changed, {}, Parsed(first_text, first, ()))
+        assert reused(again, first) == 0
+        assert again == parse(changed, {})
