@@ -61,6 +61,8 @@ class WireRequest:
     touched at all."""
 
     messages: tuple[WireMessage, ...]
+    #: The messages array itself (`[` to `]`): a rewrite changes nothing outside it.
+    messages_span: Span | None = None
     model: str = ""
     has_tools: bool = False
     #: Set when the request continues server-side state the gateway cannot see

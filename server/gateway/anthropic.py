@@ -77,9 +77,11 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     the messages are read as they are walked, not decoded whole first, and those `previous`
     already read (the same characters at the same place) are taken over as they are."""
     kept = _kept(body, previous)
+    array: Span | None = None
 
     def messages(text: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
         read: list[WireMessage] = []
+        nonlocal array
 
         def one(text: str, at: int) -> tuple[WireMessage, int]:
             index = len(read)
@@ -91,8 +93,8 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
             read.append(message)
             return message, end
 
-        _, span = array_items(text, at, one)
-        return tuple(read), span.end
+        _, array = array_items(text, at, one)
+        return tuple(read), array.end
 
     top, _ = object_members(body, 0, {"messages": messages})
     fields = {m.key: m for m in top}
@@ -102,6 +104,7 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     model = fields["model"].value if "model" in fields else ""
     return WireRequest(
         messages=fields["messages"].value,
+        messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
         untouchable="subscription" if subscription(headers) else None,
@@ -328,13 +331,6 @@ def _pairing(messages: list[Any], i: int, blocks: list[dict[str, Any]]) -> list[
     return found
 
 
-def unchanged_outside_messages(original: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
-    """Whether everything but `messages` (system, tools, thinking, ...) is the same."""
-    strip = {k: v for k, v in original.items() if k != "messages"}
-    kept = {k: v for k, v in sent.items() if k != "messages"}
-    return canonical(strip) == canonical(kept)
-
-
 def decode_body(body: str) -> object:
     return json.loads(body)
 
@@ -346,6 +342,5 @@ WIRE = WireFormat(
     conversation_of=conversation_of,
     render=render,
     problems=problems,
-    same_frame=unchanged_outside_messages,
     decode=decode_body,
 )

@@ -22,7 +22,6 @@ import anyio
 import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
-from frs.text import estimate_tokens
 from server.gateway.recorder import Prepared, Recorder, WireFormat
 from server.tenants import tenant_of
 
@@ -75,6 +74,7 @@ class Traffic:
     failed: int = 0  # reads or rewrites that fell back to the original bytes
     sent_bytes: int = 0  # what hosts sent
     forwarded_bytes: int = 0  # what went upstream
+    saved_tokens: int = 0  # estimated tokens the rewrites left out, summaries counted
 
 
 class Gateway:
@@ -136,14 +136,15 @@ class Gateway:
         self.traffic.forwarded_bytes += len(prepared.body)
         if prepared.body is not body:
             self.traffic.rewritten += 1
+            self.traffic.saved_tokens += prepared.saved_tokens
             log.info(
-                "%s %s: host sent %d bytes (~%d tokens), forwarded %d (~%d)",
+                "%s %s: host sent %d bytes, forwarded %d (~%d tokens fewer: squashes %s)",
                 scope["method"],
                 scope["path"],
                 len(body),
-                estimate_tokens(body.decode("utf-8", "replace")),
                 len(prepared.body),
-                estimate_tokens(prepared.body.decode("utf-8", "replace")),
+                prepared.saved_tokens,
+                ", ".join(f"SQ.{n}" for n in prepared.plan.applied),
             )
         url = route.upstream + scope["path"]
         if scope.get("query_string"):

@@ -24,7 +24,7 @@ from frs.host_threads import StoredThread, ensure_session, find_session, find_th
 from frs.matching import Unit, new_units, units_of
 from frs.model import Limits, SessionId
 from frs.rewriting import mark_of, plan_rewrite
-from frs.text import shorten
+from frs.text import estimate_tokens, shorten
 from frs.wire import Parsed, RewritePlan, WireRequest, reused
 
 log = logging.getLogger("frs-mcp.gateway")
@@ -47,8 +47,6 @@ class WireFormat:
     render: Callable[[str, WireRequest, RewritePlan], str]
     #: The rules a rewritten body must keep: what the provider would refuse, in words.
     problems: Callable[[object], list[str]]
-    #: Whether everything but the messages is the same in two decoded bodies.
-    same_frame: Callable[[Mapping[str, object], Mapping[str, object]], bool]
     decode: Callable[[str], object]
 
 
@@ -68,6 +66,7 @@ class Prepared:
     key: tuple[str, str] | None = None
     units: tuple[Unit, ...] = ()
     belongs: bool = False  # its messages continue the conversation's thread
+    saved_tokens: int = 0  # estimated: what the rewrite left out less the summaries it added
 
 
 class Recorder:
@@ -119,7 +118,7 @@ class Recorder:
             if not plan.changes:
                 return Prepared(body, plan, key, units, belongs)
             rewritten = wire.render(text, request, plan)
-            refusal = _refusal(wire, text, rewritten)
+            refusal = _refusal(wire, request, text, rewritten)
             if refusal:
                 log.warning(
                     "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
@@ -129,7 +128,8 @@ class Recorder:
             for n in plan.applied:
                 if mark is not None:
                     conversation.sent.setdefault(n, mark)
-            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs)
+            saved = _saved_tokens(text, request, plan)
+            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs, saved)
 
     async def record(self, prepared: Prepared) -> int:
         """Record what the request added to its conversation; the number of units recorded."""
@@ -199,16 +199,40 @@ def _belongs(
     return units[0].key == thread.first_key
 
 
-def _refusal(wire: WireFormat, original: str, rewritten: str) -> str | None:
-    """Why a rewrite must not be sent: a rule it breaks that the host's request kept, or a
-    change outside the messages. None when it may go."""
-    before, after = wire.decode(original), wire.decode(rewritten)
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return "not an object"
-    if not wire.same_frame(before, after):
+def _refusal(wire: WireFormat, request: WireRequest, original: str, rewritten: str) -> str | None:
+    """Why a rewrite must not be sent: a change outside the messages array (system, tools,
+    every other field must stay byte for byte), or a rule it breaks that the host's request
+    kept. None when it may go."""
+    array = request.messages_span
+    if array is None:
+        return "the messages were not found"
+    moved = len(rewritten) - len(original)
+    if (
+        rewritten[: array.start] != original[: array.start]
+        or rewritten[array.end + moved :] != original[array.end :]
+    ):
         return "it changed something outside the messages"
-    new = set(wire.problems(after)) - set(wire.problems(before))
+    found = wire.problems(wire.decode(rewritten))
+    if not found:
+        return None
+    # Rare: only then is the host's own request checked, so its own faults are not ours.
+    new = set(found) - set(wire.problems(wire.decode(original)))
     return "; ".join(sorted(new)[:3]) if new else None
+
+
+def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:
+    """Estimated tokens a plan leaves out of the request, less the summaries it adds: only
+    the changed spans are measured, never the whole body."""
+    messages = request.messages
+    gone = [
+        text[messages[r.first].span.start : messages[r.last].span.end] for r in plan.replacements
+    ]
+    gone += [
+        text[b.span.start : b.span.end] for i, j in plan.dropped for b in [messages[i].blocks[j]]
+    ]
+    added = [t for r in plan.replacements for t in r.texts]
+    added += [t for ins in plan.insertions for t in ins.texts]
+    return sum(map(estimate_tokens, gone)) - sum(map(estimate_tokens, added))
 
 
 def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:

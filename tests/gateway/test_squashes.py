@@ -126,6 +126,10 @@ class TestSquashes:
             assert f"FRS squash {done.squash.alias}" in sent
             assert 'get_alias(\\"SQ.1\\")' in sent
             assert len(r.upstream.seen[-1].body) < len(body(TASK[:9]))
+            # What went through is counted: one rewrite, and the tokens it left out.
+            assert r.gateway.traffic.rewritten == 1
+            assert r.gateway.traffic.saved_tokens > 500
+            assert r.gateway.traffic.forwarded_bytes < r.gateway.traffic.sent_bytes
             # The squashed span (assistant..result) went; the summary joined the user message
             # before it, and the host's messages after it are as the host sent them.
             messages = sent_messages(r)
