@@ -98,7 +98,11 @@ class Recorder:
         else:
             kept = reused(request, previous.request)
             old = tuple(u for u in previous.units if isinstance(u, Unit))
-            units = tuple(_fit(u, self.env.limits) for u in units_of(request, old, kept))
+            # The units taken over were fitted when they were first read.
+            units = tuple(
+                u if u.message < kept else _fit(u, self.env.limits)
+                for u in units_of(request, old, kept)
+            )
         key = wire.conversation_of(headers, units)
         if key is None:
             return Prepared(body)
