@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from frs.conversations import from_headers
 from frs.matching import Unit, canonical, fingerprint
 from frs.wire import (
     BlockKind,
@@ -30,6 +31,8 @@ from frs.wire import (
 from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
 
+#: The header a Claude Code subagent's requests add to their session's.
+AGENT_HEADER = "x-claude-code-agent-id"
 #: Paths this wire rewrites (POST); every other path is forwarded as it came.
 MESSAGES_PATH = "/v1/messages"
 
@@ -52,13 +55,16 @@ def subscription(headers: Mapping[str, str]) -> bool:
 
 
 def named(headers: Mapping[str, str]) -> tuple[str, str] | None:
-    """The conversation a request names: Claude Code's session header (a subagent's own agent
-    id makes a conversation of its own)."""
-    session = headers.get("x-claude-code-session-id", "").strip()
-    if session:
-        agent = headers.get("x-claude-code-agent-id", "").strip()
-        return "claude-code", f"{session}/{agent}" if agent else session
-    return None
+    """The conversation a request names in a header (`frs.conversations.HOST_KEYS`, the table
+    the MCP server reads too, so both find one session); a Claude Code subagent
+    (`X-Claude-Code-Agent-Id`) is a conversation of its own, `<session>/<agent>`."""
+    found = from_headers(headers)
+    if found is None:
+        return None
+    agent = headers.get(AGENT_HEADER, "").strip()
+    if found.interface == "claude-code" and agent:
+        return found.interface, f"{found.id}/{agent}"
+    return found.interface, found.id
 
 
 def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:

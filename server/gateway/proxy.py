@@ -34,6 +34,8 @@ OPENAI_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1
 #: The header a remote host sends the gateway's own token in (Authorization is the
 #: provider's key, and passes through).
 TOKEN_HEADER = "x-frs-token"
+#: New units recorded before a call is forwarded; more wait until its answer has streamed.
+EARLY_UNITS = 64
 _HOP = frozenset(
     {
         "connection",
@@ -154,21 +156,27 @@ class Gateway:
         if self._recording == 0:
             self._settled = anyio.Event()
         self._recording += 1
+        # A few new messages are recorded before the call goes upstream: the frs tools the
+        # model calls in its answer then see the thread up to that answer. A long backlog (a
+        # resumed conversation's first call) is recorded after the answer, off its path.
+        early = prepared.fresh <= EARLY_UNITS
         try:
+            if early:
+                await self._record(prepared)
             await self._relay(scope["method"], url, forwarded, prepared.body, send)
         finally:
             with anyio.CancelScope(shield=True):
-                await self._record(prepared)
+                if not early:
+                    await self._record(prepared)
+                self._recording -= 1
+                if self._recording == 0:
+                    self._settled.set()
 
     async def _record(self, prepared: Prepared) -> None:
         try:
             await self.recorder.record(prepared)
-        except Exception as exc:  # the answer is already with the host: log and go on
+        except Exception as exc:  # recording never stands between the host and its answer
             _log_failure("recording", exc)
-        finally:
-            self._recording -= 1
-            if self._recording == 0:
-                self._settled.set()
 
     async def _prepare(self, wire: WireFormat, body: bytes, headers: Mapping[str, str]) -> Prepared:
         try:

@@ -67,6 +67,7 @@ class Prepared:
     units: tuple[Unit, ...] = ()
     belongs: bool = False  # its messages continue the conversation's thread
     saved_tokens: int = 0  # estimated: what the rewrite left out less the summaries it added
+    fresh: int = 0  # units not stored yet, when it was prepared
 
 
 class Recorder:
@@ -115,25 +116,26 @@ class Recorder:
         async with conversation.lock:
             thread = await self._thread(key, conversation)
             belongs = _belongs(request, units, thread, key)
+            fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
             if not (belongs and thread and rewrite):
-                return Prepared(body, key=key, units=units, belongs=belongs)
+                return Prepared(body, key=key, units=units, belongs=belongs, fresh=fresh)
             plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
             _log_plan(wire, plan)
             if not plan.changes:
-                return Prepared(body, plan, key, units, belongs)
+                return Prepared(body, plan, key, units, belongs, fresh=fresh)
             rewritten = wire.render(text, request, plan)
             refusal = _refusal(wire, request, text, rewritten)
             if refusal:
                 log.warning(
                     "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
                 )
-                return Prepared(body, RewritePlan(), key, units, belongs)
+                return Prepared(body, RewritePlan(), key, units, belongs, fresh=fresh)
             mark = mark_of(units)
             for n in plan.applied:
                 if mark is not None:
                     conversation.sent.setdefault(n, mark)
             saved = _saved_tokens(text, request, plan)
-            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs, saved)
+            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs, saved, fresh)
 
     async def record(self, prepared: Prepared) -> int:
         """Record what the request added to its conversation; the number of units recorded."""

@@ -1,5 +1,6 @@
 """Real Claude Code, headless, through `frs-mcp gateway` to the scripted model, with frs-mcp as
-its MCP server on the same database: the gateway records the thread (no frs_record), every
+its MCP server on the same database: the gateway records the thread (no frs_record) and the
+model's frs tools act on it with nothing typed (Claude Code's session id names both), every
 request before the squash reaches the model byte for byte, the squash the model makes is sent
 instead of its originals from the next call on, and every request stays valid."""
 
@@ -64,34 +65,32 @@ async def gateway_to(model: ModelServer, database: Path) -> AsyncIterator[tuple[
             yield url, tap
 
 
-def session_id_in(text: str) -> str:
-    """The id of the session the gateway made for this conversation, read out of
-    frs_session(action="list") as a model would."""
-    found = [s["id"] for s in json.loads(text)["sessions"] if s["interface"] == "claude-code"]
-    if len(found) != 1:
-        raise AssertionError(f"not one claude-code session in: {text!r}")
-    return str(found[0])
-
-
 def script() -> Script:
-    sid: dict[str, str] = {}
+    """The model looks at its thread twice (the gateway recorded it: nothing typed, no
+    session id), squashes its first look, reads the originals back, and ends."""
 
-    def compress(seen: Seen) -> Turn:
-        sid["id"] = session_id_in(seen.result.text)
+    def look_again(seen: Seen) -> Turn:
+        view = seen.result.text
+        assert "Recorded by frs-mcp gateway" in view, view
+        assert "Fix the flaky test" in view, view
+        return Turn.call("mcp__frs__frs_view_thread", "Again.")
+
+    def squash(seen: Seen) -> Turn:
+        view = seen.result.text
+        assert "[3] Tool mcp__frs__frs_view_thread" in view, view
         return Turn.call(
             "mcp__frs__frs_compress_range",
             "Squashing the first look.",
             **{"from": 2, "to": 3},
             summary="First look: the thread had only the task.",
-            session_id=sid["id"],
         )
 
     return Script(
         [
             Turn.call("mcp__frs__frs_view_thread", "Looking at the thread."),
-            Turn.call("mcp__frs__frs_session", "Which session?", action="list"),
-            compress,
-            lambda seen: Turn.call("mcp__frs__get_alias", "", alias="SQ.1", session_id=sid["id"]),
+            look_again,
+            squash,
+            Turn.call("mcp__frs__get_alias", "", alias="SQ.1"),
             Turn("Done: the race is fixed."),
         ]
     )
@@ -186,6 +185,8 @@ async def test_claude_code_through_the_gateway_records_and_sends_the_squash(tmp_
     assert "Fix the flaky test" in entries[0].content
     assert entries[1].kind == "summary"
     assert "mcp__frs__frs_view_thread" in originals.text
+    # The model's own get_alias, with nothing typed, read them back too.
+    assert "Looking at the thread." in played.seen_at(4).result.text
 
 
 def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
