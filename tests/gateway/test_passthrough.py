@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from server.gateway.proxy import Upstreams
 from tests.gateway.harness import Reply, Seen, rig
@@ -135,3 +136,52 @@ class TestCompressed:
             assert answer.status_code == 200
             assert r.upstream.seen[0].body == packed
             assert r.gateway.traffic.failed == 0
+
+
+class TestSafety:
+    async def test_a_gateway_with_a_token_refuses_a_request_without_it(self, tmp_path):
+        async with rig(tmp_path) as r:
+            r.gateway.tenants = {"s3cret-token": "local"}
+            refused = await r.post(BODY)
+            assert refused.status_code == 401
+            assert "x-frs-token" in refused.json()["error"]["message"]
+            assert r.upstream.seen == []
+            allowed = await r.post(BODY, [("x-frs-token", "s3cret-token")])
+            assert allowed.status_code == 200
+            # The gateway's own token never reaches the provider.
+            assert r.upstream.seen[0].header("x-frs-token") is None
+
+    def test_another_address_without_a_token_is_refused_at_start(self, tmp_path):
+        import subprocess
+        import sys
+
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "server",
+                "gateway",
+                "--db",
+                str(tmp_path / "x.db"),
+                "--host",
+                "0.0.0.0",
+                "--port",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={"PATH": "", "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        assert done.returncode == 2
+        assert "token" in done.stderr
+
+    async def test_a_failure_is_logged_without_the_body_or_the_key(self, tmp_path, caplog):
+        body = b'{"messages": [ not json, "secret words" \xff'
+        async with rig(tmp_path) as r:
+            await r.post(body, [("x-api-key", "sk-very-secret")])
+        logged = caplog.text
+        assert "forwarded as the host sent it" in logged
+        assert "secret words" not in logged
+        assert "sk-very-secret" not in logged
