@@ -109,6 +109,23 @@ def _assistant(index: int, message: WireMessage, keyed: Callable[[str], str]) ->
     return Unit(key, index, new, thinking, _size(new))
 
 
+def answer_unit(answer: WireMessage, units: Sequence[Unit]) -> Unit | None:
+    """The unit a model's answer to a request with these `units` will be in the next request
+    (the same key: its repeats in the transcript so far counted), or None when it says
+    nothing (thinking alone)."""
+    index = max((unit.message for unit in units), default=-1) + 1
+    counts: dict[str, int] = {}
+    for unit in units:
+        base = unit.key.split("#", 1)[0]
+        counts[base] = counts.get(base, 0) + 1
+
+    def keyed(base: str) -> str:
+        seen = counts.get(base, 0) + 1
+        return base if seen == 1 else f"{base}#{seen}"
+
+    return _assistant(index, answer, keyed)
+
+
 def _size(new: NewMessage) -> int:
     return estimate_tokens(message_body(new.content, new.tool_calls))
 

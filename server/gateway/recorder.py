@@ -21,12 +21,12 @@ import anyio
 
 from frs.env import Env
 from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
-from frs.matching import Unit, new_units, units_of
+from frs.matching import Unit, answer_unit, new_units, units_of
 from frs.model import Limits, SessionId
 from frs.nudges import DEFAULT_STEP, Nudge, candidates, due, nudge_text, sent_tokens
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import estimate_tokens, shorten
-from frs.wire import Insertion, Parsed, RewritePlan, WireRequest, reused
+from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 
 log = logging.getLogger("frs-mcp.gateway")
 
@@ -43,6 +43,8 @@ class WireFormat:
     parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
     #: The conversation a request names in its headers (before its body is read), if any.
     named: Callable[[Mapping[str, str]], tuple[str, str] | None]
+    #: The assistant message a finished answer holds (its bytes, its content type), if any.
+    answer_of: Callable[[bytes, str], WireMessage | None]
     #: The conversation of a request: the one it names, else one its messages identify.
     conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
     render: Callable[[str, WireRequest, RewritePlan], str]
@@ -164,6 +166,23 @@ class Recorder:
             done = await record_new(self.env, session_id, new)
             conversation.thread = _grown(thread, new, done.revision if done else None)
             return len(new)
+
+    async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
+        """Record the model's answer to a request, read from the stream it sent back, as the
+        next request will carry it (same key); True when it was new."""
+        if prepared.key is None or not prepared.belongs:
+            return False
+        unit = answer_unit(answer, prepared.units)
+        if unit is None:
+            return False
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            if thread is None or unit.key in thread.keys:
+                return False
+            done = await record_new(self.env, thread.session.id, [_fit(unit, self.env.limits)])
+            conversation.thread = _grown(thread, [unit], done.revision if done else None)
+            return True
 
     async def _thread(
         self, key: tuple[str, str], conversation: _Conversation
