@@ -60,7 +60,7 @@ def test_a_function_response_is_the_result_a_step_reads_and_json_answers_whole(
 ) -> None:
     def second(seen: Seen) -> Turn:
         assert not seen.result.is_error
-        revision = find_int(r"revision (\d+)", seen.result.json()["output"])
+        revision = find_int(r"revision (\d+)", seen.result.text)
         return Turn(f"at {revision}")
 
     script = model_server.play(Script([Turn.call("mcp_frs_frs_view_thread"), second]))
@@ -87,14 +87,18 @@ def test_a_function_response_is_the_result_a_step_reads_and_json_answers_whole(
     assert reply["candidates"][0]["finishReason"] == "STOP"
     [result] = script.seen_at(1).results
     assert result.call_id == "c1"
+    assert result.text == "Thread · revision 4"
     assert result.raw == answer["functionResponse"]
     script.check_done()
 
 
-def test_an_error_response_is_marked_and_count_tokens_uses_no_step(
+def test_an_error_is_marked_an_object_is_json_and_count_tokens_uses_no_step(
     model_server: ModelServer,
 ) -> None:
-    script = model_server.play(Script([lambda seen: Turn(str(seen.result.is_error))]))
+    def echo(seen: Seen) -> Turn:
+        return Turn(f"{seen.result.is_error}:{seen.result.text}")
+
+    script = model_server.play(Script([echo, echo]))
     status, raw = post(f"{model_server.url}{MODELS}:countTokens", {"contents": []})
     assert status == 200
     assert json.loads(raw)["totalTokens"] >= 1
@@ -103,8 +107,16 @@ def test_an_error_response_is_marked_and_count_tokens_uses_no_step(
     status, raw = post(
         f"{model_server.url}{MODELS}:generateContent", {"tools": TOOLS, "contents": contents}
     )
-    assert json.loads(raw)["candidates"][0]["content"]["parts"] == [{"text": "True"}]
-    assert [e.kind for e in script.log] == ["count", "step"]
+    assert json.loads(raw)["candidates"][0]["content"]["parts"] == [{"text": "True:Stale revision"}]
+    # An object that is more than a wrapped text is the result's text as JSON.
+    structured = {"functionResponse": {"name": "x", "response": {"revision": 2, "n": 1}}}
+    contents = [{"role": "user", "parts": [structured]}]
+    status, raw = post(
+        f"{model_server.url}{MODELS}:generateContent", {"tools": TOOLS, "contents": contents}
+    )
+    reply = json.loads(raw)["candidates"][0]["content"]["parts"]
+    assert reply == [{"text": 'False:{"revision":2,"n":1}'}]
+    assert [e.kind for e in script.log] == ["count", "step", "step"]
     # Past the script: the API's own 400 INVALID_ARGUMENT, which no client retries.
     status, raw = post(
         f"{model_server.url}{MODELS}:generateContent", {"tools": TOOLS, "contents": contents}

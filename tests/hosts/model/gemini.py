@@ -6,8 +6,10 @@ A request is `contents` (turns of role "user" or "model", each a list of parts: 
 `functionCall` {name, args, id?}, `functionResponse` {name, response, id?}), an optional
 `systemInstruction` and `tools` ([{functionDeclarations: [{name, description,
 parametersJsonSchema or parameters}]}]). The tool results the model is shown are the
-functionResponse parts of the last user turn; the model reads each `response` object as JSON,
-so a result's text is that object as compact JSON.
+functionResponse parts of the last user turn. The API wants an object as `response`: a host
+that forwards text wraps it as {"output": TEXT} or {"error": TEXT} (Gemini CLI does), and that
+TEXT is the result's text, as a tool_result's text is on the other wires; any other object is
+the result's text as compact JSON. `raw` keeps the part as sent.
 
 A streamed answer: one chunk per text piece, then one chunk holding every functionCall part,
 the last chunk carrying finishReason STOP and usageMetadata (the Gemini API ends a turn with
@@ -42,6 +44,15 @@ def _texts(parts: Any) -> str:
     return "\n".join(p["text"] for p in parts or () if isinstance(p.get("text"), str))
 
 
+def _wrapped(response: Any) -> tuple[str | None, str | None]:
+    """("output" or "error", TEXT) for a response that only wraps a text, else (None, None)."""
+    if isinstance(response, dict) and len(response) == 1:
+        [(key, value)] = response.items()
+        if key in ("output", "error") and isinstance(value, str):
+            return key, value
+    return None, None
+
+
 def parse(body: Any) -> Seen:
     system = _texts((body.get("systemInstruction") or {}).get("parts"))
     tools = tuple(
@@ -64,14 +75,11 @@ def parse(body: Any) -> Seen:
             if answer is None:
                 continue
             response = answer.get("response")
-            error = isinstance(response, dict) and "error" in response and len(response) == 1
+            key, text = _wrapped(response)
+            if text is None:
+                text = json.dumps(response, ensure_ascii=False, separators=(",", ":"))
             results.append(
-                ToolResult(
-                    answer.get("id") or answer.get("name", ""),
-                    json.dumps(response, ensure_ascii=False, separators=(",", ":")),
-                    error,
-                    answer,
-                )
+                ToolResult(answer.get("id") or answer.get("name", ""), text, key == "error", answer)
             )
         user_text = _texts(last.get("parts"))
     return Seen(system, tuple(tools), tuple(results), user_text, body)
