@@ -143,7 +143,8 @@ class Exchange:
 
 
 class ScriptOverrun(AssertionError):
-    """The host asked for more turns than the script has."""
+    """The host asked for a turn the script cannot give: all steps were played, or one failed
+    (then every later request is refused too, and no step is used up)."""
 
 
 @dataclass
@@ -157,6 +158,7 @@ class Script:
     side: Sequence[SideRule] = DEFAULT_SIDE
     log: list[Exchange] = field(default_factory=list)
     played: int = 0
+    failed: str | None = None  # the first step's failure: every later request is refused
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, exchange: Exchange) -> None:
@@ -171,6 +173,9 @@ class Script:
                     exchange.kind, exchange.rule = "side", rule.name
                     exchange.answer = rule.answer(seen)
                     return exchange.answer
+            if self.failed is not None:
+                exchange.kind = "step"
+                raise ScriptOverrun(f"the script stopped: {self.failed}")
             if self.played >= len(self.steps):
                 exchange.kind = "step"
                 exchange.error = f"script overrun: all {len(self.steps)} steps were played"
@@ -185,6 +190,8 @@ class Script:
             turn = step(seen) if callable(step) else step
         except Exception as exc:
             exchange.error = f"step {index} failed: {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.failed = self.failed or exchange.error
             raise
         exchange.answer = turn
         return turn
