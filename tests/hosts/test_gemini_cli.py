@@ -1,0 +1,79 @@
+"""frs-mcp inside real Gemini CLI (pinned in tests/hosts/package.json), run headless against the
+scripted model, configured by the README's Gemini CLI snippet. Assertions are on what the model
+received: the tools as Gemini CLI presents them, each result as it forwards it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.hosts import gemini_cli
+from tests.hosts.gemini_cli import GeminiCli, name
+from tests.hosts.measure import figures, server_tools
+from tests.hosts.model import ModelServer
+from tests.hosts.scenario import LABELS, Scenario
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+
+@pytest.fixture
+def gemini(hosts_root: Path, tmp_path: Path) -> GeminiCli:
+    return GeminiCli(hosts_root, tmp_path / "home", tmp_path / "project")
+
+
+def test_the_readme_snippet_is_what_gemini_cli_is_given() -> None:
+    entry = gemini_cli.config()["mcpServers"]["frs"]
+    assert Path(entry["command"]).name == "frs-mcp"
+    assert entry["trust"] is True
+
+
+def test_the_scenario_in_gemini_cli(
+    gemini: GeminiCli, model_server: ModelServer, tmp_path: Path
+) -> None:
+    scenario = Scenario(name, unwrap=gemini_cli.unwrap)
+    script = model_server.play(scenario.script())
+    run = gemini.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
+    assert run.returncode == 0, run.describe() + "\n" + script.describe()
+    scenario.check(script)
+    assert run.result["response"].startswith("The thread is back as it was"), run.describe()
+    # One streamed request a turn, nothing else: no router, next-speaker or token-count call.
+    assert [(e.path, e.query, e.kind) for e in script.log] == [
+        (f"/v1beta/models/{gemini_cli.MODEL}:streamGenerateContent", "alt=sse", "step")
+    ] * len(script.steps)
+
+    # Shown at once: every frs tool in the first request, the server's description and input
+    # schema, plus the one property Gemini CLI adds to every tool.
+    first = script.seen_at(0)
+    listed = server_tools(tmp_path / "listed.db")
+    for tool, served in listed.items():
+        shown = first.tool(name(tool))
+        assert shown.description == served["description"], tool
+        properties = dict(shown.schema["properties"])
+        added = properties.pop("wait_for_previous")
+        assert added["type"] == "boolean", added
+        assert {**shown.schema, "properties": properties} == served["inputSchema"], tool
+
+    # Forwarded as text, never structured content: {"output": TEXT} in an untrusted_context
+    # wrapper; an error as {"error": …} quoting the tool's content, text included.
+    received = scenario.received(script)
+    for label, result in received.items():
+        response = result.raw["response"]
+        if label in ("stale", "split"):
+            assert list(response) == ["error"], response
+            assert "reported tool error for function call" in response["error"], response
+            assert '"isError":true' in response["error"], response
+            continue
+        assert list(response) == ["output"], response
+        inner = gemini_cli.unwrap(response["output"])
+        assert inner != response["output"], response  # wrapped
+        assert not inner.startswith("{"), response  # the text, not the structured content
+    stale = received["stale"].text
+    assert "Error executing tool frs_compress_range: Stale revision" in stale, stale
+    assert "retry with expected_revision=" in stale, stale
+    assert json.loads(stale.split("with response: ", 1)[1])[0]["functionResponse"]
+
+    measured = figures("Gemini CLI", first, {name(t) for t in listed}, received)
+    print(measured.describe())
+    assert set(measured.results) == set(LABELS)
