@@ -1,0 +1,66 @@
+"""frs-mcp inside real OpenCode (pinned in tests/hosts/package.json), run headless against the
+scripted model, configured by the README's OpenCode snippet. Assertions are on what the model
+received: the tools as OpenCode presents them, each result as it forwards it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.hosts import opencode
+from tests.hosts.measure import figures, server_tools
+from tests.hosts.model import ModelServer
+from tests.hosts.opencode import OpenCode, name
+from tests.hosts.scenario import LABELS, Scenario
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+
+@pytest.fixture
+def host(hosts_root: Path, tmp_path: Path) -> OpenCode:
+    return OpenCode(hosts_root, tmp_path / "home", tmp_path / "project")
+
+
+def test_the_readme_snippet_is_what_opencode_is_given() -> None:
+    entry = opencode.config()["mcp"]["frs"]
+    assert entry["type"] == "local"
+    assert Path(entry["command"][0]).name == "frs-mcp"
+
+
+def test_the_scenario_in_opencode(
+    host: OpenCode, model_server: ModelServer, tmp_path: Path
+) -> None:
+    scenario = Scenario(name, flags_errors=False)
+    script = model_server.play(scenario.script())
+    run = host.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
+    assert run.returncode == 0, run.describe() + "\n" + script.describe()
+    scenario.check(script)
+    said = [e["part"]["text"] for e in run.events if e["type"] == "text"]
+    assert said[-1].startswith("The thread is back as it was"), run.describe()
+    # Chat Completions, streamed; the one request that is not a step asks for the title.
+    assert {e.path for e in script.log} == {"/v1/chat/completions"}
+    assert [e.kind for e in script.log].count("side") == 1, script.describe()
+    assert all(e.json["stream"] for e in script.log)
+
+    # Shown at once: every frs tool in the first request, with the server's description and
+    # input schema, closed to other properties by OpenCode.
+    first = script.seen_at(0)
+    listed = server_tools(tmp_path / "listed.db")
+    for tool, served in listed.items():
+        shown = first.tool(name(tool))
+        assert shown.description == served["description"], tool
+        assert shown.schema == {**served["inputSchema"], "additionalProperties": False}, tool
+
+    # Forwarded as the tool's text, never its structured content; an error as its text alone.
+    received = scenario.received(script)
+    for result in received.values():
+        assert result.raw["role"] == "tool", result.raw
+        assert isinstance(result.raw["content"], str), result.raw
+        assert not result.text.startswith("{"), result.text
+    stale = received["stale"].text
+    assert stale.startswith("Error executing tool frs_compress_range: Stale revision"), stale
+
+    measured = figures("OpenCode", first, {name(t) for t in listed}, received)
+    print(measured.describe())
+    assert set(measured.results) == set(LABELS)
