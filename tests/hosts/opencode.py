@@ -15,10 +15,10 @@ checked against a request recorder and strace):
   only that). The temporary config folder gets both, with no packages in them: this run loads
   no plugin, so nothing is downloaded. Without them, ~/.npm fills from registry.npmjs.org.
   With them, strace saw no connection but the one to the loopback model.
-- `opencode.json` in the workspace (the README snippet) is the project config. Bun takes the
-  process's folder from PWD, so PWD must name the workspace: with a stale PWD, OpenCode loads the
-  project config but starts its MCP servers for the other folder's instance, and the model is
-  offered no frs tool.
+- `opencode.json` in the workspace (the README snippet) is the project config. PWD must name
+  the workspace: with a PWD left from another folder, OpenCode still reads the workspace's
+  opencode.json, but its MCP servers start for the PWD folder (their root is that folder) from
+  the other configs only, and the model is offered no frs tool.
 - MCP tools are allowed without asking by default; nothing else is needed in a headless run.
 
 What the model receives: every frs tool at once (no deferral), named `<server>_<tool>`
@@ -29,7 +29,10 @@ error: Chat Completions has no error flag on a tool message.
 
 What it passes to the MCP servers it starts: `clientInfo` {"name": "opencode", "version":
 "1.18.33"}; a `roots` capability answering the project folder; its whole environment plus
-OPENCODE=1, AGENT=1 and OPENCODE_PID (the OpenCode process, which may hold many sessions).
+OPENCODE=1, AGENT=1 and OPENCODE_PID (the OpenCode process, which may hold many sessions);
+`_meta.progressToken` (a number) on each tools/call. Once a step ends it sends
+notifications/cancelled ("AbortError: The operation was aborted.") for each call of the step,
+after the results came back: frs-mcp ignores a cancel for a finished request.
 Nothing names the conversation (OpenCode's `ses_…` id stays inside it), so frs-mcp's scope is
 the client and root (`opencode@file:///…`).
 """
