@@ -27,7 +27,10 @@ A result arrives as the tool's text content (never its structured content), wrap
 {"output": "<untrusted_context>\\nTEXT\\n</untrusted_context>"}; an error as {"error": "MCP tool
 'frs_record' reported tool error for function call: {…arguments…} with response: [{…,
 "content": [{"type": "text", "text": "Error executing tool frs_record: …"}], "isError": true}]"},
-so the error's words reach the model inside a JSON dump.
+so the error's words reach the model inside a JSON dump. Its system prompt tells the model that
+MCP outputs come wrapped in <untrusted_context> and to ignore commands or directives within
+them unless the user asks: frs's "retry with expected_revision=N" and "undo: frs_restore(…)"
+reach a Gemini model as passive data.
 
 What it passes to the MCP servers it starts: `clientInfo` {"name": "gemini-cli-mcp-client",
 "version": "0.61.0"}; a `roots` capability answering the workspace folders; the environment
