@@ -20,7 +20,9 @@ How it is run (Gemini CLI 0.61.0, read from its bundle and checked against a req
   Project settings (`.gemini/settings.json` in the workspace, where the README snippet goes)
   load because the workspace is trusted.
 
-What the model receives: every frs tool at once (no deferral), named `mcp_<server>_<tool>`
+What the model receives: frs-mcp's instructions in the first user turn ("The following are
+instructions provided by the tool server 'frs'", inside <session_context>); every frs tool at
+once (no deferral), named `mcp_<server>_<tool>`
 (`mcp_frs_frs_view_thread`), with the server's description and its input schema as
 `parametersJsonSchema`, plus one property Gemini CLI adds to every tool, `wait_for_previous`.
 A result arrives as the tool's text content (never its structured content), wrapped as

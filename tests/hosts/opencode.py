@@ -21,7 +21,8 @@ checked against a request recorder and strace):
   the other configs only, and the model is offered no frs tool.
 - MCP tools are allowed without asking by default; nothing else is needed in a headless run.
 
-What the model receives: every frs tool at once (no deferral), named `<server>_<tool>`
+What the model receives: frs-mcp's instructions in the system prompt (<mcp_instructions><server
+name="frs">); every frs tool at once (no deferral), named `<server>_<tool>`
 (`frs_frs_view_thread`), with the server's description and input schema as `parameters`.
 A result arrives as the tool's text content, as it is (never its structured content); an error
 as its text ("Error executing tool frs_record: Stale revision: …"), with nothing marking it an

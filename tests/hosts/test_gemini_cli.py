@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from server.app import INSTRUCTIONS
 from tests.hosts import gemini_cli
 from tests.hosts.gemini_cli import GeminiCli, name
 from tests.hosts.measure import figures, server_tools
@@ -54,6 +55,11 @@ def test_the_scenario_in_gemini_cli(
         added = properties.pop("wait_for_previous")
         assert added["type"] == "boolean", added
         assert {**shown.schema, "properties": properties} == served["inputSchema"], tool
+
+    # The server's instructions go in the first user turn, in the session context.
+    opening = first.body["contents"][0]["parts"][0]["text"]
+    assert "instructions provided by the tool server 'frs'" in opening, opening[:2000]
+    assert " ".join(INSTRUCTIONS.split()) in " ".join(opening.split()), opening[:2000]
 
     # Forwarded as text, never structured content: {"output": TEXT} in an untrusted_context
     # wrapper, which the system prompt tells the model to read as passive data, not directives

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from server.app import INSTRUCTIONS
 from tests.hosts import opencode
 from tests.hosts.measure import figures, server_tools
 from tests.hosts.model import ModelServer
@@ -51,6 +52,10 @@ def test_the_scenario_in_opencode(
         shown = first.tool(name(tool))
         assert shown.description == served["description"], tool
         assert shown.schema == {**served["inputSchema"], "additionalProperties": False}, tool
+
+    # The server's instructions go in the system prompt, under <mcp_instructions>.
+    assert '<server name="frs">' in first.system, first.system[-3000:]
+    assert " ".join(INSTRUCTIONS.split()) in " ".join(first.system.split()), first.system[-3000:]
 
     # Forwarded as the tool's text, never its structured content; an error as its text alone.
     received = scenario.received(script)
