@@ -5,7 +5,8 @@ with get_alias, restore it, view again.
 The scripted model plays it: each step after the first reads the tool result the host forwarded
 for the previous call and takes what it needs from it (a revision, a range, an alias), as a
 model would. Which host it runs in changes only how a tool is called (`tool`: its name, or a
-namespace and name) and the steps that find and load the tools first (`load`). `check` then asserts on what the model received.
+namespace and name) and the steps that find and load the tools first (`load`). `check` then
+asserts on what the model received.
 """
 
 from __future__ import annotations
