@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
+from tests.hosts.model import ToolCall
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 PREFIX = "mcp__frs__"
@@ -36,9 +37,13 @@ def name(tool: str) -> str:
     return PREFIX + tool
 
 
+def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
+    return ToolCall(name(tool), arguments)
+
+
 def config() -> dict[str, Any]:
     """The README's Claude Code entry (`.mcp.json`), frs-mcp started from this checkout."""
-    entry = json.loads(readme.snippet("Claude Code", "json", '"mcpServers"'))
+    entry: dict[str, Any] = json.loads(readme.snippet("Claude Code", "json", '"mcpServers"'))
     for server in entry["mcpServers"].values():
         if "command" in server:
             server["command"], server["args"] = readme.local_command(

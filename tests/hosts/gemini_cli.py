@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
+from tests.hosts.model import ToolCall
 
 TIMEOUT = 180  # a scenario takes seconds; this only stops a hung host
 PREFIX = "mcp_frs_"
@@ -70,6 +71,11 @@ SETTINGS: dict[str, Any] = {
 def name(tool: str) -> str:
     """The name Gemini CLI gives an frs tool: mcp_<server>_<tool>."""
     return PREFIX + tool
+
+
+def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
+    """A call of an frs tool by the name Gemini CLI gives it."""
+    return ToolCall(name(tool), arguments)
 
 
 def config() -> dict[str, Any]:

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
+from tests.hosts.model import ToolCall
 
 TIMEOUT = 180  # a scenario takes seconds; this only stops a hung host
 PREFIX = "frs_"
@@ -60,6 +61,11 @@ PLUGIN_DEPENDENCIES = {"dependencies": {"@opencode-ai/plugin": VERSION}}
 def name(tool: str) -> str:
     """The name OpenCode gives an frs tool: <server>_<tool>."""
     return PREFIX + tool
+
+
+def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
+    """A call of an frs tool by the name OpenCode gives it."""
+    return ToolCall(name(tool), arguments)
 
 
 def config() -> dict[str, Any]:

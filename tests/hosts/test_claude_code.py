@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.hosts import claude_code
-from tests.hosts.claude_code import ClaudeCode, name
+from tests.hosts.claude_code import ClaudeCode, call, name
 from tests.hosts.model import ModelServer, Seen, Turn
 from tests.hosts.scenario import Scenario
 
@@ -51,7 +51,7 @@ def test_the_readme_snippet_is_what_claude_code_is_given() -> None:
 
 def test_the_scenario_in_claude_code(claude: ClaudeCode, model_server: ModelServer) -> None:
     keyword = Turn.call("ToolSearch", query="squash")
-    scenario = Scenario(name, load=[keyword, loads_by_keyword])
+    scenario = Scenario(call, load=[keyword, loads_by_keyword])
     script = model_server.play(scenario.script())
     run = claude.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()

@@ -11,7 +11,7 @@ import pytest
 
 from server.app import INSTRUCTIONS
 from tests.hosts import gemini_cli
-from tests.hosts.gemini_cli import GeminiCli, name
+from tests.hosts.gemini_cli import GeminiCli, call, name
 from tests.hosts.measure import figures, server_tools
 from tests.hosts.model import ModelServer
 from tests.hosts.scenario import LABELS, Scenario
@@ -33,7 +33,7 @@ def test_the_readme_snippet_is_what_gemini_cli_is_given() -> None:
 def test_the_scenario_in_gemini_cli(
     gemini: GeminiCli, model_server: ModelServer, tmp_path: Path
 ) -> None:
-    scenario = Scenario(name, unwrap=gemini_cli.unwrap)
+    scenario = Scenario(call, unwrap=gemini_cli.unwrap)
     script = model_server.play(scenario.script())
     run = gemini.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()
@@ -79,6 +79,8 @@ def test_the_scenario_in_gemini_cli(
         inner = gemini_cli.unwrap(response["output"])
         assert inner != response["output"], response  # wrapped
         assert not inner.startswith("{"), response  # the text, not the structured content
+    assert received["stale"].is_error
+    assert received["split"].is_error
     stale = received["stale"].text
     assert "Error executing tool frs_compress_range: Stale revision" in stale, stale
     assert "retry with expected_revision=" in stale, stale

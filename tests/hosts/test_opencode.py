@@ -12,7 +12,7 @@ from server.app import INSTRUCTIONS
 from tests.hosts import opencode
 from tests.hosts.measure import figures, server_tools
 from tests.hosts.model import ModelServer
-from tests.hosts.opencode import OpenCode, name
+from tests.hosts.opencode import OpenCode, call, name
 from tests.hosts.scenario import LABELS, Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -32,7 +32,7 @@ def test_the_readme_snippet_is_what_opencode_is_given() -> None:
 def test_the_scenario_in_opencode(
     host: OpenCode, model_server: ModelServer, tmp_path: Path
 ) -> None:
-    scenario = Scenario(name, flags_errors=False)
+    scenario = Scenario(call)
     script = model_server.play(scenario.script())
     run = host.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()

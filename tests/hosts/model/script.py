@@ -23,10 +23,17 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool the model calls, by the name the host gave it, with JSON arguments."""
+    """A tool the model calls, by the name the host gave it, with JSON arguments.
+
+    `namespace` is the namespace a Responses API tool was given in (Codex puts MCP tools in
+    one per server); `kind` "tool_search" is the Responses API's client-side tool search
+    (a tool_search_call item) rather than a function call.
+    """
 
     name: str
     arguments: dict[str, Any]
+    namespace: str | None = None
+    kind: str = "function"
 
 
 @dataclass(frozen=True, slots=True)
