@@ -44,8 +44,9 @@ def loads_by_keyword(seen: Seen) -> Turn:
 
 
 def test_the_readme_snippet_is_what_claude_code_is_given() -> None:
-    entry = claude_code.config()["mcpServers"]["frs"]
+    entry = json.loads(claude_code.config())["mcpServers"]["frs"]
     assert Path(entry["command"]).name == "frs-mcp"
+    assert Path(entry["command"]).is_absolute()
     assert entry["type"] == "stdio"
 
 

@@ -5,6 +5,7 @@ received: the tools as Codex presents them, each result as it forwards it."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,12 @@ def host(hosts_root: Path, tmp_path: Path) -> Codex:
     return Codex(hosts_root, tmp_path / "home", tmp_path / "project")
 
 
-def test_the_readme_snippet_is_what_codex_is_given() -> None:
-    entry = codex.servers()["frs"]
+def test_the_readme_snippet_is_what_codex_is_given(tmp_path: Path) -> None:
+    written = codex.config_toml("http://127.0.0.1:1", codex.snippet())
+    assert written.endswith(codex.snippet())
+    entry = tomllib.loads(written)["mcp_servers"]["frs"]
     assert Path(entry["command"]).name == "frs-mcp"
+    assert Path(entry["command"]).is_absolute()
 
 
 def test_the_scenario_in_codex(host: Codex, model_server: ModelServer) -> None:
