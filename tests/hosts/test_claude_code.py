@@ -11,7 +11,7 @@ import pytest
 
 from tests.hosts import claude_code
 from tests.hosts.claude_code import ClaudeCode, call, name
-from tests.hosts.model import ModelServer, Seen, Turn
+from tests.hosts.model import ModelServer, Script, Seen, Turn
 from tests.hosts.scenario import Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -70,3 +70,51 @@ def test_the_scenario_in_claude_code(claude: ClaudeCode, model_server: ModelServ
     assert loaded.raw.get("defer_loading") is True
     assert "from" in loaded.schema["properties"]
     assert after_keyword.tool(name("frs_restore"))
+
+
+def conversation(note: str) -> Script:
+    """Load the frs tools, record `note`, view the thread, stop."""
+    tools = ",".join(name(tool) for tool in ("frs_record", "frs_view_thread"))
+    return Script(
+        [
+            Turn.call("ToolSearch", query=f"select:{tools}"),
+            Turn.call(name("frs_record"), messages=[{"role": "user", "content": note}]),
+            Turn.call(name("frs_view_thread")),
+            Turn("Noted."),
+        ]
+    )
+
+
+def view_of(script: Script) -> str:
+    """The view the model received at the end of a conversation()."""
+    script.check_done()
+    return script.seen_at(3).result.text
+
+
+def test_two_conversations_keep_two_threads_and_a_resumed_one_continues_its_own(
+    claude: ClaudeCode, model_server: ModelServer
+) -> None:
+    first = model_server.play(conversation("alpha: the first conversation"))
+    run_a = claude.run(model_server.url, "First task.")
+    assert run_a.returncode == 0, run_a.describe()
+    view_a = view_of(first)
+    assert "[1] User: alpha: the first conversation" in view_a, view_a
+
+    second = model_server.play(conversation("beta: the second conversation"))
+    run_b = claude.run(model_server.url, "Second task.")
+    assert run_b.returncode == 0, run_b.describe()
+    assert run_b.session_id != run_a.session_id
+    view_b = view_of(second)
+    assert "[1] User: beta: the second conversation" in view_b, view_b
+    assert "alpha" not in view_b, view_b
+
+    resumed = model_server.play(conversation("alpha again, resumed"))
+    run_c = claude.run(model_server.url, "Back to the first task.", "--resume", run_a.session_id)
+    assert run_c.returncode == 0, run_c.describe()
+    view_c = view_of(resumed)
+    assert "[1] User: alpha: the first conversation" in view_c, view_c
+    assert "[2] User: alpha again, resumed" in view_c, view_c
+    assert "beta" not in view_c, view_c
+    # The model server saw which conversation each request came from, as frs-mcp did.
+    ids = {e.header("X-Claude-Code-Session-Id") for e in resumed.log if e.kind == "step"}
+    assert ids == {run_a.session_id}
