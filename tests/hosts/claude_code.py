@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
-from tests.hosts.model import ToolCall
+from tests.hosts.model import Seen, Step, ToolCall, Turn
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 PREFIX = "mcp__frs__"
@@ -39,6 +39,19 @@ def name(tool: str) -> str:
 
 def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
     return ToolCall(name(tool), arguments)
+
+
+def _load_the_rest(seen: Seen) -> Turn:
+    """After the keyword search: load by name the frs tools "squash" did not bring."""
+    found = {block["tool_name"] for block in seen.result.raw["content"]}
+    assert name("frs_compress_range") in found, found
+    wanted = [name(tool) for tool in ("frs_session", "frs_record", "get_alias")]
+    return Turn.call("ToolSearch", query="select:" + ",".join(t for t in wanted if t not in found))
+
+
+#: How the scripted model finds the frs tools in Claude Code: ToolSearch by keyword ("squash"
+#: finds the squash tool by its words), then by name for the ones the keyword did not bring.
+FIND_TOOLS: list[Step] = [Turn.call("ToolSearch", query="squash"), _load_the_rest]
 
 
 def config() -> str:

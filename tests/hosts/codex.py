@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
-from tests.hosts.model import ToolCall
+from tests.hosts.model import Step, ToolCall, Turn
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 NAMESPACE = "mcp__frs"
@@ -39,6 +39,11 @@ def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
 
 def tool_search(query: str, limit: int = 8) -> ToolCall:
     return ToolCall("tool_search", {"query": query, "limit": limit}, kind="tool_search")
+
+
+#: How the scripted model finds the frs tools in Codex: one tool_search by keyword, which
+#: answers with the whole mcp__frs namespace.
+FIND_TOOLS: list[Step] = [Turn("", (tool_search("squash"),))]
 
 
 def snippet() -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.hosts import claude_code
 from tests.hosts.claude_code import ClaudeCode, call, name
-from tests.hosts.model import ModelServer, Script, Seen, Turn
+from tests.hosts.model import ModelServer, Script, Turn
 from tests.hosts.scenario import Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -35,14 +35,6 @@ def claude(hosts_root: Path, tmp_path: Path) -> ClaudeCode:
     return ClaudeCode(hosts_root, tmp_path / "home", tmp_path / "project")
 
 
-def loads_by_keyword(seen: Seen) -> Turn:
-    """After the keyword search: load by name the frs tools "squash" did not bring."""
-    found = {block["tool_name"] for block in seen.result.raw["content"]}
-    missing = [name(tool) for tool in ("frs_session", "frs_record", "get_alias")]
-    assert name("frs_compress_range") in found, found
-    return Turn.call("ToolSearch", query="select:" + ",".join(t for t in missing if t not in found))
-
-
 def test_the_readme_snippet_is_what_claude_code_is_given() -> None:
     entry = json.loads(claude_code.config())["mcpServers"]["frs"]
     assert Path(entry["command"]).name == "frs-mcp"
@@ -51,8 +43,7 @@ def test_the_readme_snippet_is_what_claude_code_is_given() -> None:
 
 
 def test_the_scenario_in_claude_code(claude: ClaudeCode, model_server: ModelServer) -> None:
-    keyword = Turn.call("ToolSearch", query="squash")
-    scenario = Scenario(call, load=[keyword, loads_by_keyword])
+    scenario = Scenario(call, load=claude_code.FIND_TOOLS)
     script = model_server.play(scenario.script())
     run = claude.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.hosts import codex
-from tests.hosts.codex import Codex, call, tool_search
-from tests.hosts.model import ModelServer, Turn
+from tests.hosts.codex import Codex, call
+from tests.hosts.model import ModelServer
 from tests.hosts.scenario import Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -32,7 +32,7 @@ def test_the_readme_snippet_is_what_codex_is_given(tmp_path: Path) -> None:
 
 
 def test_the_scenario_in_codex(host: Codex, model_server: ModelServer) -> None:
-    scenario = Scenario(call, load=[Turn("", (tool_search("squash"),))])
+    scenario = Scenario(call, load=codex.FIND_TOOLS)
     script = model_server.play(scenario.script())
     run = host.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()
