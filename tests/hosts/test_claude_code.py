@@ -63,6 +63,45 @@ def test_the_scenario_in_claude_code(claude: ClaudeCode, model_server: ModelServ
     assert after_keyword.tool(name("frs_restore"))
 
 
+def test_the_scenario_with_tool_search_off_shows_every_frs_tool_upfront(
+    claude: ClaudeCode, model_server: ModelServer
+) -> None:
+    """Claude Code turns tool search off for a base URL that is not Anthropic's (a gateway,
+    a proxy): the model then gets every frs tool's schema in the first request."""
+    scenario = Scenario(call)
+    script = model_server.play(scenario.script())
+    run = claude.run(model_server.url, "Find the flaky test's cause.", tool_search=False)
+    assert run.returncode == 0, run.describe() + "\n" + script.describe()
+    scenario.check(script)
+    first = script.seen_at(0)
+    frs = [tool for tool in first.tools if tool.name.startswith(claude_code.PREFIX)]
+    assert sorted(tool.name for tool in frs) == sorted(name(tool) for tool in FRS_TOOLS)
+    assert not [tool for tool in frs if tool.raw.get("defer_loading")]
+
+
+KEYWORDS = {
+    "squash": "frs_compress_range",
+    "compress": "frs_compress_range",
+    "summarize": "frs_compress_range",
+    "expand": "get_alias",
+    "undo": "frs_restore",
+    "restore": "frs_restore",
+}
+
+
+def test_tool_search_finds_the_right_frs_tool_by_keyword(
+    claude: ClaudeCode, model_server: ModelServer
+) -> None:
+    searches = [Turn.call("ToolSearch", query=word, max_results=3) for word in KEYWORDS]
+    script = model_server.play(Script([*searches, Turn("Found them.")]))
+    run = claude.run(model_server.url, "Which frs tools squash, expand and undo?")
+    assert run.returncode == 0, run.describe() + "\n" + script.describe()
+    script.check_done()
+    for step, (word, tool) in enumerate(KEYWORDS.items(), start=1):
+        found = [block["tool_name"] for block in script.seen_at(step).result.raw["content"]]
+        assert name(tool) in found, (word, found)
+
+
 def conversation(note: str) -> Script:
     """Load the frs tools, record `note`, view the thread, stop."""
     tools = ",".join(name(tool) for tool in ("frs_record", "frs_view_thread"))
