@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
-from tests.hosts.model import ToolCall
+from tests.hosts.model import Seen, Step, ToolCall, Turn
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 PREFIX = "mcp__frs__"
@@ -41,15 +41,22 @@ def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
     return ToolCall(name(tool), arguments)
 
 
-def config() -> dict[str, Any]:
-    """The README's Claude Code entry (`.mcp.json`), frs-mcp started from this checkout."""
-    entry: dict[str, Any] = json.loads(readme.snippet("Claude Code", "json", '"mcpServers"'))
-    for server in entry["mcpServers"].values():
-        if "command" in server:
-            server["command"], server["args"] = readme.local_command(
-                server["command"], server.get("args", [])
-            )
-    return entry
+def _load_the_rest(seen: Seen) -> Turn:
+    """After the keyword search: load by name the frs tools "squash" did not bring."""
+    found = {block["tool_name"] for block in seen.result.raw["content"]}
+    assert name("frs_compress_range") in found, found
+    wanted = [name(tool) for tool in ("frs_session", "frs_record", "get_alias")]
+    return Turn.call("ToolSearch", query="select:" + ",".join(t for t in wanted if t not in found))
+
+
+#: How the scripted model finds the frs tools in Claude Code: ToolSearch by keyword ("squash"
+#: finds the squash tool by its words), then by name for the ones the keyword did not bring.
+FIND_TOOLS: list[Step] = [Turn.call("ToolSearch", query="squash"), _load_the_rest]
+
+
+def config() -> str:
+    """The README's Claude Code entry (`.mcp.json`) as pasted, with this checkout's frs-mcp."""
+    return readme.pasted("Claude Code")
 
 
 @dataclass(frozen=True)
@@ -103,15 +110,15 @@ class ClaudeCode:
         model_url: str,
         prompt: str,
         *extra: str,
-        mcp: dict[str, Any] | None = None,
+        mcp: str | None = None,
         tool_search: bool = True,
     ) -> Run:
-        """`claude -p PROMPT` with the README's frs entry (or `mcp`) as its only MCP config,
-        the frs tools allowed without asking; `extra` adds arguments (--resume ID)."""
+        """`claude -p PROMPT` with the README's frs entry (or the JSON text `mcp`) as its only
+        MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume)."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
         config_file = self.home / "mcp.json"
-        config_file.write_text(json.dumps(config() if mcp is None else mcp), encoding="utf-8")
+        config_file.write_text(config() if mcp is None else mcp, encoding="utf-8")
         command = [
             *pinned.claude(self.root),
             "-p",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import pinned, readme
-from tests.hosts.model import ToolCall
+from tests.hosts.model import Step, ToolCall, Turn
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 NAMESPACE = "mcp__frs"
@@ -41,28 +41,18 @@ def tool_search(query: str, limit: int = 8) -> ToolCall:
     return ToolCall("tool_search", {"query": query, "limit": limit}, kind="tool_search")
 
 
-def _value(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    return json.dumps(value)  # strings, numbers and booleans are written alike in TOML
+#: How the scripted model finds the frs tools in Codex: one tool_search by keyword, which
+#: answers with the whole mcp__frs namespace.
+FIND_TOOLS: list[Step] = [Turn("", (tool_search("squash"),))]
 
 
-def servers() -> dict[str, Any]:
-    """The README's `[mcp_servers.*]` tables, frs-mcp started from this checkout."""
-    parsed = tomllib.loads(readme.snippet("Codex", "toml", "[mcp_servers."))
-    tables: dict[str, Any] = parsed["mcp_servers"]
-    for server in tables.values():
-        if "command" in server:
-            server["command"], server["args"] = readme.local_command(
-                server["command"], server.get("args", [])
-            )
-    return tables
+def snippet() -> str:
+    """The README's Codex CLI snippet as pasted, with this checkout's frs-mcp."""
+    return readme.pasted("Codex CLI")
 
 
-def config_toml(model_url: str, mcp: dict[str, Any]) -> str:
-    """The harness's settings, then the `[mcp_servers.*]` tables `mcp`."""
+def config_toml(model_url: str, mcp: str) -> str:
+    """The harness's settings, then `mcp` (TOML: the README's snippet) as it is."""
     lines = [
         f'model = "{MODEL}"',
         'model_provider = "scripted"',
@@ -85,10 +75,7 @@ def config_toml(model_url: str, mcp: dict[str, Any]) -> str:
         "[features]",
         "plugins = false",
     ]
-    for name, table in mcp.items():
-        lines += ["", f"[mcp_servers.{name}]"]
-        lines += [f"{key} = {_value(value)}" for key, value in table.items()]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + mcp
 
 
 @dataclass(frozen=True)
@@ -125,13 +112,15 @@ class Codex:
             "SCRIPTED_MODEL_KEY": "sk-scripted-model",
         }
 
-    def run(self, model_url: str, prompt: str, mcp: dict[str, Any] | None = None) -> Run:
-        """`codex exec PROMPT` with the README's frs table (or `mcp`) in its config."""
+    def run(self, model_url: str, prompt: str, mcp: str | None = None) -> Run:
+        """`codex exec PROMPT` with the README's frs table (or the TOML text `mcp`) in its
+        config."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
-        tables = servers() if mcp is None else mcp
-        (codex_home / "config.toml").write_text(config_toml(model_url, tables), encoding="utf-8")
+        text = snippet() if mcp is None else mcp
+        (codex_home / "config.toml").write_text(config_toml(model_url, text), encoding="utf-8")
+        tables = tomllib.loads(text).get("mcp_servers", {})
         wait = [part for name in tables for part in ("-c", f"mcp_servers.{name}.required=true")]
         command = [
             *pinned.codex(self.root),

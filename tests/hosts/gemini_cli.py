@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,14 +78,8 @@ def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
 
 
 def config() -> dict[str, Any]:
-    """The README's Gemini CLI entry (settings.json), frs-mcp started from this checkout."""
-    entry: dict[str, Any] = json.loads(readme.snippet("Gemini CLI", "json", '"mcpServers"'))
-    for server in entry["mcpServers"].values():
-        if "command" in server:
-            server["command"], server["args"] = readme.local_command(
-                server["command"], server.get("args", [])
-            )
-    return entry
+    """The README's Gemini CLI entry (settings.json) as pasted, with this checkout's frs-mcp."""
+    return readme.parsed("Gemini CLI")
 
 
 @dataclass(frozen=True)
@@ -162,10 +155,3 @@ class GeminiCli:
         except subprocess.TimeoutExpired as exc:
             raise AssertionError(f"gemini -p did not finish in {TIMEOUT} s: {exc}") from None
         return Run(done.returncode, done.stdout, done.stderr)
-
-
-def unwrap(text: str) -> str:
-    """The frs text inside the <untrusted_context> wrapper Gemini CLI puts around every MCP
-    result's text (the text unchanged if it has none)."""
-    found = re.fullmatch(r"<untrusted_context>\n(.*)\n</untrusted_context>", text, re.S)
-    return found.group(1) if found else text

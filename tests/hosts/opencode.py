@@ -69,13 +69,8 @@ def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
 
 
 def config() -> dict[str, Any]:
-    """The README's OpenCode entry (opencode.json), frs-mcp started from this checkout."""
-    entry: dict[str, Any] = json.loads(readme.snippet("OpenCode", "json", '"mcp"'))
-    for server in entry["mcp"].values():
-        if "command" in server:
-            command, args = readme.local_command(server["command"][0], server["command"][1:])
-            server["command"] = [command, *args]
-    return entry
+    """The README's OpenCode entry (opencode.json) as pasted, with this checkout's frs-mcp."""
+    return readme.parsed("OpenCode")
 
 
 def provider(model_url: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ asserts on what the model received.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,12 +55,29 @@ def revision_in(text: str) -> int:
     return find_int(r'\brevision"?\s*:?\s*(\d+)', text)
 
 
+def content(result: ToolResult) -> str:
+    """The tool's own content in a result, without what the host wraps around it (Codex puts
+    "Wall time: …\nOutput:" before every result; Gemini CLI wraps each in <untrusted_context>)."""
+    text = re.sub(r"\AWall time: [^\n]*\nOutput:\n", "", result.text)
+    wrapped = re.fullmatch(r"<untrusted_context>\n(.*)\n</untrusted_context>", text, re.S)
+    return wrapped.group(1) if wrapped else text
+
+
 def form(result: ToolResult) -> str:
-    """ "json" when the host forwarded the result as a JSON object, else "text"."""
+    """Whether the host forwarded the result as a JSON object ("json") or as text ("text")."""
     try:
-        return "json" if isinstance(json.loads(result.text), dict) else "text"
+        return "json" if isinstance(json.loads(content(result)), dict) else "text"
     except ValueError:
         return "text"
+
+
+def reply(result: ToolResult) -> str:
+    """The words the model reads: the text, or a JSON result's "message" (the reply text
+    frs-mcp puts first in its structured content; empty when there is none)."""
+    if form(result) == "text":
+        return content(result)
+    message = json.loads(content(result)).get("message")
+    return message if isinstance(message, str) else ""
 
 
 @dataclass
@@ -69,8 +87,6 @@ class Scenario:
     tool: Callable[[str, dict[str, Any]], ToolCall]  # an frs tool called as the host names it
     load: Sequence[Step] = ()
     found: dict[str, Any] = field(default_factory=dict)
-    # The frs text inside a host's framing of every result (Gemini CLI's <untrusted_context>).
-    unwrap: Callable[[str], str] = str
 
     def call(self, tool: str, **arguments: Any) -> Turn:
         return Turn("", (self.tool(tool, arguments),))
@@ -159,7 +175,7 @@ class Scenario:
         """What the model must have received at each step, whatever the host."""
         script.check_done()
         got = self.received(script)
-        text = {label: self.unwrap(result.text) for label, result in got.items()}
+        text = {label: reply(result) for label, result in got.items()}
         assert TITLE in text["session"], text["session"]
         assert "revision" in text["session"], text["session"]
         view = text["view"]

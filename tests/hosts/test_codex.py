@@ -5,13 +5,14 @@ received: the tools as Codex presents them, each result as it forwards it."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from tests.hosts import codex
-from tests.hosts.codex import Codex, call, tool_search
-from tests.hosts.model import ModelServer, Turn
+from tests.hosts.codex import Codex, call
+from tests.hosts.model import ModelServer
 from tests.hosts.scenario import Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -22,13 +23,16 @@ def host(hosts_root: Path, tmp_path: Path) -> Codex:
     return Codex(hosts_root, tmp_path / "home", tmp_path / "project")
 
 
-def test_the_readme_snippet_is_what_codex_is_given() -> None:
-    entry = codex.servers()["frs"]
+def test_the_readme_snippet_is_what_codex_is_given(tmp_path: Path) -> None:
+    written = codex.config_toml("http://127.0.0.1:1", codex.snippet())
+    assert written.endswith(codex.snippet())
+    entry = tomllib.loads(written)["mcp_servers"]["frs"]
     assert Path(entry["command"]).name == "frs-mcp"
+    assert Path(entry["command"]).is_absolute()
 
 
 def test_the_scenario_in_codex(host: Codex, model_server: ModelServer) -> None:
-    scenario = Scenario(call, load=[Turn("", (tool_search("squash"),))])
+    scenario = Scenario(call, load=codex.FIND_TOOLS)
     script = model_server.play(scenario.script())
     run = host.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()

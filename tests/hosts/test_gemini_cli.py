@@ -12,9 +12,9 @@ import pytest
 from server.app import INSTRUCTIONS
 from tests.hosts import gemini_cli
 from tests.hosts.gemini_cli import GeminiCli, call, name
-from tests.hosts.measure import figures, server_tools
+from tests.hosts.listed import server_tools
 from tests.hosts.model import ModelServer
-from tests.hosts.scenario import LABELS, Scenario
+from tests.hosts.scenario import Scenario, form
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ def test_the_readme_snippet_is_what_gemini_cli_is_given() -> None:
 def test_the_scenario_in_gemini_cli(
     gemini: GeminiCli, model_server: ModelServer, tmp_path: Path
 ) -> None:
-    scenario = Scenario(call, unwrap=gemini_cli.unwrap)
+    scenario = Scenario(call)
     script = model_server.play(scenario.script())
     run = gemini.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()
@@ -76,16 +76,12 @@ def test_the_scenario_in_gemini_cli(
             assert '"isError":true' in response["error"], response
             continue
         assert list(response) == ["output"], response
-        inner = gemini_cli.unwrap(response["output"])
-        assert inner != response["output"], response  # wrapped
-        assert not inner.startswith("{"), response  # the text, not the structured content
+        assert response["output"].startswith("<untrusted_context>\n"), response
+        assert response["output"].endswith("\n</untrusted_context>"), response
+        assert form(result) == "text", response  # the text, not the structured content
     assert received["stale"].is_error
     assert received["split"].is_error
     stale = received["stale"].text
     assert "Error executing tool frs_compress_range: Stale revision" in stale, stale
     assert "retry with expected_revision=" in stale, stale
     assert json.loads(stale.split("with response: ", 1)[1])[0]["functionResponse"]
-
-    measured = figures("Gemini CLI", first, {name(t) for t in listed}, received)
-    print(measured.describe())
-    assert set(measured.results) == set(LABELS)

@@ -111,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
 
 class _Server(ThreadingHTTPServer):
