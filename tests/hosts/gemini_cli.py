@@ -22,9 +22,11 @@ How it is run (Gemini CLI 0.61.0, read from its bundle and checked against a req
 
 What the model receives: frs-mcp's instructions in the first user turn ("The following are
 instructions provided by the tool server 'frs'", inside <session_context>); every frs tool at
-once (no deferral), named `mcp_<server>_<tool>`
-(`mcp_frs_frs_view_thread`), with the server's description and its input schema as
-`parametersJsonSchema`, plus one property Gemini CLI adds to every tool, `wait_for_previous`.
+once (no deferral), named `mcp_<server>_<tool>` (`mcp_frs_frs_view_thread`), with the server's
+description and its input schema as `parametersJsonSchema`, plus one property Gemini CLI adds
+to every tool, `wait_for_previous`. (Its schema checker, Ajv in strict mode, prints "strict
+mode: missing type" to stderr for frs's limits that sit beside an `anyOf`, such as the
+`maxLength` of a nullable string; the schemas still reach the model whole.)
 A result arrives as the tool's text content (never its structured content), wrapped as
 {"output": "<untrusted_context>\\nTEXT\\n</untrusted_context>"}; an error as {"error": "MCP tool
 'frs_record' reported tool error for function call: {…arguments…} with response: [{…,
