@@ -88,6 +88,14 @@ class Run:
         """The JSON lines `codex exec --json` printed."""
         return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
 
+    @property
+    def thread_id(self) -> str:
+        """The conversation's id (`codex exec resume ID` continues it)."""
+        started = [e for e in self.events() if e.get("type") == "thread.started"]
+        if not started:
+            raise AssertionError(f"codex exec printed no thread.started: {self.describe()}")
+        return str(started[0]["thread_id"])
+
     def describe(self) -> str:
         return (
             f"exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}"
@@ -112,9 +120,11 @@ class Codex:
             "SCRIPTED_MODEL_KEY": "sk-scripted-model",
         }
 
-    def run(self, model_url: str, prompt: str, mcp: str | None = None) -> Run:
+    def run(
+        self, model_url: str, prompt: str, mcp: str | None = None, resume: str | None = None
+    ) -> Run:
         """`codex exec PROMPT` with the README's frs table (or the TOML text `mcp`) in its
-        config."""
+        config; `resume` continues that conversation (`codex exec resume ID PROMPT`)."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -125,6 +135,7 @@ class Codex:
         command = [
             *pinned.codex(self.root),
             "exec",
+            *(["resume", resume] if resume else []),
             "--skip-git-repo-check",
             "--json",
             *wait,

@@ -12,7 +12,7 @@ import pytest
 
 from tests.hosts import codex
 from tests.hosts.codex import Codex, call
-from tests.hosts.model import ModelServer
+from tests.hosts.model import ModelServer, Script, Turn
 from tests.hosts.scenario import Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
@@ -48,3 +48,45 @@ def test_the_scenario_in_codex(host: Codex, model_server: ModelServer) -> None:
     [namespace] = json.loads(script.seen_at(1).result.text)
     assert namespace["name"] == codex.NAMESPACE
     assert "frs_compress_range" in {tool["name"] for tool in namespace["tools"]}
+
+
+def conversation(note: str) -> Script:
+    """Find the frs tools, record `note`, view the thread, stop."""
+    return Script(
+        [
+            *codex.FIND_TOOLS,
+            Turn("", (call("frs_record", {"messages": [{"role": "user", "content": note}]}),)),
+            Turn("", (call("frs_view_thread", {}),)),
+            Turn("Noted."),
+        ]
+    )
+
+
+def view_of(script: Script) -> str:
+    script.check_done()
+    return script.seen_at(3).result.text
+
+
+def test_two_conversations_keep_two_threads_and_a_resumed_one_continues_its_own(
+    host: Codex, model_server: ModelServer
+) -> None:
+    first = model_server.play(conversation("alpha: the first conversation"))
+    run_a = host.run(model_server.url, "First task.")
+    assert run_a.returncode == 0, run_a.describe()
+    assert "[1] User: alpha: the first conversation" in view_of(first)
+
+    second = model_server.play(conversation("beta: the second conversation"))
+    run_b = host.run(model_server.url, "Second task.")
+    assert run_b.returncode == 0, run_b.describe()
+    assert run_b.thread_id != run_a.thread_id
+    view_b = view_of(second)
+    assert "[1] User: beta: the second conversation" in view_b, view_b
+    assert "alpha" not in view_b, view_b
+
+    resumed = model_server.play(conversation("alpha again, resumed"))
+    run_c = host.run(model_server.url, "Back to the first task.", resume=run_a.thread_id)
+    assert run_c.returncode == 0, run_c.describe()
+    view_c = view_of(resumed)
+    assert "[1] User: alpha: the first conversation" in view_c, view_c
+    assert "[2] User: alpha again, resumed" in view_c, view_c
+    assert "beta" not in view_c, view_c
