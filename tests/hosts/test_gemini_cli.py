@@ -13,8 +13,8 @@ from server.app import INSTRUCTIONS
 from tests.hosts import gemini_cli
 from tests.hosts.gemini_cli import GeminiCli, call, name
 from tests.hosts.listed import server_tools
-from tests.hosts.model import ModelServer
-from tests.hosts.scenario import Scenario, form
+from tests.hosts.model import ModelServer, Script, Turn
+from tests.hosts.scenario import Scenario, content, form
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -85,3 +85,31 @@ def test_the_scenario_in_gemini_cli(
     assert "Error executing tool frs_compress_range: Stale revision" in stale, stale
     assert "retry with expected_revision=" in stale, stale
     assert json.loads(stale.split("with response: ", 1)[1])[0]["functionResponse"]
+
+
+def test_two_conversations_in_one_workspace_share_its_thread(
+    gemini: GeminiCli, model_server: ModelServer
+) -> None:
+    # Gemini CLI tells its MCP servers nothing of the conversation (no environment variable, no
+    # _meta key): its scope is the client and workspace, whose current session both
+    # conversations continue, as the README's "Whose session" says.
+    def conversation(note: str) -> Script:
+        return Script(
+            [
+                Turn.call(name("frs_record"), messages=[{"role": "user", "content": note}]),
+                Turn.call(name("frs_view_thread")),
+                Turn("Noted."),
+            ]
+        )
+
+    first = model_server.play(conversation("alpha: the first conversation"))
+    run_a = gemini.run(model_server.url, "First task.")
+    assert run_a.returncode == 0, run_a.describe() + "\n" + first.describe()
+    second = model_server.play(conversation("beta: the second conversation"))
+    run_b = gemini.run(model_server.url, "Second task.")
+    assert run_b.returncode == 0, run_b.describe() + "\n" + second.describe()
+    assert run_b.result["session_id"] != run_a.result["session_id"]
+    second.check_done()
+    view = content(second.seen_at(2).result)
+    assert "[1] User: alpha: the first conversation" in view, view
+    assert "[2] User: beta: the second conversation" in view, view

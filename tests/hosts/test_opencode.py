@@ -11,9 +11,9 @@ import pytest
 from server.app import INSTRUCTIONS
 from tests.hosts import opencode
 from tests.hosts.listed import server_tools
-from tests.hosts.model import ModelServer
+from tests.hosts.model import ModelServer, Script, Turn
 from tests.hosts.opencode import OpenCode, call, name
-from tests.hosts.scenario import Scenario, form
+from tests.hosts.scenario import Scenario, content, form
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -65,3 +65,32 @@ def test_the_scenario_in_opencode(
         assert form(result) == "text", result.text
     stale = received["stale"].text
     assert stale.startswith("Error executing tool frs_compress_range: Stale revision"), stale
+
+
+def test_two_conversations_in_one_project_share_its_thread(
+    host: OpenCode, model_server: ModelServer
+) -> None:
+    # OpenCode tells its MCP servers nothing of the conversation (OPENCODE_PID names the
+    # process, which may hold many sessions): its scope is the client and project, whose
+    # current session both conversations continue, as the README's "Whose session" says.
+    def conversation(note: str) -> Script:
+        return Script(
+            [
+                Turn.call(name("frs_record"), messages=[{"role": "user", "content": note}]),
+                Turn.call(name("frs_view_thread")),
+                Turn("Noted."),
+            ]
+        )
+
+    first = model_server.play(conversation("alpha: the first conversation"))
+    run_a = host.run(model_server.url, "First task.")
+    assert run_a.returncode == 0, run_a.describe() + "\n" + first.describe()
+    second = model_server.play(conversation("beta: the second conversation"))
+    run_b = host.run(model_server.url, "Second task.")
+    assert run_b.returncode == 0, run_b.describe() + "\n" + second.describe()
+    sessions = {e["sessionID"] for run in (run_a, run_b) for e in run.events}
+    assert len(sessions) == 2, sessions
+    second.check_done()
+    view = content(second.seen_at(2).result)
+    assert "[1] User: alpha: the first conversation" in view, view
+    assert "[2] User: beta: the second conversation" in view, view
