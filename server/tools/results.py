@@ -1,9 +1,9 @@
 """What the tools answer: the reply text for the model, and the same text, first, in the
 structured content beside the data for programs.
 
-Hosts differ in what they hand the model: Gemini CLI gives it the text content; Claude Code,
-Codex CLI and OpenCode give it the structured content, as JSON, whenever there is some (with or
-without an output schema). So every structured result opens with `message`, the reply text
+Hosts differ in what they hand the model: Gemini CLI and OpenCode give it the text content;
+Claude Code and Codex CLI give it the structured content, as JSON, whenever there is some (with
+or without an output schema). So every structured result opens with `message`, the reply text
 itself (what changed, the new revision, how to read and undo a squash, the warnings), and a
 model reads the same guidance whichever part its host forwards.
 """

@@ -1,6 +1,6 @@
 """Whatever the host, the model gets the same guidance.
 
-Gemini CLI hands the model a tool's text content; Claude Code, Codex CLI and OpenCode hand it
+Gemini CLI and OpenCode hand the model a tool's text content; Claude Code and Codex CLI hand it
 the structured content as JSON whenever there is some. So each result's structured content opens
 with `message`, the reply text itself: what changed, the revision, how to read and undo a
 squash, the warnings. And hosts that defer tools (Claude Code's ToolSearch) find them by
