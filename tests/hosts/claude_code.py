@@ -29,6 +29,9 @@ QUIET = {
     "DISABLE_BUG_COMMAND": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+    # A loaded CI machine may take seconds to start frs-mcp; wait for it rather than run
+    # the conversation without its tools.
+    "MCP_TIMEOUT": "60000",
 }
 
 

@@ -4,10 +4,11 @@ the README's Codex snippet.
 Each run gets its own HOME and CODEX_HOME. The config.toml written there is the harness's part
 (a `model_providers` entry whose base_url is the scripted model, wire_api "responses"; no update
 check, analytics, OpenTelemetry export or plugin sync, so nothing leaves the machine) followed
-by the README's `[mcp_servers.frs]` table. One override is passed on the command line:
+by the README's `[mcp_servers.frs]` table. Two overrides are passed on the command line:
 `mcp_servers.frs.required=true` makes `codex exec` wait for frs-mcp's tool list before the
-first model request; without it Codex asks the model before a just-started server has
-answered, and announces the frs tools a turn or two later, as they arrive.
+first model request (without it Codex asks the model before a just-started server has
+answered, and announces the frs tools a turn or two later, as they arrive), and a startup
+timeout long enough for a loaded machine.
 
 Codex 0.171 defers MCP tools for models that support tool search (gpt-5.5 here): the model
 sees "Deferred tool namespaces: mcp__frs: <the server's instructions>", finds the tools with a
@@ -28,6 +29,7 @@ from tests.hosts import pinned, readme
 from tests.hosts.model import Step, ToolCall, Turn
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
+STARTUP = 60  # seconds Codex waits for frs-mcp to list its tools (a loaded CI machine is slow)
 NAMESPACE = "mcp__frs"
 MODEL = "gpt-5.5"  # a model Codex knows: its tool search is on, as for a real user
 
@@ -131,7 +133,12 @@ class Codex:
         text = snippet() if mcp is None else mcp
         (codex_home / "config.toml").write_text(config_toml(model_url, text), encoding="utf-8")
         tables = tomllib.loads(text).get("mcp_servers", {})
-        wait = [part for name in tables for part in ("-c", f"mcp_servers.{name}.required=true")]
+        wait = [
+            part
+            for name in tables
+            for setting in ("required=true", f"startup_timeout_sec={STARTUP}")
+            for part in ("-c", f"mcp_servers.{name}.{setting}")
+        ]
         command = [
             *pinned.codex(self.root),
             "exec",

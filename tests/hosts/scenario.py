@@ -48,6 +48,9 @@ THREAD: list[dict[str, Any]] = [
 ]
 SUMMARY = "Ran test_sync 20x: 2 failures (3 != 4); Syncer.flush clears pending without a lock."
 LABELS = ("session", "record", "view", "stale", "split", "squash", "alias", "restore", "again")
+#: The calls whose tools declare an output schema: a host that forwards structured content
+#: hands the model these as JSON (the rest, views, pages and errors, are text everywhere).
+STRUCTURED = frozenset({"session", "record", "squash", "restore"})
 
 
 def revision_in(text: str) -> int:
@@ -170,6 +173,10 @@ class Scenario:
 
     def received(self, script: Script) -> dict[str, ToolResult]:
         return {label: self.result(script, label) for label in LABELS}
+
+    def forms(self, script: Script) -> dict[str, str]:
+        """Each result's form as the model received it: "json" or "text"."""
+        return {label: form(result) for label, result in self.received(script).items()}
 
     def check(self, script: Script) -> None:
         """What the model must have received at each step, whatever the host."""

@@ -12,7 +12,7 @@ import pytest
 from tests.hosts import claude_code
 from tests.hosts.claude_code import ClaudeCode, call, name
 from tests.hosts.model import ModelServer, Script, Turn
-from tests.hosts.scenario import Scenario
+from tests.hosts.scenario import LABELS, STRUCTURED, Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -48,6 +48,10 @@ def test_the_scenario_in_claude_code(claude: ClaudeCode, model_server: ModelServ
     run = claude.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()
     scenario.check(script)
+    # Claude Code forwards a tool's structured content, as JSON, when it has one.
+    assert scenario.forms(script) == {
+        label: "json" if label in STRUCTURED else "text" for label in LABELS
+    }
 
     # Deferred: the first request names every frs tool but carries none of their schemas.
     first = script.seen_at(0)

@@ -13,7 +13,7 @@ import pytest
 from tests.hosts import codex
 from tests.hosts.codex import Codex, call
 from tests.hosts.model import ModelServer, Script, Turn
-from tests.hosts.scenario import Scenario
+from tests.hosts.scenario import LABELS, STRUCTURED, Scenario
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -37,6 +37,10 @@ def test_the_scenario_in_codex(host: Codex, model_server: ModelServer) -> None:
     run = host.run(model_server.url, "Find the flaky test's cause; keep your thread in frs.")
     assert run.returncode == 0, run.describe() + "\n" + script.describe()
     scenario.check(script)
+    # Codex CLI forwards a tool's structured content, as JSON, when it has one.
+    assert scenario.forms(script) == {
+        label: "json" if label in STRUCTURED else "text" for label in LABELS
+    }
 
     # Deferred: the first request names the frs namespace (with the server's instructions)
     # and carries no frs tool; tool_search "squash" brings the namespace with its tools.

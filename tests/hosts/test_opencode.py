@@ -59,6 +59,7 @@ def test_the_scenario_in_opencode(
 
     # Forwarded as the tool's text, never its structured content; an error as its text alone.
     received = scenario.received(script)
+    assert set(scenario.forms(script).values()) == {"text"}, scenario.forms(script)
     for result in received.values():
         assert result.raw["role"] == "tool", result.raw
         assert isinstance(result.raw["content"], str), result.raw
