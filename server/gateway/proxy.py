@@ -156,7 +156,7 @@ class Gateway:
         if self._recording == 0:
             self._settled = anyio.Event()
         self._recording += 1
-        # A few new messages are recorded while the call goes upstream, and the answer's end
+        # A few new messages are recorded while the call goes upstream, and the answer's body
         # waits for them: the frs tools the model calls in its answer then see the thread up
         # to that answer. A long backlog (a resumed conversation's first call) is recorded
         # after the answer, off its path.
@@ -248,6 +248,11 @@ class Gateway:
             if tee is not None:
                 tee.start(response.status_code, response.headers)
             async for chunk in response.aiter_raw():
+                # The answer's first bytes wait for the request's new messages to be stored
+                # (they are written while the model thinks): a host may act on the answer
+                # before its stream ends, and its frs tools must find them.
+                if recorded is not None:
+                    await recorded.wait()
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if tee is not None:
                     tee.add(chunk)  # a reference kept, read after the answer is sent
