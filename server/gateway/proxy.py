@@ -57,8 +57,7 @@ _HOP = frozenset(
 @dataclass(frozen=True, slots=True)
 class Route:
     upstream: str  # base URL, no trailing slash
-    wire: WireFormat | None  # None: forwarded as it came, never read
-    path: str  # the path this wire rewrites (POST)
+    wire: WireFormat | None  # the wire that reads a POST to this path; None: never read
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +106,12 @@ class Gateway:
         await self._settled.wait()
 
     def route(self, path: str) -> Route:
+        """The upstream a path goes to, and the wire format that reads it (`WireFormat.path`
+        equal to it), if any."""
+        wire = next((w for w in self.wires.values() if w.path == path), None)
         if path.startswith(OPENAI_PATHS):
-            return Route(self.upstreams.openai.rstrip("/"), self.wires.get("openai"), "")
-        return Route(
-            self.upstreams.anthropic.rstrip("/"), self.wires.get("anthropic"), "/v1/messages"
-        )
+            return Route(self.upstreams.openai.rstrip("/"), wire)
+        return Route(self.upstreams.anthropic.rstrip("/"), wire)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -126,12 +126,7 @@ class Gateway:
         prepared = Prepared(body)
         # A compressed body is forwarded as it came: reading it would mean writing it again.
         plain = named.get("content-encoding", "identity").lower() == "identity"
-        if (
-            plain
-            and route.wire is not None
-            and scope["method"] == "POST"
-            and scope["path"] == route.path
-        ):
+        if plain and route.wire is not None and scope["method"] == "POST":
             prepared = await self._prepare(route.wire, body, named)
         self.traffic.requests += 1
         self.traffic.sent_bytes += len(body)

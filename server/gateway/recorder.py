@@ -39,6 +39,7 @@ class WireFormat:
     """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
 
     name: str
+    path: str  # the path whose POSTs it reads (every other path is forwarded unread)
     #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
     parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
     #: The conversation a request names in its headers (before its body is read), if any.
