@@ -1,7 +1,7 @@
 """The gateway's HTTP core: forward each request to its provider, stream the answer back.
 
 Method, path, query and headers go upstream as the host sent them (hop-by-hop headers and the
-gateway's own token aside); the body too, unless the request's wire format (`WIRES`) reads it
+gateway's own token aside); the body too, unless a wire format (`Gateway.wires`) reads it
 and a squash applies (`server.gateway.recorder`). The answer is relayed as it arrives, byte
 for byte and unparsed: JSON, server-sent events (pings and mid-stream errors included), any
 status. Whatever fails in reading, recording or rewriting, the host's own bytes are forwarded
