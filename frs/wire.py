@@ -82,15 +82,22 @@ class Parsed:
 
 
 def common_prefix(a: str, b: str) -> int:
-    """How many leading characters `a` and `b` share, compared a block at a time."""
+    """How many leading characters `a` and `b` share: whole blocks compared while they are
+    equal, then the differing block halved until one character is left (never a loop over
+    characters: a body of megabytes is compared in well under a millisecond)."""
     block, at, end = 1 << 16, 0, min(len(a), len(b))
     while at < end and a[at : at + block] == b[at : at + block]:
         at += block
     if at >= end:
         return end
-    while at < end and a[at] == b[at]:
-        at += 1
-    return at
+    low, high = at, min(at + block, end)  # a[:low] == b[:low]; they differ before `high`
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low if a[low] != b[low] else low + 1
 
 
 def reused(request: WireRequest, previous: WireRequest | None) -> int:

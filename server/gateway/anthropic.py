@@ -29,7 +29,7 @@ from frs.wire import (
     common_prefix,
 )
 from server.gateway.recorder import WireFormat
-from server.gateway.spans import array_items, compact, decode, object_members
+from server.gateway.spans import array_items, compact, decode, first_item, object_members
 
 #: The header a Claude Code subagent's requests add to their session's.
 AGENT_HEADER = "x-claude-code-agent-id"
@@ -90,16 +90,16 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
         nonlocal array
 
         def one(text: str, at: int) -> tuple[WireMessage, int]:
-            index = len(read)
-            if index < len(kept) and kept[index].span.start == at:
-                message = kept[index]
-                read.append(message)
-                return message, message.span.end
             message, end = _message(text, at)
             read.append(message)
             return message, end
 
-        _, array = array_items(text, at, one)
+        # The messages taken over are not walked again: reading resumes after the last.
+        resume = None
+        if kept and kept[0].span.start == first_item(text, at):
+            read.extend(kept)
+            resume = kept[-1].span.end
+        _, array = array_items(text, at, one, resume)
         return tuple(read), array.end
 
     top, _ = object_members(body, 0, {"messages": messages})

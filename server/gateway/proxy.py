@@ -151,9 +151,9 @@ class Gateway:
         if self._recording == 0:
             self._settled = anyio.Event()
         self._recording += 1
-        # A few new messages are recorded while the call goes upstream, and the answer's body
-        # waits for them: the frs tools the model calls in its answer then see the thread up
-        # to that answer. A long backlog (a resumed conversation's first call) is recorded
+        # A few new messages are recorded while the call goes upstream, and the end of the
+        # answer waits for them (`Held`): the frs tools the model calls in its answer then see
+        # the thread up to that answer. A long backlog (a resumed conversation's first call) is recorded
         # after the answer, off its path.
         early = prepared.fresh <= EARLY_UNITS
         tee = Tee() if route.wire is not None and prepared.belongs else None
@@ -242,18 +242,15 @@ class Gateway:
             )
             if tee is not None:
                 tee.start(response.status_code, response.headers)
+            held = Held(recorded)
             async for chunk in response.aiter_raw():
-                # The answer's first bytes wait for the request's new messages to be stored
-                # (they are written while the model thinks): a host may act on the answer
-                # before its stream ends, and its frs tools must find them.
-                if recorded is not None:
-                    await recorded.wait()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if tee is not None:
                     tee.add(chunk)  # a reference kept, read after the answer is sent
-            if recorded is not None:
-                await recorded.wait()
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                out = held.let_through(chunk)
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+            last = await held.rest()
+            await send({"type": "http.response.body", "body": last, "more_body": False})
             if tee is not None:
                 tee.done = True
         except httpx2.HTTPError as exc:
@@ -263,6 +260,49 @@ class Gateway:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
+
+
+class Held:
+    """What of an answer waits for its request's new messages to be stored.
+
+    A host may act on an answer before its stream ends (Claude Code runs the tools at
+    `message_stop`), and the frs tools it then calls must find the thread up to that answer.
+    The answer still streams at once: while the recording runs (a few milliseconds; the model
+    takes longer to answer), only what would let the host act is kept back, from the first
+    `message_stop` on, and the last few bytes of what came (the end of a JSON answer, or a
+    `message_stop` cut between two chunks). Once the recording is done nothing is held."""
+
+    MARK = b"message_stop"
+
+    def __init__(self, recorded: anyio.Event | None) -> None:
+        self.recorded = recorded
+        self.kept = b""
+        self.stopped = False  # a `message_stop` came: everything after waits too
+
+    def let_through(self, chunk: bytes) -> bytes:
+        """The bytes that may go to the host now."""
+        if self.recorded is None or self.recorded.is_set():
+            out, self.kept = self.kept + chunk, b""
+            return out
+        if self.stopped:
+            self.kept += chunk
+            return b""
+        pending = self.kept + chunk
+        at = pending.find(self.MARK)
+        if at >= 0:
+            self.stopped = True
+            cut = at
+        else:
+            cut = max(len(pending) - (len(self.MARK) - 1), 0)
+        out, self.kept = pending[:cut], pending[cut:]
+        return out
+
+    async def rest(self) -> bytes:
+        """What was held, once the recording is done."""
+        if self.recorded is not None:
+            await self.recorded.wait()
+        out, self.kept = self.kept, b""
+        return out
 
 
 class Tee:

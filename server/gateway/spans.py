@@ -74,17 +74,28 @@ def object_members(
         at = _skip(text, at + 1)
 
 
-def array_items(text: str, start: int, reader: Reader = decode) -> tuple[list[Member], Span]:
+def array_items(
+    text: str, start: int, reader: Reader = decode, resume: int | None = None
+) -> tuple[list[Member], Span]:
     """The items of the array whose `[` is at or after `start`, each read by `reader`, and
-    the array's own span."""
+    the array's own span. `resume`: where an item the caller already holds ends (it vouches
+    for every item before it); reading goes on after it, and only later items are returned."""
     at = _skip(text, start)
     if text[at : at + 1] != "[":
         raise ValueError(f"expected an array at character {at}")
     first = at
-    at = _skip(text, at + 1)
     items: list[Member] = []
-    if text[at : at + 1] == "]":
-        return items, Span(first, at + 1)
+    if resume is not None:
+        at = _skip(text, resume)
+        if text[at : at + 1] == "]":
+            return items, Span(first, at + 1)
+        if text[at : at + 1] != ",":
+            raise ValueError(f"expected ',' or ']' at character {at}")
+        at = _skip(text, at + 1)
+    else:
+        at = _skip(text, at + 1)
+        if text[at : at + 1] == "]":
+            return items, Span(first, at + 1)
     while True:
         value, end = reader(text, at)
         items.append(Member(None, Span(at, end), value))
@@ -94,6 +105,13 @@ def array_items(text: str, start: int, reader: Reader = decode) -> tuple[list[Me
         if text[at : at + 1] != ",":
             raise ValueError(f"expected ',' or ']' at character {at}")
         at = _skip(text, at + 1)
+
+
+def first_item(text: str, at: int) -> int:
+    """Where the first item of the array whose `[` is at or after `at` starts (-1: there is
+    no array there)."""
+    at = _skip(text, at)
+    return _skip(text, at + 1) if text[at : at + 1] == "[" else -1
 
 
 def compact(value: object) -> str:
