@@ -153,8 +153,8 @@ class Gateway:
         self._recording += 1
         # A few new messages are recorded while the call goes upstream, and the end of the
         # answer waits for them (`Held`): the frs tools the model calls in its answer then see
-        # the thread up to that answer. A long backlog (a resumed conversation's first call) is recorded
-        # after the answer, off its path.
+        # the thread up to that answer. A long backlog (a resumed conversation's first call)
+        # is recorded after the answer, off its path.
         early = prepared.fresh <= EARLY_UNITS
         tee = Tee() if route.wire is not None and prepared.belongs else None
         try:
@@ -265,14 +265,15 @@ class Gateway:
 class Held:
     """What of an answer waits for its request's new messages to be stored.
 
-    A host may act on an answer before its stream ends (Claude Code runs the tools at
-    `message_stop`), and the frs tools it then calls must find the thread up to that answer.
+    A host may act on an answer before its stream ends (Claude Code runs a tool as soon as
+    its block stops), and the frs tools it then calls must find the thread up to that answer.
     The answer still streams at once: while the recording runs (a few milliseconds; the model
     takes longer to answer), only what would let the host act is kept back, from the first
-    `message_stop` on, and the last few bytes of what came (the end of a JSON answer, or a
-    `message_stop` cut between two chunks). Once the recording is done nothing is held."""
+    block's or message's stop on, and the last few bytes of what came (the end of a JSON
+    answer, or a stop cut between two chunks). Once the recording is done nothing is held."""
 
-    MARK = b"message_stop"
+    MARKS = (b"content_block_stop", b"message_stop")
+    TAIL = max(map(len, MARKS)) - 1
 
     def __init__(self, recorded: anyio.Event | None) -> None:
         self.recorded = recorded
@@ -288,12 +289,12 @@ class Held:
             self.kept += chunk
             return b""
         pending = self.kept + chunk
-        at = pending.find(self.MARK)
-        if at >= 0:
+        found = [at for at in map(pending.find, self.MARKS) if at >= 0]
+        if found:
             self.stopped = True
-            cut = at
+            cut = pending.rfind(b"\n", 0, min(found)) + 1  # from the start of its line
         else:
-            cut = max(len(pending) - (len(self.MARK) - 1), 0)
+            cut = max(len(pending) - self.TAIL, 0)
         out, self.kept = pending[:cut], pending[cut:]
         return out
 

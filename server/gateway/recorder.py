@@ -61,6 +61,9 @@ class _Conversation:
     sent: dict[int, str] = field(default_factory=dict)  # squash n -> its mark
     nudges: list[Nudge] = field(default_factory=list)  # made once, sent in every request
     nudged: int = 0  # the threshold level the last reminder answered
+    #: The last rewrite that passed the checks, read: the next, which repeats most of it
+    #: (frozen bytes), is checked from where it differs on (`_refusal`).
+    checked: tuple[str, Parsed] | None = None  # (wire name, the rewrite)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,7 @@ class Recorder:
             if not plan.changes:
                 return Prepared(body, plan, key, units, belongs, fresh=fresh)
             rewritten = wire.render(text, request, plan)
-            refusal = _refusal(wire, request, text, rewritten)
+            refusal = _refusal(wire, request, text, rewritten, conversation, headers)
             if refusal:
                 log.warning(
                     "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
@@ -232,10 +235,17 @@ def _belongs(
     return units[0].key == thread.first_key
 
 
-def _refusal(wire: WireFormat, request: WireRequest, original: str, rewritten: str) -> str | None:
+def _refusal(
+    wire: WireFormat,
+    request: WireRequest,
+    original: str,
+    rewritten: str,
+    conversation: _Conversation,
+    headers: Mapping[str, str],
+) -> str | None:
     """Why a rewrite must not be sent: a change outside the messages array (system, tools,
     every other field must stay byte for byte), or a rule it breaks that the host's request
-    kept. None when it may go."""
+    kept. None when it may go; it is then kept on `conversation` for the next check."""
     array = request.messages_span
     if array is None:
         return "the messages were not found"
@@ -245,12 +255,41 @@ def _refusal(wire: WireFormat, request: WireRequest, original: str, rewritten: s
         or rewritten[array.end + moved :] != original[array.end :]
     ):
         return "it changed something outside the messages"
-    found = wire.problems(wire.decode(rewritten))
-    if not found:
-        return None
-    # Rare: only then is the host's own request checked, so its own faults are not ours.
-    new = set(found) - set(wire.problems(wire.decode(original)))
-    return "; ".join(sorted(new)[:3]) if new else None
+    checked = conversation.checked
+    previous = checked[1] if checked is not None and checked[0] == wire.name else None
+    read = wire.parse(rewritten, headers, previous)
+    found = wire.problems(wire.decode(_from_repeat(rewritten, read, previous)))
+    refusal = None
+    if found:
+        # Rare: only then is the host's own request checked, so its own faults are not ours.
+        new = set(found) - set(wire.problems(wire.decode(original)))
+        refusal = "; ".join(sorted(new)[:3]) if new else None
+    if refusal is None:
+        conversation.checked = (wire.name, Parsed(rewritten, read))
+    return refusal
+
+
+#: Stands for the messages a check leaves out: a user message, as the first must be.
+_STAND_IN = '{"role":"user","content":"(earlier messages, checked before)"},'
+
+
+def _from_repeat(text: str, read: WireRequest, previous: Parsed | None) -> str:
+    """The body to check: `text` whole, or, when it repeats the last rewrite that passed
+    (`previous`), with the messages before the last repeated assistant message left out and
+    one stand-in user message in their place. What the rules ask of a message depends only
+    on its neighbours, and those left out were checked as they are; frozen bytes make a
+    long conversation's rewrites repeat all but their end, so a check stays short."""
+    span = read.messages_span
+    if previous is None or span is None:
+        return text
+    repeated = reused(read, previous.request)
+    start = next(
+        (i for i in range(repeated - 1, 0, -1) if read.messages[i].role == "assistant"), None
+    )
+    if start is None:
+        return text
+    first = read.messages[start].span.start
+    return text[: span.start] + "[" + _STAND_IN + text[first:]
 
 
 def _nudged(

@@ -1,0 +1,105 @@
+"""What keeps the gateway's added time small, and still right: the answer streams before the
+recording is done (only what lets the host act waits), a repeated prefix is found without a
+loop over characters, and a rewrite that repeats the last one is checked from its end."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from frs.wire import Parsed, common_prefix
+from server.gateway.anthropic import decode_body, parse, problems
+from server.gateway.proxy import Held
+from server.gateway.recorder import _from_repeat
+from tests.gateway.conversation import body, call, result, said, user
+
+
+def sse(kind: str) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind})}\n\n".encode()
+
+
+class TestHeld:
+    async def test_the_answer_starts_at_once_and_a_block_stop_waits_for_the_recording(self):
+        recorded = anyio.Event()
+        held = Held(recorded)
+        start = sse("message_start") + sse("content_block_start")
+        out = held.let_through(start + sse("content_block_stop") + sse("message_stop"))
+        assert out == start  # the host has the start, not the stop it would act on
+        assert held.let_through(sse("ping")) == b""  # after a stop everything waits
+        recorded.set()
+        rest = await held.rest()
+        assert out + rest == start + sse("content_block_stop") + sse("message_stop") + sse("ping")
+
+    async def test_a_stop_cut_between_two_chunks_still_waits(self):
+        recorded = anyio.Event()
+        held = Held(recorded)
+        whole = sse("message_start") + sse("message_stop")
+        cut = whole.index(b"message_stop", len(sse("message_start"))) + 4
+        sent = held.let_through(whole[:cut]) + held.let_through(whole[cut:])
+        assert sent == sse("message_start")
+        recorded.set()
+        assert sent + await held.rest() == whole
+
+    async def test_a_json_answer_keeps_its_last_bytes_until_recorded(self):
+        recorded = anyio.Event()
+        held = Held(recorded)
+        answer = json.dumps({"type": "message", "content": [{"type": "text", "text": "ok"}]})
+        sent = held.let_through(answer.encode())
+        assert sent  # it started
+        assert len(sent) < len(answer)  # the host cannot read it whole yet
+        recorded.set()
+        assert held.let_through(b"") == answer.encode()[len(sent) :]  # let go once recorded
+        assert await held.rest() == b""
+
+    async def test_once_recorded_nothing_is_held(self):
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded)
+        assert held.let_through(sse("message_stop")) == sse("message_stop")
+
+
+class TestCommonPrefix:
+    @pytest.mark.parametrize("at", [0, 1, 65_535, 65_536, 65_537, 199_999])
+    def test_the_first_difference_is_found_anywhere(self, at: int):
+        a = "x" * 200_000
+        b = a[:at] + "y" + a[at + 1 :]
+        assert common_prefix(a, b) == at
+        assert common_prefix(a, a[:at]) == at
+        assert common_prefix(a, a) == len(a)
+
+
+class TestCheckFromTheRepeat:
+    def conversation(self, pairs: int) -> list[dict[str, object]]:
+        messages: list[dict[str, object]] = [user("Fix the flaky test.")]
+        for i in range(pairs):
+            messages += [
+                call(f"toolu_{i}", f"run {i}", text=f"step {i}"),
+                result(f"toolu_{i}", "ok"),
+            ]
+        return messages
+
+    def test_a_repeating_rewrite_is_checked_from_its_last_repeated_call_on(self):
+        first = body(self.conversation(20)).decode()
+        previous = Parsed(first, parse(first, {}))
+        text = body([*self.conversation(20), said("Done.")]).decode()
+        checked = _from_repeat(text, parse(text, {}, previous), previous)
+        assert len(checked) < len(text) / 4  # most of it was checked before
+        assert problems(decode_body(checked)) == []
+
+    def test_a_fault_after_the_repeat_is_still_found(self):
+        first = body(self.conversation(20)).decode()
+        previous = Parsed(first, parse(first, {}))
+        # The new end calls a tool and, in the next message, answers another one.
+        bad = [*self.conversation(20), call("toolu_x", "x"), result("toolu_y", "?")]
+        text = body(bad).decode()
+        checked = _from_repeat(text, parse(text, {}, previous), previous)
+        assert len(checked) < len(text)
+        found = problems(decode_body(checked))
+        assert any("toolu_x" in p for p in found)
+        assert any("toolu_y" in p for p in found)
+
+    def test_with_nothing_checked_before_the_whole_body_is(self):
+        text = body(self.conversation(3)).decode()
+        assert _from_repeat(text, parse(text, {}), None) == text
