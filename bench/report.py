@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import hostile
+from bench import gateway, hostile
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -584,6 +584,7 @@ def render(results: dict[str, Any]) -> str:
         *_web(results.get("web", {})),
         *_postgres(results.get("postgres", {})),
         *hostile.render(results.get("hostile", {})),
+        *gateway.render(results.get("gateway", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
 

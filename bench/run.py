@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
-peers, web, postgres, hostile.
+peers, web, postgres, hostile, gateway.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -23,6 +23,7 @@ import anyio
 
 from bench import (
     cache,
+    gateway,
     hostile,
     latency,
     machine,
@@ -52,6 +53,7 @@ SECTIONS = (
     "web",
     "postgres",
     "hostile",
+    "gateway",
 )
 FULL = {
     "latency": latency.Plan(
@@ -70,6 +72,7 @@ FULL = {
     "web_rounds": 50,
     "postgres": {"size": 100_000, "rounds": 60, "load_calls": 60},
     "hostile": (8, 100),  # normal clients, calls each
+    "gateway_calls": 30,
 }
 QUICK = {
     "latency": latency.Plan(
@@ -88,6 +91,7 @@ QUICK = {
     "web_rounds": 5,
     "postgres": {"size": 10_000, "rounds": 4, "load_calls": 8},
     "hostile": (4, 20),
+    "gateway_calls": 6,
 }
 
 
@@ -168,6 +172,9 @@ async def measure(
         t = time.perf_counter()
         clients, calls = settings["hostile"]
         stamp("hostile", await hostile.run(folder, clients, calls, log), t)
+    if "gateway" in sections:
+        t = time.perf_counter()
+        stamp("gateway", await gateway.run(settings["gateway_calls"], log), t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 
