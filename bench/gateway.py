@@ -120,7 +120,11 @@ async def measure(size: int, calls: int, mode: str, folder: Path) -> list[float]
 
 
 def _p(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+        if len(values) > 1
+        else values[0]
+    )
 
 
 async def run(calls: int, log: Callable[[str], None] | None = None) -> dict[str, Any]:
