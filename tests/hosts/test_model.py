@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.hosts.model import ModelServer, Script, Seen, Turn, find_int
+from tests.hosts.model import WIRES, Exchange, ModelServer, Script, Seen, Turn, find_int
+from tests.hosts.model.wire import Reply, json_reply
 
 pytestmark = pytest.mark.hosts
 
@@ -169,3 +170,42 @@ def test_chat_completions_streams_tool_calls_then_done(model_server: ModelServer
         for call in choice["delta"].get("tool_calls", ())
     )
     assert json.loads(arguments) == {"role": "assistant", "content": "x"}
+
+
+def test_a_failed_step_stops_the_script_without_using_up_the_next(
+    model_server: ModelServer,
+) -> None:
+    def reads_a_revision(seen: Seen) -> Turn:
+        return Turn(str(find_int(r"revision (\d+)", seen.result.text)))
+
+    script = model_server.play(Script([reads_a_revision, Turn("never played")]))
+    result = {"type": "tool_result", "tool_use_id": "t", "content": "no number here"}
+    body = {
+        "model": "m",
+        "tools": TOOLS_ANTHROPIC,
+        "messages": [{"role": "user", "content": [result]}],
+    }
+    for _ in range(2):  # a host that retries gets the same refusal
+        status, raw = post(f"{model_server.url}/v1/messages", body)
+        assert status == 400
+        assert "step 0 failed" in json.loads(raw)["error"]["message"]
+    assert script.played == 1
+    with pytest.raises(AssertionError, match="step 0 failed"):
+        script.check_done()
+
+
+def test_a_wire_is_one_object_with_route_and_handle() -> None:
+    class Echo:
+        name = "echo"
+
+        def route(self, exchange: Exchange) -> str | None:
+            return "echo" if exchange.path == "/echo" else None
+
+        def handle(self, route: str, exchange: Exchange, script: Script) -> Reply:
+            exchange.kind = "other"
+            return json_reply(200, {"got": exchange.json})
+
+    with ModelServer(wires=[*WIRES, Echo()]) as server:
+        status, raw = post(f"{server.url}/echo", {"a": 1})
+        assert (status, json.loads(raw)) == (200, {"got": {"a": 1}})
+        assert [(e.wire, e.kind) for e in server.script.log] == [("echo", "other")]

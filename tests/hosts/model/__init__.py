@@ -1,8 +1,8 @@
 """A scripted model for host tests: the only stand-in in them (issue 19).
 
 `ModelServer` serves the Anthropic Messages API, the OpenAI Responses and Chat Completions APIs
-(one module per wire, registered in server.WIRES) on 127.0.0.1, plays a `Script` of `Turn`s and
-records every request (`Script.log`).
+and the Gemini API's generateContent family (one module per wire, registered in server.WIRES)
+on 127.0.0.1, plays a `Script` of `Turn`s and records every request (`Script.log`).
 """
 
 from tests.hosts.model.script import (

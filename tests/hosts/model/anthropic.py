@@ -36,7 +36,10 @@ def parse(body: Any) -> Seen:
         for t in body.get("tools") or ()
     )
     messages = body.get("messages") or []
-    last = messages[-1] if messages else {}
+    # The last turn is the last user message; system messages may follow it (Claude Code sends
+    # mid-conversation reminders as role "system").
+    talk = [m for m in messages if m.get("role") != "system"]
+    last = talk[-1] if talk else {}
     results: list[ToolResult] = []
     user_text = ""
     if last.get("role") == "user":

@@ -41,22 +41,34 @@ def parse(body: Any) -> Seen:
     items = body.get("input") or []
     if isinstance(items, str):
         return Seen(text_of(body.get("instructions")), tools, (), items, body)
-    last_message = max(
-        (i for i, item in enumerate(items) if item.get("type", "message") == "message"), default=-1
-    )
+    # The last turn's results: the run of result items at the end of the input, past any
+    # developer message the host appended after them (Codex announces tools that way).
+    tail: list[dict[str, Any]] = []
+    for item in reversed(items):
+        if item.get("type") in RESULTS:
+            tail.insert(0, item)
+        elif item.get("type", "message") == "message" and item.get("role") != "user" and not tail:
+            continue
+        else:
+            break
     results = tuple(
-        ToolResult(item.get("call_id", ""), _output_text(item.get("output")), False, item)
-        for item in items[last_message + 1 :]
-        if item.get("type") in ("function_call_output", "custom_tool_call_output")
+        ToolResult(item.get("call_id", ""), _output_text(item), False, item) for item in tail
     )
     user_text = ""
-    if last_message >= 0 and items[last_message].get("role") == "user":
-        user_text = text_of(items[last_message].get("content"))
+    if items and items[-1].get("type", "message") == "message" and items[-1].get("role") == "user":
+        user_text = text_of(items[-1].get("content"))
     return Seen(text_of(body.get("instructions")), tools, results, user_text, body)
 
 
-def _output_text(output: Any) -> str:
-    """A function_call_output's output: a string, or content parts (input_text ...)."""
+RESULTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
+
+
+def _output_text(item: dict[str, Any]) -> str:
+    """What a result item shows the model: a function output's text (a string, or content
+    parts), or the tools a tool search returned, as JSON."""
+    if item.get("type") == "tool_search_output":
+        return json.dumps(item.get("tools"), separators=(",", ":"))
+    output = item.get("output")
     if isinstance(output, dict) and "content" in output:  # {content, success} in older hosts
         return text_of(output["content"])
     return text_of(output)
@@ -75,16 +87,29 @@ def _items(turn: Turn) -> list[dict[str, Any]]:
             }
         )
     for call in turn.calls:
-        items.append(
-            {
-                "type": "function_call",
-                "id": new_id("fc_"),
-                "call_id": new_id("call_"),
-                "name": call.name,
-                "arguments": json.dumps(call.arguments),
-                "status": "completed",
-            }
-        )
+        if call.kind == "tool_search":
+            items.append(
+                {
+                    "type": "tool_search_call",
+                    "id": new_id("tsc_"),
+                    "call_id": new_id("call_"),
+                    "execution": "client",
+                    "arguments": call.arguments,
+                    "status": "completed",
+                }
+            )
+            continue
+        item = {
+            "type": "function_call",
+            "id": new_id("fc_"),
+            "call_id": new_id("call_"),
+            "name": call.name,
+            "arguments": json.dumps(call.arguments),
+            "status": "completed",
+        }
+        if call.namespace is not None:
+            item["namespace"] = call.namespace
+        items.append(item)
     return items
 
 
@@ -123,6 +148,12 @@ def _events(response: dict[str, Any], items: list[dict[str, Any]]) -> Iterator[d
                 **where,
                 "content_index": 0,
                 "part": item["content"][0],
+            }
+        elif item["type"] == "tool_search_call":
+            yield {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress"},
             }
         else:
             yield {

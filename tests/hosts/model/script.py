@@ -23,10 +23,17 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool the model calls, by the name the host gave it, with JSON arguments."""
+    """A tool the model calls, by the name the host gave it, with JSON arguments.
+
+    `namespace` is the namespace a Responses API tool was given in (Codex puts MCP tools in
+    one per server); `kind` "tool_search" is the Responses API's client-side tool search
+    (a tool_search_call item) rather than a function call.
+    """
 
     name: str
     arguments: dict[str, Any]
+    namespace: str | None = None
+    kind: str = "function"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +150,8 @@ class Exchange:
 
 
 class ScriptOverrun(AssertionError):
-    """The host asked for more turns than the script has."""
+    """The host asked for a turn the script cannot give: all steps were played, or one failed
+    (then every later request is refused too, and no step is used up)."""
 
 
 @dataclass
@@ -157,6 +165,7 @@ class Script:
     side: Sequence[SideRule] = DEFAULT_SIDE
     log: list[Exchange] = field(default_factory=list)
     played: int = 0
+    failed: str | None = None  # the first step's failure: every later request is refused
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, exchange: Exchange) -> None:
@@ -171,6 +180,9 @@ class Script:
                     exchange.kind, exchange.rule = "side", rule.name
                     exchange.answer = rule.answer(seen)
                     return exchange.answer
+            if self.failed is not None:
+                exchange.kind = "step"
+                raise ScriptOverrun(f"the script stopped: {self.failed}")
             if self.played >= len(self.steps):
                 exchange.kind = "step"
                 exchange.error = f"script overrun: all {len(self.steps)} steps were played"
@@ -185,6 +197,8 @@ class Script:
             turn = step(seen) if callable(step) else step
         except Exception as exc:
             exchange.error = f"step {index} failed: {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.failed = self.failed or exchange.error
             raise
         exchange.answer = turn
         return turn

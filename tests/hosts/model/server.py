@@ -17,12 +17,12 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.hosts.model import anthropic, chat, responses
+from tests.hosts.model import anthropic, chat, gemini, responses
 from tests.hosts.model.script import Exchange, Script
 from tests.hosts.model.wire import Reply, Wire, json_reply
 
 # One line per wire; the first that claims a request answers it.
-WIRES: list[Wire] = [anthropic.WIRE, responses.WIRE, chat.WIRE]
+WIRES: list[Wire] = [anthropic.WIRE, responses.WIRE, chat.WIRE, gemini.WIRE]
 
 
 def _decoded(body: bytes, encoding: str | None) -> bytes:
@@ -111,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
 
 class _Server(ThreadingHTTPServer):
