@@ -69,7 +69,7 @@ def plan_rewrite(
         keys_of[unit.message].add(unit.key)
     tail = _open_loop(request)
     turn = _turn_start(request)
-    thinking_now = any(
+    thinking_now = request.thinking_signed and any(
         block.kind in _THINKING for message in messages[turn:] for block in message.blocks
     )
     spans: list[tuple[int, int, LiveSquash]] = []
@@ -142,7 +142,7 @@ def _placed(
     fallback = _turn_start(request) - 1
     last_index = len(messages) - 1
     dropped: set[tuple[int, int]] = set()
-    for squash in applied:
+    for squash in applied if request.thinking_signed else ():
         hi = max(where[key] for key in squash.members)
         mark = sent.get(squash.n)
         upto = last_index if mark is None else where.get(mark, fallback)

@@ -31,6 +31,8 @@ DEFAULT_ANTHROPIC = "https://api.anthropic.com"
 DEFAULT_OPENAI = "https://api.openai.com"
 #: Paths that go to the OpenAI upstream; every other path goes to Anthropic's.
 OPENAI_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+#: The OpenAI paths a wire format reads (POST), and the name of that wire in `Gateway.wires`.
+OPENAI_WIRES = {"/v1/responses": "openai-responses", "/v1/chat/completions": "openai-chat"}
 #: The header a remote host sends the gateway's own token in (Authorization is the
 #: provider's key, and passes through).
 TOKEN_HEADER = "x-frs-token"
@@ -108,7 +110,12 @@ class Gateway:
 
     def route(self, path: str) -> Route:
         if path.startswith(OPENAI_PATHS):
-            return Route(self.upstreams.openai.rstrip("/"), self.wires.get("openai"), "")
+            wire = OPENAI_WIRES.get(path)
+            return Route(
+                self.upstreams.openai.rstrip("/"),
+                self.wires.get(wire) if wire else None,
+                path if wire else "",
+            )
         return Route(
             self.upstreams.anthropic.rstrip("/"), self.wires.get("anthropic"), "/v1/messages"
         )
