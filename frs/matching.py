@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from frs.model import NewMessage, ToolCall
+from frs.text import estimate_tokens, message_body
 from frs.wire import WireBlock, WireMessage, WireRequest
 
 #: Block kinds that are not what a message says: thinking is kept apart, and hosts may leave
@@ -31,6 +32,8 @@ class Unit:
     message: int  # index of its message in the request
     new: NewMessage
     thinking: tuple[NewMessage, ...] = ()  # recorded just before it (an assistant's)
+
+    tokens: int = 0  # estimated tokens of what it says (`frs.text`), thinking aside
 
 
 def units_of(request: WireRequest, kept: Sequence[Unit] = (), reused: int = 0) -> list[Unit]:
@@ -71,11 +74,12 @@ def units_of(request: WireRequest, kept: Sequence[Unit] = (), reused: int = 0) -
                     name=names.get(block.tool_id) or None,
                     tool_call_id=block.tool_id,
                 )
-                units.append(Unit(keyed(f"tr:{block.tool_id}"), index, new))
+                units.append(Unit(keyed(f"tr:{block.tool_id}"), index, new, tokens=_size(new)))
         said = [b for b in message.blocks if b.kind != "tool_result" and b.kind not in _UNSAID]
         if said:
             text = _text_of(said)
-            units.append(Unit(keyed("u:" + _digest(said)), index, NewMessage("user", text)))
+            words = NewMessage("user", text)
+            units.append(Unit(keyed("u:" + _digest(said)), index, words, tokens=_size(words)))
     return units
 
 
@@ -102,7 +106,28 @@ def _assistant(index: int, message: WireMessage, keyed: Callable[[str], str]) ->
         if b.kind in _UNSAID
     )
     new = NewMessage("assistant", _text_of(texts), tool_calls=calls, run_id=run)
-    return Unit(key, index, new, thinking)
+    return Unit(key, index, new, thinking, _size(new))
+
+
+def answer_unit(answer: WireMessage, units: Sequence[Unit]) -> Unit | None:
+    """The unit a model's answer to a request with these `units` will be in the next request
+    (the same key: its repeats in the transcript so far counted), or None when it says
+    nothing (thinking alone)."""
+    index = max((unit.message for unit in units), default=-1) + 1
+    counts: dict[str, int] = {}
+    for unit in units:
+        base = unit.key.split("#", 1)[0]
+        counts[base] = counts.get(base, 0) + 1
+
+    def keyed(base: str) -> str:
+        seen = counts.get(base, 0) + 1
+        return base if seen == 1 else f"{base}#{seen}"
+
+    return _assistant(index, answer, keyed)
+
+
+def _size(new: NewMessage) -> int:
+    return estimate_tokens(message_body(new.content, new.tool_calls))
 
 
 def _digest(blocks: Sequence[WireBlock]) -> str:

@@ -216,6 +216,59 @@ def _digest(block: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(kept).encode()).hexdigest()[:32]
 
 
+def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
+    """The assistant message a finished answer holds (a server-sent event stream, or a JSON
+    message), as the next request will carry it; None for anything else (an error, a cut
+    stream: the next request brings the answer then)."""
+    if content_type.startswith("text/event-stream"):
+        blocks = _streamed(raw.decode("utf-8"))
+    elif content_type.startswith("application/json"):
+        message = json.loads(raw)
+        if not isinstance(message, dict) or message.get("type") != "message":
+            return None
+        blocks = message.get("content")
+    else:
+        return None
+    if not isinstance(blocks, list) or not blocks:
+        return None
+    read = tuple(_block(text, 0)[0] for text in (compact(b) for b in blocks))
+    return WireMessage("assistant", Span(0, 0), read)
+
+
+def _streamed(text: str) -> list[dict[str, Any]] | None:
+    """The content blocks an event stream built, or None unless it reached message_stop."""
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    stopped = False
+    for event in text.split("\n\n"):
+        data = "".join(line[6:] for line in event.splitlines() if line.startswith("data: "))
+        if not data:
+            continue
+        item = json.loads(data)
+        kind = item.get("type")
+        if kind == "content_block_start":
+            blocks[item["index"]] = dict(item["content_block"])
+        elif kind == "content_block_delta":
+            block, delta = blocks[item["index"]], item["delta"]
+            match delta.get("type"):
+                case "text_delta":
+                    block["text"] = block.get("text", "") + delta["text"]
+                case "input_json_delta":
+                    partial.setdefault(item["index"], []).append(delta["partial_json"])
+                case "thinking_delta":
+                    block["thinking"] = block.get("thinking", "") + delta["thinking"]
+                case "signature_delta":
+                    block["signature"] = delta["signature"]
+        elif kind == "message_stop":
+            stopped = True
+        elif kind == "error":
+            return None
+    for index, parts in partial.items():
+        joined = "".join(parts)
+        blocks[index]["input"] = json.loads(joined) if joined else {}
+    return [blocks[i] for i in sorted(blocks)] if stopped else None
+
+
 def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
     """The body with the plan applied: replaced spans spliced, edited messages rebuilt from
     their blocks' own text; every other character as it was."""
@@ -345,6 +398,7 @@ WIRE = WireFormat(
     name="anthropic",
     parse=parse,
     named=named,
+    answer_of=answer_of,
     conversation_of=conversation_of,
     render=render,
     problems=problems,

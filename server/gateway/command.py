@@ -22,6 +22,7 @@ from starlette.types import ASGIApp
 
 from frs import StoreError
 from frs.model import Scope
+from frs.nudges import DEFAULT_STEP
 from server.deps import open_deps
 from server.gateway.anthropic import WIRE as ANTHROPIC
 from server.gateway.chat import WIRE as OPENAI_CHAT
@@ -68,7 +69,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-nudges",
         action="store_true",
-        help="never add a reminder to squash (reserved: this version adds none)",
+        help="never add a reminder to squash to what the model is sent",
+    )
+    p.add_argument(
+        "--nudge-tokens",
+        type=int,
+        default=DEFAULT_STEP,
+        metavar="N",
+        help="remind the model to squash each time what a conversation sends crosses another "
+        "N tokens (default %(default)s)",
     )
     p.add_argument(
         "--no-rewrite",
@@ -106,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(refusal)
     if not 0 <= args.port <= 65535:
         return _fail(f"--port {args.port} is not a port (0..65535)")
+    if args.nudge_tokens < 1_000:
+        return _fail(f"--nudge-tokens {args.nudge_tokens} is below 1000; give 1000 or more")
     upstreams = upstreams_of(args, os.environ)
     for name, url in (("anthropic", upstreams.anthropic), ("openai", upstreams.openai)):
         if not url.startswith(("http://", "https://")):
@@ -136,6 +147,7 @@ async def open_gateway(
     upstreams: Upstreams,
     tenants: Mapping[str, str] | None = None,
     rewrite: bool = True,
+    nudge_step: int | None = DEFAULT_STEP,
 ) -> AsyncIterator[Gateway]:
     """The gateway app over the database, with its upstream client; closed on exit."""
     async with open_deps(settings) as deps:
@@ -144,7 +156,7 @@ async def open_gateway(
         timeout = httpx2.Timeout(connect=30.0, read=None, write=None, pool=None)
         async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
             yield Gateway(
-                Recorder(env),
+                Recorder(env, nudge_step),
                 upstreams,
                 client,
                 {
@@ -169,7 +181,8 @@ async def _serve(
     sock: socket.socket,
 ) -> None:
     port = int(sock.getsockname()[1])
-    async with open_gateway(settings, upstreams, tenants, not args.no_rewrite) as gateway:
+    nudges = None if args.no_nudges else args.nudge_tokens
+    async with open_gateway(settings, upstreams, tenants, not args.no_rewrite, nudges) as gateway:
         app = guarded(gateway, args.host, port, tuple(args.allowed_host))
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         shown = f"[{shown}]" if ":" in shown else shown

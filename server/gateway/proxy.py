@@ -167,17 +167,32 @@ class Gateway:
         # model calls in its answer then see the thread up to that answer. A long backlog (a
         # resumed conversation's first call) is recorded after the answer, off its path.
         early = prepared.fresh <= EARLY_UNITS
+        tee = Tee() if route.wire is not None and prepared.belongs else None
         try:
             if early:
                 await self._record(prepared)
-            await self._relay(scope["method"], url, forwarded, prepared.body, send)
+            await self._relay(scope["method"], url, forwarded, prepared.body, send, tee)
         finally:
             with anyio.CancelScope(shield=True):
                 if not early:
                     await self._record(prepared)
+                if tee is not None and route.wire is not None:
+                    await self._record_answer(route.wire, prepared, tee)
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
+
+    async def _record_answer(self, wire: WireFormat, prepared: Prepared, tee: Tee) -> None:
+        """Record the answer from the copy of the stream, once it has all reached the host."""
+        raw = tee.complete()
+        if raw is None:
+            return
+        try:
+            answer = wire.answer_of(raw, tee.content_type)
+            if answer is not None:
+                await self.recorder.record_answer(prepared, answer)
+        except Exception as exc:  # the next request brings the answer in any case
+            _log_failure("recording the answer", exc)
 
     async def _record(self, prepared: Prepared) -> None:
         try:
@@ -194,7 +209,13 @@ class Gateway:
             return Prepared(body)
 
     async def _relay(
-        self, method: str, url: str, headers: list[tuple[str, str]], body: bytes, send: Send
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        send: Send,
+        tee: Tee | None = None,
     ) -> None:
         request = httpx2.Request(method, url, headers=headers, content=body)
         started = time.monotonic()
@@ -218,9 +239,15 @@ class Gateway:
                 response.status_code,
                 (time.monotonic() - started) * 1000,
             )
+            if tee is not None:
+                tee.start(response.status_code, response.headers)
             async for chunk in response.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if tee is not None:
+                    tee.add(chunk)  # a reference kept, read after the answer is sent
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if tee is not None:
+                tee.done = True
         except httpx2.HTTPError as exc:
             # The status is already with the host: end its stream; it sees a cut answer, as
             # it would have from the provider.
@@ -228,6 +255,39 @@ class Gateway:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
+
+
+class Tee:
+    """A copy of an answer's chunks, kept (not read) while they stream to the host, for the
+    answer to be recorded once they have all gone: only a plain, successful answer of at most
+    `LIMIT` bytes is kept."""
+
+    LIMIT = 16 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.content_type = ""
+        self.kept = False
+        self.done = False
+
+    def start(self, status: int, headers: httpx2.Headers) -> None:
+        encoding = headers.get("content-encoding", "identity").lower()
+        self.kept = status == 200 and encoding == "identity"
+        self.content_type = headers.get("content-type", "").lower()
+
+    def add(self, chunk: bytes) -> None:
+        if not self.kept:
+            return
+        self.size += len(chunk)
+        if self.size > self.LIMIT:
+            self.kept, self.chunks = False, []
+            return
+        self.chunks.append(chunk)
+
+    def complete(self) -> bytes | None:
+        """The whole answer, or None when it was not kept or did not end."""
+        return b"".join(self.chunks) if self.kept and self.done else None
 
 
 async def _body(receive: Receive) -> bytes:

@@ -21,11 +21,12 @@ import anyio
 
 from frs.env import Env
 from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
-from frs.matching import Unit, new_units, units_of
+from frs.matching import Unit, answer_unit, new_units, units_of
 from frs.model import Limits, SessionId
+from frs.nudges import DEFAULT_STEP, Nudge, candidates, due, nudge_text, sent_tokens
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import estimate_tokens, shorten
-from frs.wire import Parsed, RewritePlan, WireRequest, reused
+from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 
 log = logging.getLogger("frs-mcp.gateway")
 
@@ -42,6 +43,8 @@ class WireFormat:
     parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
     #: The conversation a request names in its headers (before its body is read), if any.
     named: Callable[[Mapping[str, str]], tuple[str, str] | None]
+    #: The assistant message a finished answer holds (its bytes, its content type), if any.
+    answer_of: Callable[[bytes, str], WireMessage | None]
     #: The conversation of a request: the one it names, else one its messages identify.
     conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
     render: Callable[[str, WireRequest, RewritePlan], str]
@@ -55,6 +58,8 @@ class _Conversation:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     thread: StoredThread | None = None
     sent: dict[int, str] = field(default_factory=dict)  # squash n -> its mark
+    nudges: list[Nudge] = field(default_factory=list)  # made once, sent in every request
+    nudged: int = 0  # the threshold level the last reminder answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +76,10 @@ class Prepared:
 
 
 class Recorder:
-    def __init__(self, env: Env) -> None:
+    def __init__(self, env: Env, nudge_step: int | None = DEFAULT_STEP) -> None:
+        """`nudge_step`: tokens sent between two reminders to squash; None sends none."""
         self.env = env
+        self.nudge_step = nudge_step
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
 
@@ -120,6 +127,8 @@ class Recorder:
             if not (belongs and thread and rewrite):
                 return Prepared(body, key=key, units=units, belongs=belongs, fresh=fresh)
             plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
+            if self.nudge_step is not None and request.untouchable is None:
+                plan = _nudged(plan, request, units, thread, conversation, self.nudge_step)
             _log_plan(wire, plan)
             if not plan.changes:
                 return Prepared(body, plan, key, units, belongs, fresh=fresh)
@@ -157,6 +166,23 @@ class Recorder:
             done = await record_new(self.env, session_id, new)
             conversation.thread = _grown(thread, new, done.revision if done else None)
             return len(new)
+
+    async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
+        """Record the model's answer to a request, read from the stream it sent back, as the
+        next request will carry it (same key); True when it was new."""
+        if prepared.key is None or not prepared.belongs:
+            return False
+        unit = answer_unit(answer, prepared.units)
+        if unit is None:
+            return False
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            if thread is None or unit.key in thread.keys:
+                return False
+            done = await record_new(self.env, thread.session.id, [_fit(unit, self.env.limits)])
+            conversation.thread = _grown(thread, [unit], done.revision if done else None)
+            return True
 
     async def _thread(
         self, key: tuple[str, str], conversation: _Conversation
@@ -224,6 +250,36 @@ def _refusal(wire: WireFormat, request: WireRequest, original: str, rewritten: s
     # Rare: only then is the host's own request checked, so its own faults are not ours.
     new = set(found) - set(wire.problems(wire.decode(original)))
     return "; ".join(sorted(new)[:3]) if new else None
+
+
+def _nudged(
+    plan: RewritePlan,
+    request: WireRequest,
+    units: Sequence[Unit],
+    thread: StoredThread,
+    conversation: _Conversation,
+    step: int,
+) -> RewritePlan:
+    """The plan with every reminder made so far, each on its own message, and a new one at
+    the end of the newest user message when what is sent crossed the next threshold."""
+    applied = set(plan.applied)
+    squashed = {key for s in thread.squashes if s.n in applied for key in s.members}
+    total = sent_tokens(units, squashed)
+    level = due(total, step, conversation.nudged)
+    last = units[-1] if units else None
+    if level is not None and last is not None and request.messages[last.message].role == "user":
+        text = nudge_text(total, candidates(request, units, squashed))
+        conversation.nudges.append(Nudge(last.key, text, level))
+        conversation.nudged = level
+        log.info("reminder to squash sent at ~%d tokens (level %d)", total, level)
+    where = {unit.key: unit.message for unit in units}
+    gone = {i for r in plan.replacements for i in range(r.first, r.last + 1)}
+    added = tuple(
+        Insertion(where[n.after], "last", (n.text,))
+        for n in conversation.nudges
+        if n.after in where and where[n.after] not in gone
+    )
+    return replace(plan, insertions=plan.insertions + added) if added else plan
 
 
 def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:

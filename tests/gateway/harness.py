@@ -73,7 +73,9 @@ def text_reply(text: str = "done") -> Reply:
 
 @dataclass
 class Upstream:
-    script: Script = lambda seen: text_reply()
+    # An answer with no content: the gateway records nothing from it, so tests whose host
+    # transcripts follow their own course are not mixed with answers the host never kept.
+    script: Script = lambda seen: Reply()
     seen: list[Seen] = field(default_factory=list)
     invalid: list[tuple[int, list[str]]] = field(default_factory=list)
 
@@ -164,7 +166,7 @@ class Rig:
 
 @asynccontextmanager
 async def rig(
-    tmp_path: Path, script: Script | None = None, rewrite: bool = True
+    tmp_path: Path, script: Script | None = None, rewrite: bool = True, nudges: int | None = None
 ) -> AsyncIterator[Rig]:
     """The gateway on a fresh database, in front of a scripted upstream."""
     upstream = Upstream() if script is None else Upstream(script)
@@ -173,7 +175,10 @@ async def rig(
         settings = Settings(database=str(database))
         async with (
             open_gateway(
-                settings, Upstreams(anthropic=upstream_url, openai=upstream_url), rewrite=rewrite
+                settings,
+                Upstreams(anthropic=upstream_url, openai=upstream_url),
+                rewrite=rewrite,
+                nudge_step=nudges,
             ) as gateway,
             served(gateway) as url,
             httpx2.AsyncClient(timeout=30) as client,

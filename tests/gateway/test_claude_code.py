@@ -184,6 +184,10 @@ async def test_claude_code_through_the_gateway_records_and_sends_the_squash(tmp_
     assert entries[0].role == "user"
     assert "Fix the flaky test" in entries[0].content
     assert entries[1].kind == "summary"
+    # The last answer came from the stream (no request followed it); none was recorded twice.
+    assert entries[-1].content == "Done: the race is fixed."
+    calls = [call.id for entry in entries for call in entry.tool_calls]
+    assert len(calls) == len(set(calls)) == 3  # the first call is inside the squash
     assert "mcp__frs__frs_view_thread" in originals.text
     # The model's own get_alias, with nothing typed, read them back too.
     assert "Looking at the thread." in played.seen_at(4).result.text
