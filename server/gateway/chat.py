@@ -15,7 +15,7 @@ from typing import Any
 
 from frs.conversations import from_headers
 from frs.matching import Unit, fingerprint
-from frs.wire import Parsed, RewritePlan, Span, WireBlock, WireRequest
+from frs.wire import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
 from server.gateway import runs
 from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
@@ -125,6 +125,61 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
+def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
+    """The assistant message of a finished answer (a stream of chunks that ended with a
+    finish_reason, or a JSON completion), as the next request will carry it; else None."""
+    if content_type.startswith("text/event-stream"):
+        message = _streamed(raw.decode("utf-8"))
+    elif content_type.startswith("application/json"):
+        completion = json.loads(raw)
+        choices = completion.get("choices") if isinstance(completion, dict) else None
+        message = choices[0].get("message") if isinstance(choices, list) and choices else None
+    else:
+        return None
+    if not isinstance(message, dict) or not (message.get("content") or message.get("tool_calls")):
+        return None
+    item, _ = _item(compact({**message, "role": "assistant"}), 0)
+    return WireMessage("assistant", Span(0, 0), item.blocks)
+
+
+def _streamed(text: str) -> dict[str, Any] | None:
+    """The message the chunks built (choice 0), or None unless a finish_reason came."""
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finished = False
+    for event in text.split("\n\n"):
+        data = "".join(line[5:].lstrip() for line in event.splitlines() if line.startswith("data:"))
+        if not data or data == "[DONE]":
+            continue
+        chunk = json.loads(data)
+        if not isinstance(chunk, dict) or "error" in chunk:
+            return None
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                content.append(delta["content"])
+            for call in delta.get("tool_calls") or ():
+                kept = calls.setdefault(
+                    int(call.get("index", 0)), {"type": "function", "function": {}}
+                )
+                if call.get("id"):
+                    kept["id"] = call["id"]
+                function = call.get("function") or {}
+                if function.get("name"):
+                    kept["function"]["name"] = function["name"]
+                pieces = kept["function"].get("arguments", "") + function.get("arguments", "")
+                kept["function"]["arguments"] = pieces
+            finished = finished or bool(choice.get("finish_reason"))
+    if not finished:
+        return None
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
 def summary_item(role: str, texts: tuple[str, ...]) -> str:
     """A message holding the summaries as one string: every OpenAI-compatible server takes it."""
     return compact({"role": role, "content": "\n\n".join(texts)})
@@ -187,6 +242,7 @@ WIRE = WireFormat(
     name="openai-chat",
     parse=parse,
     named=named,
+    answer_of=answer_of,
     conversation_of=conversation_of,
     render=render,
     problems=problems,

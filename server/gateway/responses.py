@@ -30,7 +30,16 @@ from typing import Any
 
 from frs.conversations import from_headers
 from frs.matching import Unit, canonical, fingerprint
-from frs.wire import BlockKind, Parsed, RewritePlan, Span, WireBlock, WireRequest, WireRole
+from frs.wire import (
+    BlockKind,
+    Parsed,
+    RewritePlan,
+    Span,
+    WireBlock,
+    WireMessage,
+    WireRequest,
+    WireRole,
+)
 from server.gateway import runs
 from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
@@ -203,6 +212,39 @@ def _digest(item: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(dict(item)).encode()).hexdigest()[:32]
 
 
+def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
+    """The model's output items of a finished answer (a stream that reached
+    response.completed, or a JSON response) as the assistant run the next request will carry;
+    None for anything else (an error, a failed or cut stream: the next request brings it)."""
+    if content_type.startswith("text/event-stream"):
+        output = _streamed(raw.decode("utf-8"))
+    elif content_type.startswith("application/json"):
+        response = json.loads(raw)
+        ok = isinstance(response, dict) and response.get("status") in ("completed", None)
+        output = response.get("output") if ok and response.get("object") == "response" else None
+    else:
+        return None
+    if not isinstance(output, list) or not output:
+        return None
+    items = [_item(text, 0)[0] for text in (compact(item) for item in output)]
+    if any(item.side != "assistant" for item in items):
+        return None
+    return WireMessage("assistant", Span(0, 0), tuple(b for item in items for b in item.blocks))
+
+
+def _streamed(text: str) -> list[Any] | None:
+    """The output of the stream's response.completed event; None unless it came."""
+    for event in text.split("\n\n"):
+        data = "".join(line[5:].lstrip() for line in event.splitlines() if line.startswith("data:"))
+        if not data or '"response.completed"' not in data:
+            continue
+        payload = json.loads(data)
+        if payload.get("type") == "response.completed":
+            output = payload.get("response", {}).get("output")
+            return output if isinstance(output, list) else None
+    return None
+
+
 def summary_item(role: str, texts: tuple[str, ...]) -> str:
     """A message item holding the summaries: input_text for the user, output_text for the
     model, as the API takes them back."""
@@ -306,6 +348,7 @@ WIRE = WireFormat(
     name="openai-responses",
     parse=parse,
     named=named,
+    answer_of=answer_of,
     conversation_of=conversation_of,
     render=render,
     problems=problems,
