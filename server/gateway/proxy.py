@@ -163,15 +163,22 @@ class Gateway:
         if self._recording == 0:
             self._settled = anyio.Event()
         self._recording += 1
-        # A few new messages are recorded before the call goes upstream: the frs tools the
-        # model calls in its answer then see the thread up to that answer. A long backlog (a
-        # resumed conversation's first call) is recorded after the answer, off its path.
+        # A few new messages are recorded while the call goes upstream, and the answer's body
+        # waits for them: the frs tools the model calls in its answer then see the thread up
+        # to that answer. A long backlog (a resumed conversation's first call) is recorded
+        # after the answer, off its path.
         early = prepared.fresh <= EARLY_UNITS
         tee = Tee() if route.wire is not None and prepared.belongs else None
         try:
-            if early:
-                await self._record(prepared)
-            await self._relay(scope["method"], url, forwarded, prepared.body, send, tee)
+            async with anyio.create_task_group() as tg:
+                recorded = anyio.Event()
+                if early:
+                    tg.start_soon(self._record_then, prepared, recorded)
+                else:
+                    recorded.set()
+                await self._relay(
+                    scope["method"], url, forwarded, prepared.body, send, tee, recorded
+                )
         finally:
             with anyio.CancelScope(shield=True):
                 if not early:
@@ -193,6 +200,11 @@ class Gateway:
                 await self.recorder.record_answer(prepared, answer)
         except Exception as exc:  # the next request brings the answer in any case
             _log_failure("recording the answer", exc)
+
+    async def _record_then(self, prepared: Prepared, recorded: anyio.Event) -> None:
+        with anyio.CancelScope(shield=True):  # a host that hangs up does not cut a write
+            await self._record(prepared)
+        recorded.set()
 
     async def _record(self, prepared: Prepared) -> None:
         try:
@@ -216,6 +228,7 @@ class Gateway:
         body: bytes,
         send: Send,
         tee: Tee | None = None,
+        recorded: anyio.Event | None = None,
     ) -> None:
         request = httpx2.Request(method, url, headers=headers, content=body)
         started = time.monotonic()
@@ -242,9 +255,16 @@ class Gateway:
             if tee is not None:
                 tee.start(response.status_code, response.headers)
             async for chunk in response.aiter_raw():
+                # The answer's first bytes wait for the request's new messages to be stored
+                # (they are written while the model thinks): a host may act on the answer
+                # before its stream ends, and its frs tools must find them.
+                if recorded is not None:
+                    await recorded.wait()
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if tee is not None:
                     tee.add(chunk)  # a reference kept, read after the answer is sent
+            if recorded is not None:
+                await recorded.wait()
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             if tee is not None:
                 tee.done = True

@@ -25,6 +25,7 @@ def streamed(message: dict[str, Any]) -> Reply:
     ]
     chunks.append(sse("ping", {"type": "ping"}))
     for index, block in enumerate(message["content"]):
+        start: dict[str, Any]
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
             deltas = [

@@ -7,7 +7,6 @@ instead of its originals from the next call on, and every request stays valid.""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,6 +27,7 @@ from server.gateway.proxy import Gateway, Upstreams
 from server.settings import Settings
 from tests.gateway.harness import served
 from tests.hosts import pinned
+from tests.hosts.claude_code import ClaudeCode
 from tests.hosts.model import ModelServer, Script, Seen, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.hosts]
@@ -97,37 +97,17 @@ def script() -> Script:
 
 
 async def run_claude(url: str, database: Path, home: Path, prompt: str) -> dict[str, Any]:
-    root = pinned.install()
-    config = home / "mcp.json"
+    """`claude -p` by the host tests' driver (in a worker thread: the gateway serves on this
+    event loop), with frs-mcp on `database` as its only MCP server."""
     frs = {"command": sys.executable, "args": ["-m", "server", "--db", str(database)]}
-    config.write_text(
-        json.dumps({"mcpServers": {"frs": {**frs, "env": {"PYTHONPATH": str(ROOT)}}}})
+    entry = {**frs, "env": {"PYTHONPATH": str(ROOT)}}
+    claude = ClaudeCode(pinned.install(), home, home / "work")
+    mcp = json.dumps({"mcpServers": {"frs": entry}})
+    done = await anyio.to_thread.run_sync(
+        lambda: claude.run(url, prompt, mcp=mcp, tool_search=False)
     )
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_API_KEY": "sk-ant-test",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "ENABLE_TOOL_SEARCH": "false",
-    }
-    command = [
-        *pinned.claude(root),
-        "-p",
-        prompt,
-        "--output-format",
-        "json",
-        "--mcp-config",
-        str(config),
-        "--strict-mcp-config",
-        "--allowedTools",
-        "mcp__frs",
-    ]
-    done = await anyio.run_process(command, env=env, cwd=str(home), check=False)
-    assert done.returncode == 0, done.stderr.decode()[-3000:] + done.stdout.decode()[-3000:]
-    answer: dict[str, Any] = json.loads(done.stdout)
-    return answer
+    assert done.returncode == 0, done.describe()
+    return done.result
 
 
 async def test_claude_code_through_the_gateway_records_and_sends_the_squash(tmp_path):
