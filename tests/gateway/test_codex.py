@@ -156,4 +156,4 @@ def _same_turn(host_body: bytes, forwarded: bytes) -> bool:
     """Whether Codex's request and the forwarded one are the same call (same last item)."""
     mine: list[Any] = json.loads(host_body)["input"]
     theirs: list[Any] = json.loads(forwarded)["input"]
-    return mine[-1] == theirs[-1]
+    return bool(mine[-1] == theirs[-1])
