@@ -327,3 +327,47 @@ class TestChat:
             await chat_replay(r, [3], messages)
             entries = (await service(r).live_thread(session.id)).entries
             assert [e.role for e in entries] == ["user", "assistant", "tool"]
+
+
+class TestResponsesOther:
+    async def test_a_reminder_to_squash_is_one_user_item_repeated_unchanged(self, tmp_path):
+        items = [oc.user("Clean up the logs.")]
+        for i in range(16):
+            items += [oc.call(f"call_{i}", f"cat log{i}"), oc.output(f"call_{i}", "ok " * 300)]
+        async with rig(tmp_path, nudges=2_000) as r:
+            for n in range(1, len(items) + 1, 2):
+                await replay(r, [n], items)
+            seen = [s.json()["input"] for s in r.upstream.seen]
+
+            def reminders(sent: list[dict[str, Any]]) -> list[int]:
+                return [
+                    i
+                    for i, item in enumerate(sent)
+                    if item.get("role") == "user"
+                    and item["content"][0]["text"].startswith("[FRS reminder]")
+                ]
+
+            first = next(i for i, sent in enumerate(seen) if reminders(sent))
+            at = reminders(seen[first])[0]
+            assert seen[first][at - 1]["type"] == "function_call_output"
+            for later in seen[first + 1 :]:
+                assert later[: at + 1] == seen[first][: at + 1]
+
+    async def test_compaction_and_unknown_items_are_never_squashed_away(self, tmp_path):
+        compaction = {"type": "compaction", "encrypted_content": "gAAA-compacted=="}
+        reference = {"type": "item_reference", "id": "msg_old"}
+        items = [oc.user("go"), compaction, *oc.TASK[1:5], reference, *oc.TASK[5:11]]
+        async with rig(tmp_path) as r:
+            await replay(r, [1, 6, 10, 13], items)
+            session = await session_of(r)
+            # call_1, output_1, call_2, output_2: the item reference sits inside the span.
+            await service(r).compress_range(3, 6, "Ran and grepped.", session_id=session.id)
+            await replay(r, [13], items)
+            assert r.upstream.seen[-1].body == oc.body(items[:13])
+            await service(r).restore("SQ.1", session_id=session.id)
+            await service(r).compress_range(5, 6, "Grepped flush.", session_id=session.id)
+            await replay(r, [13], items)
+            sent = r.upstream.seen[-1].body
+            assert b"Grepped flush." in sent
+            assert compact(compaction) in sent
+            assert compact(reference) in sent
