@@ -396,6 +396,7 @@ def decode_body(body: str) -> object:
 
 WIRE = WireFormat(
     name="anthropic",
+    path=MESSAGES_PATH,
     parse=parse,
     named=named,
     answer_of=answer_of,

@@ -240,6 +240,7 @@ def decode_body(body: str) -> object:
 
 WIRE = WireFormat(
     name="openai-chat",
+    path=CHAT_PATH,
     parse=parse,
     named=named,
     answer_of=answer_of,

@@ -1,7 +1,7 @@
 """The gateway's HTTP core: forward each request to its provider, stream the answer back.
 
 Method, path, query and headers go upstream as the host sent them (hop-by-hop headers and the
-gateway's own token aside); the body too, unless the request's wire format (`WIRES`) reads it
+gateway's own token aside); the body too, unless a wire format (`Gateway.wires`) reads it
 and a squash applies (`server.gateway.recorder`). The answer is relayed as it arrives, byte
 for byte and unparsed: JSON, server-sent events (pings and mid-stream errors included), any
 status. Whatever fails in reading, recording or rewriting, the host's own bytes are forwarded
@@ -31,8 +31,6 @@ DEFAULT_ANTHROPIC = "https://api.anthropic.com"
 DEFAULT_OPENAI = "https://api.openai.com"
 #: Paths that go to the OpenAI upstream; every other path goes to Anthropic's.
 OPENAI_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1/embeddings")
-#: The OpenAI paths a wire format reads (POST), and the name of that wire in `Gateway.wires`.
-OPENAI_WIRES = {"/v1/responses": "openai-responses", "/v1/chat/completions": "openai-chat"}
 #: The header a remote host sends the gateway's own token in (Authorization is the
 #: provider's key, and passes through).
 TOKEN_HEADER = "x-frs-token"
@@ -59,8 +57,7 @@ _HOP = frozenset(
 @dataclass(frozen=True, slots=True)
 class Route:
     upstream: str  # base URL, no trailing slash
-    wire: WireFormat | None  # None: forwarded as it came, never read
-    path: str  # the path this wire rewrites (POST)
+    wire: WireFormat | None  # the wire that reads a POST to this path; None: never read
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,16 +106,12 @@ class Gateway:
         await self._settled.wait()
 
     def route(self, path: str) -> Route:
+        """The upstream a path goes to, and the wire format that reads it (`WireFormat.path`
+        equal to it), if any."""
+        wire = next((w for w in self.wires.values() if w.path == path), None)
         if path.startswith(OPENAI_PATHS):
-            wire = OPENAI_WIRES.get(path)
-            return Route(
-                self.upstreams.openai.rstrip("/"),
-                self.wires.get(wire) if wire else None,
-                path if wire else "",
-            )
-        return Route(
-            self.upstreams.anthropic.rstrip("/"), self.wires.get("anthropic"), "/v1/messages"
-        )
+            return Route(self.upstreams.openai.rstrip("/"), wire)
+        return Route(self.upstreams.anthropic.rstrip("/"), wire)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,12 +126,7 @@ class Gateway:
         prepared = Prepared(body)
         # A compressed body is forwarded as it came: reading it would mean writing it again.
         plain = named.get("content-encoding", "identity").lower() == "identity"
-        if (
-            plain
-            and route.wire is not None
-            and scope["method"] == "POST"
-            and scope["path"] == route.path
-        ):
+        if plain and route.wire is not None and scope["method"] == "POST":
             prepared = await self._prepare(route.wire, body, named)
         self.traffic.requests += 1
         self.traffic.sent_bytes += len(body)

@@ -39,6 +39,7 @@ class WireFormat:
     """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
 
     name: str
+    path: str  # the path whose POSTs it reads (every other path is forwarded unread)
     #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
     parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
     #: The conversation a request names in its headers (before its body is read), if any.
@@ -114,15 +115,15 @@ class Recorder:
         key = wire.conversation_of(headers, units)
         if key is None:
             return Prepared(body)
-        if named is not None:
-            self._parsed[named] = Parsed(text, request, units)
-            self._parsed.move_to_end(named)
-            if len(self._parsed) > _PARSED:
-                self._parsed.popitem(last=False)
         conversation = self._conversation(key)
         async with conversation.lock:
             thread = await self._thread(key, conversation)
             belongs = _belongs(request, units, thread, key)
+            if named is not None and belongs:  # a side call's body would be no help next time
+                self._parsed[named] = Parsed(text, request, units)
+                self._parsed.move_to_end(named)
+                if len(self._parsed) > _PARSED:
+                    self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
             if not (belongs and thread and rewrite):
                 return Prepared(body, key=key, units=units, belongs=belongs, fresh=fresh)

@@ -346,6 +346,7 @@ def decode_body(body: str) -> object:
 
 WIRE = WireFormat(
     name="openai-responses",
+    path=RESPONSES_PATH,
     parse=parse,
     named=named,
     answer_of=answer_of,

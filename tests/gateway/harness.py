@@ -172,13 +172,18 @@ class Rig:
 
 @asynccontextmanager
 async def rig(
-    tmp_path: Path, script: Script | None = None, rewrite: bool = True, nudges: int | None = None
+    tmp_path: Path,
+    script: Script | None = None,
+    rewrite: bool = True,
+    nudges: int | None = None,
+    dsn: str | None = None,
 ) -> AsyncIterator[Rig]:
-    """The gateway on a fresh database, in front of a scripted upstream."""
+    """The gateway on a fresh database (SQLite, or the PostgreSQL database `dsn`), in front
+    of a scripted upstream."""
     upstream = Upstream() if script is None else Upstream(script)
     database = tmp_path / "frs.db"
     async with served(upstream) as upstream_url:
-        settings = Settings(database=str(database))
+        settings = Settings(database=dsn or str(database))
         async with (
             open_gateway(
                 settings,

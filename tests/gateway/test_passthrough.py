@@ -185,3 +185,15 @@ class TestSafety:
         assert "forwarded as the host sent it" in logged
         assert "secret words" not in logged
         assert "sk-very-secret" not in logged
+
+
+class TestOpenAI:
+    async def test_openai_paths_go_through_unread_for_now(self, tmp_path):
+        payload = b'{"model":"gpt-x", "input":[{"role":"user","content":"hi"}],"stream":true}'
+        async with rig(tmp_path) as r:
+            answer = await r.post(payload, [("session-id", "codex-1")], path="/v1/responses")
+            assert answer.status_code == 200
+            assert r.upstream.seen[0].path == "/v1/responses"
+            assert r.upstream.seen[0].body == payload
+            assert r.gateway.route("/v1/responses").wire is None
+            assert r.gateway.route("/v1/messages").wire is not None

@@ -335,3 +335,19 @@ class TestTold:
             view = await service(r).view(ViewOptions(), session.id)
             assert "Recorded by frs-mcp gateway" in view
             assert "no frs_record needed" in view
+
+
+class TestPostgres:
+    async def test_recording_squash_and_restore_on_postgresql(self, tmp_path, pg_cluster):
+        async with rig(tmp_path, dsn=pg_cluster.create_database()) as r:
+            await replay(r, [1, 3, 5, 7])
+            session = await session_of(r)
+            assert session.live_count == 7
+            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await replay(r, [9])
+            sent = texts(sent_messages(r))
+            assert "Found the race." in sent
+            assert "toolu_1" not in sent
+            await service(r).restore("SQ.1", session_id=session.id)
+            await replay(r, [10])
+            assert r.upstream.seen[-1].body == body(TASK[:10])
