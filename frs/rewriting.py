@@ -15,7 +15,10 @@ Thinking: a signed thinking block binds to everything before it. Blocks of the c
 new squash waits while that turn holds thinking, at the latest until the next user turn; when
 a squash is first sent, thinking blocks of earlier turns after its span are left out (the
 providers allow leaving out thinking of earlier turns), and stay left out in every later
-request, up to the message that was last when the squash was first sent (`mark`).
+request, up to the message that was last when the squash was first sent (`mark`). A wire
+whose reasoning binds to no prefix (OpenAI's reasoning items: `WireRequest.thinking_signed`
+False) keeps it all as sent: nothing waits for it and nothing of it is left out; reasoning
+inside a squashed span goes with its whole message.
 """
 
 from __future__ import annotations

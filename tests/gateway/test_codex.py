@@ -143,6 +143,10 @@ async def test_codex_through_the_gateway_records_and_sends_the_squash(tmp_path: 
         assert two.body[:end] == one.body[:end]
     # The thread was recorded with no frs_record, and get_alias returns the originals.
     assert not any(c.name.endswith("frs_record") for e in entries for c in e.tool_calls)
+    # Each answer was recorded once (from the stream; the next request repeats it).
+    calls = [c.id for e in entries for c in e.tool_calls]
+    assert len(calls) == len(set(calls)) == 4, calls  # tool_search, view, compress, get_alias
+    assert [e.tool_call_id for e in entries if e.role == "tool"] == calls
     assert entries[0].role == "user"
     assert "Fix the flaky test" in " ".join(e.content for e in entries[:3])
     assert any(e.kind == "summary" for e in entries)
