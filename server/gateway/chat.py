@@ -39,18 +39,12 @@ def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[
 def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
     """The request's messages grouped into runs, with their spans; raises ValueError (or
     KeyError, TypeError) on a body that is not a Chat Completions request."""
-    items: list[runs.Item] = []
+    reader = runs.Reader(runs.kept(body, previous), _item)
     array: Span | None = None
 
     def read_messages(text: str, at: int) -> tuple[object, int]:
         nonlocal array
-
-        def one(text: str, at: int) -> tuple[object, int]:
-            item, end = _item(text, at)
-            items.append(item)
-            return item, end
-
-        _, array = array_items(text, at, one)
+        _, array = array_items(text, at, reader)
         return None, array.end
 
     top, _ = object_members(body, 0, {"messages": read_messages})
@@ -60,7 +54,7 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     tools = fields.get("tools")
     model = fields.get("model")
     return WireRequest(
-        messages=runs.grouped(items),
+        messages=runs.grouped(reader.items),
         messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(isinstance(tools, list) and tools),

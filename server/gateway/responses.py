@@ -88,20 +88,14 @@ def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[
 def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
     """The request's items grouped into messages, with their spans; raises ValueError (or
     KeyError, TypeError) on a body that is not a Responses request with an input array."""
-    items: list[runs.Item] = []
+    reader = runs.Reader(runs.kept(body, previous), _item)
     array: Span | None = None
 
     def read_input(text: str, at: int) -> tuple[object, int]:
         nonlocal array
         if text[at : at + 1] != "[":
             return decode(text, at)  # a plain string: nothing the gateway can record
-
-        def one(text: str, at: int) -> tuple[object, int]:
-            item, end = _item(text, at)
-            items.append(item)
-            return item, end
-
-        _, array = array_items(text, at, one)
+        _, array = array_items(text, at, reader)
         return None, array.end
 
     top, _ = object_members(body, 0, {"input": read_input})
@@ -112,7 +106,7 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     model = fields.get("model")
     untouchable = "previous_response_id" if fields.get("previous_response_id") else None
     return WireRequest(
-        messages=runs.grouped(items),
+        messages=runs.grouped(reader.items),
         messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(isinstance(tools, list) and tools),

@@ -16,10 +16,21 @@ an item just before or after a run. Every other character stays as the host sent
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from frs.wire import RewritePlan, Span, Splice, WireBlock, WireMessage, WireRole, apply_splices
+from frs.wire import (
+    Parsed,
+    RewritePlan,
+    Span,
+    Splice,
+    WireBlock,
+    WireMessage,
+    WireRole,
+    apply_splices,
+    common_prefix,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +42,49 @@ class Item:
     blocks: tuple[WireBlock, ...]
 
 
-def grouped(items: Sequence[Item]) -> tuple[WireMessage, ...]:
+def kept(body: str, previous: Parsed | None) -> tuple[WireMessage, ...]:
+    """The previous request's leading messages that `body` repeats exactly, at the same place:
+    a message is kept when the whole message after it is inside the shared prefix too (so no
+    item of its side can have been added to it)."""
+    if previous is None or len(previous.request.messages) < 2:
+        return ()
+    shared = common_prefix(body, previous.body)
+    messages = previous.request.messages
+    out: list[WireMessage] = []
+    for message, following in itertools.pairwise(messages):
+        if following.span.end > shared:
+            break
+        out.append(message)
+    return tuple(out)
+
+
+class Reader:
+    """Reads the items of a list, taking over the messages `kept` where they start (one
+    whole message read as one step of the list) and reading the rest with `read_item`."""
+
+    def __init__(
+        self, kept: Sequence[WireMessage], read_item: Callable[[str, int], tuple[Item, int]]
+    ) -> None:
+        self.kept = kept
+        self.read_item = read_item
+        self.items: list[Item | WireMessage] = []
+        self._used = 0
+
+    def __call__(self, text: str, at: int) -> tuple[object, int]:
+        if self._used < len(self.kept) and self._used == len(self.items):
+            message = self.kept[self._used]
+            if message.span.start == at:
+                self._used += 1
+                self.items.append(message)
+                return message, message.span.end
+        item, end = self.read_item(text, at)
+        self.items.append(item)
+        return item, end
+
+
+def grouped(items: Sequence[Item | WireMessage]) -> tuple[WireMessage, ...]:
     """Runs of user-side and of assistant-side items as one message each; system items
-    alone."""
+    alone; messages taken over from the previous request as they are."""
     messages: list[WireMessage] = []
     run: list[Item] = []
 
@@ -45,6 +96,10 @@ def grouped(items: Sequence[Item]) -> tuple[WireMessage, ...]:
             run.clear()
 
     for item in items:
+        if isinstance(item, WireMessage):
+            close()
+            messages.append(item)
+            continue
         if item.side == "system":
             close()
             messages.append(WireMessage("system", item.span, item.blocks))

@@ -371,3 +371,29 @@ class TestResponsesOther:
             assert b"Grepped flush." in sent
             assert compact(compaction) in sent
             assert compact(reference) in sent
+
+
+class TestReading:
+    def test_the_next_request_takes_over_what_the_previous_one_read(self):
+        from frs.matching import Unit, units_of
+        from frs.wire import Parsed, reused
+        from server.gateway import chat, responses
+
+        cases: list[tuple[Any, Any, list[dict[str, Any]], int, int]] = [
+            (responses, oc.body, oc.TASK, 11, 14),
+            (chat, oc.chat_body, oc.CHAT_TASK, 7, 9),
+        ]
+        for wire, make, items, before, after in cases:
+            first = make(items[:before]).decode()
+            request = wire.parse(first, {}, None)
+            previous = Parsed(first, request, tuple(units_of(request)))
+            body = make(items[:after]).decode()
+            fresh = wire.parse(body, {}, None)
+            again = wire.parse(body, {}, previous)
+            assert again.messages == fresh.messages
+            # Every message but the last of the previous request is taken over as it was
+            # (the last may grow by an item of its side).
+            kept = reused(again, request)
+            assert kept == len(request.messages) - 1
+            old = [u for u in previous.units if isinstance(u, Unit)]
+            assert [u.key for u in units_of(again, old, kept)] == [u.key for u in units_of(fresh)]
