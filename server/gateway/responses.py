@@ -17,8 +17,10 @@ by id) an item without its reasoning item. So a reasoning item goes only with it
 exactly as the host sent it: nothing waits for it, nothing of it is left out
 (`WireRequest.thinking_signed` False). Its `encrypted_content` is never read or written.
 
-A request that names `previous_response_id` continues state the gateway cannot see: it is
-forwarded byte for byte (`WireRequest.untouchable`).
+A request that names `previous_response_id` continues state the gateway cannot see, and one
+signed for a ChatGPT account is not API-key traffic: both are forwarded byte for byte
+(`WireRequest.untouchable`). `store` changes nothing here: with stored items sent by their ids,
+whole runs still go together, so no reasoning item is parted from the items that follow it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
 
 RESPONSES_PATH = "/v1/responses"
+#: The header Codex adds when signed in with a ChatGPT account rather than an API key: such a
+#: request is recorded but forwarded exactly as sent (API-key traffic only, as for Claude).
+CHATGPT_HEADER = "chatgpt-account-id"
 
 #: The model's calls that the host answers with an output item of the paired kind.
 CALLS = {
@@ -105,6 +110,8 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     tools = fields.get("tools")
     model = fields.get("model")
     untouchable = "previous_response_id" if fields.get("previous_response_id") else None
+    if CHATGPT_HEADER in {name.lower() for name in headers}:
+        untouchable = "a ChatGPT subscription"
     return WireRequest(
         messages=runs.grouped(reader.items),
         messages_span=array,

@@ -223,6 +223,62 @@ class TestResponsesSquashes:
                 oc.TASK[:14], previous_response_id="resp_123"
             )
 
+    async def test_a_chatgpt_signed_request_passes_through_unchanged(self, tmp_path):
+        async with rig(tmp_path) as r:
+            await replay(r, [2, 5, 8, 11])
+            session = await session_of(r)
+            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await replay(r, [14], headers=[*oc.SESSION, ("ChatGPT-Account-Id", "acct_1")])
+            assert r.upstream.seen[-1].body == oc.body(oc.TASK[:14])
+
+    async def test_custom_and_tool_search_calls_go_only_with_their_outputs(self, tmp_path):
+        search = {
+            "type": "tool_search_call",
+            "call_id": "call_s",
+            "execution": "client",
+            "arguments": {"query": "squash"},
+        }
+        found = {"type": "tool_search_output", "call_id": "call_s", "tools": [{"name": "x"}]}
+        patch = {
+            "type": "custom_tool_call",
+            "call_id": "call_p",
+            "name": "apply_patch",
+            "input": "*** Begin Patch\n" + "+x\n" * 200,
+        }
+        patched = {"type": "custom_tool_call_output", "call_id": "call_p", "output": "done"}
+        items = [
+            oc.user("go"),
+            search,
+            found,
+            oc.reasoning("r"),
+            patch,
+            patched,
+            oc.said("Patched."),
+            oc.user("next"),
+        ]
+        async with rig(tmp_path) as r:
+            await replay(r, [3, 6, 8], items)
+            session = await session_of(r)
+            entries = (await service(r).live_thread(session.id)).entries
+            assert [e.tool_calls[0].name for e in entries if e.tool_calls] == [
+                "tool_search",
+                "apply_patch",
+            ]
+            await service(r).compress_range(4, 5, "Patched the lock in.", session_id=session.id)
+            await replay(r, [8], items)
+            sent = sent_input(r)
+            assert [i.get("type") for i in sent] == [
+                "message",
+                "tool_search_call",
+                "tool_search_output",
+                "message",
+                "message",
+                "message",
+            ]
+            assert "Patched the lock in." in sent[3]["content"][0]["text"]
+            # The reasoning item of the squashed turn went with it.
+            assert "gAAAA-r-opaque" not in json.dumps(sent)
+
     async def test_the_open_tool_loop_is_never_replaced(self, tmp_path):
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8])
