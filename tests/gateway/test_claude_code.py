@@ -96,7 +96,9 @@ def script() -> Script:
     )
 
 
-async def run_claude(url: str, database: Path, home: Path, prompt: str) -> dict[str, Any]:
+async def run_claude(
+    url: str, database: Path, home: Path, prompt: str, *extra: str
+) -> dict[str, Any]:
     """`claude -p` by the host tests' driver (in a worker thread: the gateway serves on this
     event loop), with frs-mcp on `database` as its only MCP server."""
     frs = {"command": sys.executable, "args": ["-m", "server", "--db", str(database)]}
@@ -104,7 +106,7 @@ async def run_claude(url: str, database: Path, home: Path, prompt: str) -> dict[
     claude = ClaudeCode(pinned.install(), home, home / "work")
     mcp = json.dumps({"mcpServers": {"frs": entry}})
     done = await anyio.to_thread.run_sync(
-        lambda: claude.run(url, prompt, mcp=mcp, tool_search=False)
+        lambda: claude.run(url, prompt, *extra, mcp=mcp, tool_search=False)
     )
     assert done.returncode == 0, done.describe()
     return done.result
@@ -191,3 +193,34 @@ def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for block in message["content"]:
                 block.pop("cache_control", None)
     return out
+
+
+async def test_a_resumed_conversation_is_sent_its_squash_from_its_first_call(tmp_path):
+    database = tmp_path / "frs.db"
+    home = tmp_path / "home"
+    home.mkdir()
+    steps = [*script().steps, Turn("Resumed: nothing is left to do.")]
+    with ModelServer() as model:
+        played = model.play(Script(steps))
+        async with gateway_to(model, database) as (url, tap):
+            first = await run_claude(url, database, home, "Fix the flaky test in test_sync.py.")
+            await tap.gateway.settled()
+            again = await run_claude(
+                url, database, home, "Anything left?", "--resume", str(first["session_id"])
+            )
+            await tap.gateway.settled()
+    played.check_done()
+    assert again.get("result") == "Resumed: nothing is left to do."
+    resumed = played.steps_seen()[5]
+    assert resumed.header("x-claude-code-session-id") == first["session_id"]
+    messages = json.loads(resumed.body)["messages"]
+    assert problems(json.loads(resumed.body)) == []
+    sent = json.dumps(messages)
+    assert "First look: the thread had only the task." in sent
+    assert "Anything left?" in sent
+    first_call = next(
+        m["content"][-1]["id"]
+        for m in json.loads(played.steps_seen()[1].body)["messages"]
+        if m["role"] == "assistant"
+    )
+    assert first_call not in _call_ids(messages)
