@@ -15,7 +15,10 @@ Thinking: a signed thinking block binds to everything before it. Blocks of the c
 new squash waits while that turn holds thinking, at the latest until the next user turn; when
 a squash is first sent, thinking blocks of earlier turns after its span are left out (the
 providers allow leaving out thinking of earlier turns), and stay left out in every later
-request, up to the message that was last when the squash was first sent (`mark`).
+request, up to the message that was last when the squash was first sent (`mark`). A wire
+whose reasoning binds to no prefix (OpenAI's reasoning items: `WireRequest.thinking_signed`
+False) keeps it all as sent: nothing waits for it and nothing of it is left out; reasoning
+inside a squashed span goes with its whole message.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def plan_rewrite(
         keys_of[unit.message].add(unit.key)
     tail = _open_loop(request)
     turn = _turn_start(request)
-    thinking_now = any(
+    thinking_now = request.thinking_signed and any(
         block.kind in _THINKING for message in messages[turn:] for block in message.blocks
     )
     spans: list[tuple[int, int, LiveSquash]] = []
@@ -142,7 +145,7 @@ def _placed(
     fallback = _turn_start(request) - 1
     last_index = len(messages) - 1
     dropped: set[tuple[int, int]] = set()
-    for squash in applied:
+    for squash in applied if request.thinking_signed else ():
         hi = max(where[key] for key in squash.members)
         mark = sent.get(squash.n)
         upto = last_index if mark is None else where.get(mark, fallback)

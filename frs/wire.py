@@ -68,6 +68,10 @@ class WireRequest:
     #: Set when the request continues server-side state the gateway cannot see
     #: (`previous_response_id`) or is signed over its body (a subscription): pass it through.
     untouchable: str | None = None
+    #: Whether thinking blocks sign everything before them (Anthropic): then a squash waits
+    #: while the current turn holds thinking, and thinking of earlier turns after a squash is
+    #: left out. OpenAI's reasoning items bind to no prefix (False): kept as they are.
+    thinking_signed: bool = True
 
 
 @dataclass(frozen=True, slots=True)

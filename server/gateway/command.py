@@ -25,8 +25,10 @@ from frs.model import Scope
 from frs.nudges import DEFAULT_STEP
 from server.deps import open_deps
 from server.gateway.anthropic import WIRE as ANTHROPIC
+from server.gateway.chat import WIRE as OPENAI_CHAT
 from server.gateway.proxy import DEFAULT_ANTHROPIC, DEFAULT_OPENAI, Gateway, Upstreams
 from server.gateway.recorder import Recorder
+from server.gateway.responses import WIRE as OPENAI_RESPONSES
 from server.guards import HostGuard
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import bind_socket
@@ -157,7 +159,11 @@ async def open_gateway(
                 Recorder(env, nudge_step),
                 upstreams,
                 client,
-                {"anthropic": ANTHROPIC},
+                {
+                    "anthropic": ANTHROPIC,
+                    OPENAI_RESPONSES.name: OPENAI_RESPONSES,
+                    OPENAI_CHAT.name: OPENAI_CHAT,
+                },
                 tenants=tenants,
                 rewrite=rewrite,
             )

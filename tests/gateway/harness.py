@@ -22,6 +22,7 @@ import httpx2
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from server.gateway import chat, responses
 from server.gateway.anthropic import problems
 from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
@@ -71,6 +72,14 @@ def text_reply(text: str = "done") -> Reply:
     return Reply(chunks=(json.dumps(body).encode(),))
 
 
+#: The rules each wire's requests must keep, checked on every request the upstream receives.
+VALIDATORS: dict[str, Callable[[object], list[str]]] = {
+    "/v1/messages": problems,
+    "/v1/responses": responses.problems,
+    "/v1/chat/completions": chat.problems,
+}
+
+
 @dataclass
 class Upstream:
     # An answer with no content: the gateway records nothing from it, so tests whose host
@@ -96,12 +105,9 @@ class Upstream:
             b"".join(chunks),
         )
         self.seen.append(seen)
-        if (
-            seen.path == "/v1/messages"
-            and seen.method == "POST"
-            and not seen.header("content-encoding")
-        ):
-            found = problems(json.loads(seen.body))
+        validator = VALIDATORS.get(seen.path)
+        if validator is not None and seen.method == "POST" and not seen.header("content-encoding"):
+            found = validator(json.loads(seen.body))
             if found:
                 self.invalid.append((len(self.seen) - 1, found))
         reply = self.script(seen)

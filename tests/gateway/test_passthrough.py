@@ -188,12 +188,20 @@ class TestSafety:
 
 
 class TestOpenAI:
-    async def test_openai_paths_go_through_unread_for_now(self, tmp_path):
+    async def test_openai_paths_go_to_their_wires_and_the_rest_unread(self, tmp_path):
         payload = b'{"model":"gpt-x", "input":[{"role":"user","content":"hi"}],"stream":true}'
         async with rig(tmp_path) as r:
             answer = await r.post(payload, [("session-id", "codex-1")], path="/v1/responses")
             assert answer.status_code == 200
             assert r.upstream.seen[0].path == "/v1/responses"
             assert r.upstream.seen[0].body == payload
-            assert r.gateway.route("/v1/responses").wire is None
-            assert r.gateway.route("/v1/messages").wire is not None
+            wires = {
+                path: getattr(r.gateway.route(path).wire, "name", None)
+                for path in ("/v1/messages", "/v1/responses", "/v1/chat/completions")
+            }
+            assert wires == {
+                "/v1/messages": "anthropic",
+                "/v1/responses": "openai-responses",
+                "/v1/chat/completions": "openai-chat",
+            }
+            assert r.gateway.route("/v1/embeddings").wire is None
