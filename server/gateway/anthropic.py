@@ -404,4 +404,5 @@ WIRE = WireFormat(
     render=render,
     problems=problems,
     decode=decode_body,
+    local_rules=True,  # pairing is with the next message, roles alternate
 )

@@ -52,6 +52,10 @@ class WireFormat:
     #: The rules a rewritten body must keep: what the provider would refuse, in words.
     problems: Callable[[object], list[str]]
     decode: Callable[[str], object]
+    #: True when what `problems` asks of a message depends only on its neighbours (and on
+    #: the first message being a user's): a rewrite that repeats the last one passed is then
+    #: checked from its last repeated assistant message on (`_from_repeat`), else whole.
+    local_rules: bool = False
 
 
 @dataclass(slots=True)
@@ -255,16 +259,23 @@ def _refusal(
         or rewritten[array.end + moved :] != original[array.end :]
     ):
         return "it changed something outside the messages"
-    checked = conversation.checked
-    previous = checked[1] if checked is not None and checked[0] == wire.name else None
-    read = wire.parse(rewritten, headers, previous)
-    found = wire.problems(wire.decode(_from_repeat(rewritten, read, previous)))
+    read: WireRequest | None = None
+    checked_body = rewritten
+    if wire.local_rules:
+        checked = conversation.checked
+        previous = checked[1] if checked is not None and checked[0] == wire.name else None
+        read = wire.parse(rewritten, headers, previous)
+        checked_body = _from_repeat(rewritten, read, previous)
+    found = wire.problems(wire.decode(checked_body))
     refusal = None
     if found:
-        # Rare: only then is the host's own request checked, so its own faults are not ours.
+        # Rare: only then is the host's own request checked, so its own faults are not ours
+        # (both whole, so the places named compare).
+        if checked_body is not rewritten:
+            found = wire.problems(wire.decode(rewritten))
         new = set(found) - set(wire.problems(wire.decode(original)))
         refusal = "; ".join(sorted(new)[:3]) if new else None
-    if refusal is None:
+    if refusal is None and read is not None:
         conversation.checked = (wire.name, Parsed(rewritten, read))
     return refusal
 
@@ -278,7 +289,8 @@ def _from_repeat(text: str, read: WireRequest, previous: Parsed | None) -> str:
     (`previous`), with the messages before the last repeated assistant message left out and
     one stand-in user message in their place. What the rules ask of a message depends only
     on its neighbours, and those left out were checked as they are; frozen bytes make a
-    long conversation's rewrites repeat all but their end, so a check stays short."""
+    long conversation's rewrites repeat all but their end, so a check stays short. (A call
+    id of the end repeating one of the part left out is not seen: the host's to send.)"""
     span = read.messages_span
     if previous is None or span is None:
         return text
