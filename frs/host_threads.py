@@ -8,8 +8,8 @@ request that are not stored yet. Keys are kept in `interface_message_id` (`frs.m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from frs import recording, sessions
 from frs.env import Env
@@ -28,6 +28,9 @@ class StoredThread:
     keys: frozenset[str]  # every stored original's key
     first_key: str | None  # the key of its first recorded message, if the gateway keyed it
     squashes: tuple[LiveSquash, ...]
+    #: Where each live, unsquashed message the gateway keyed sits in the view (its
+    #: position), as read: messages recorded since are not in it.
+    positions: Mapping[str, int] = field(default_factory=dict)
 
 
 async def find_thread(env: Env, interface: str, conversation: str) -> StoredThread | None:
@@ -53,9 +56,12 @@ async def load_thread(reader: ThreadReader, session: Session) -> StoredThread:
     keys: set[str] = set()
     firsts: list[tuple[int, str]] = []
     squashes: list[LiveSquash] = []
-    for entry in entries:
+    positions: dict[str, int] = {}
+    for position, entry in enumerate(entries, start=1):
         if entry.kind != "summary" or entry.squash_n is None:
             _keep(entry, keys, firsts)
+            if entry.interface_message_id:
+                positions[entry.interface_message_id] = position
             continue
         members = await _originals(reader, session.id, entry.squash_n)
         member_keys = set()
@@ -72,7 +78,7 @@ async def load_thread(reader: ThreadReader, session: Session) -> StoredThread:
                 )
             )
     first = min(firsts)[1] if firsts else None
-    return StoredThread(session, frozenset(keys), first, tuple(squashes))
+    return StoredThread(session, frozenset(keys), first, tuple(squashes), positions)
 
 
 def _keep(message: Message, keys: set[str], firsts: list[tuple[int, str]]) -> None:

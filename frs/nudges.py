@@ -9,7 +9,7 @@ message (found by its key), in every later request, so a prompt cache breaks onc
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from frs.matching import Unit
@@ -29,10 +29,13 @@ class Nudge:
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """Finished tool output not squashed yet: how many results, how many tokens."""
+    """Finished tool output not squashed yet: how many results, how many tokens, and the
+    positions (in the view) of the first and last of them that were recorded, if any."""
 
     results: int
     tokens: int
+    first: int | None = None
+    last: int | None = None
 
 
 def sent_tokens(units: Sequence[Unit], squashed: Collection[str]) -> int:
@@ -41,17 +44,27 @@ def sent_tokens(units: Sequence[Unit], squashed: Collection[str]) -> int:
 
 
 def candidates(
-    request: WireRequest, units: Sequence[Unit], squashed: Collection[str]
+    request: WireRequest,
+    units: Sequence[Unit],
+    squashed: Collection[str],
+    positions: Mapping[str, int] | None = None,
 ) -> Candidates:
     """Tool results of the turns that are over (before the last user message that is not
-    results), not in a squash already sent: what a squash would take first."""
+    results), not in a squash already sent: what a squash would take first. `positions`:
+    where the recorded ones sit in the view (`StoredThread.positions`)."""
     turn = _turn_start(request)
     finished = [
         unit
         for unit in units
         if unit.new.role == "tool" and unit.message < turn and unit.key not in squashed
     ]
-    return Candidates(len(finished), sum(unit.tokens for unit in finished))
+    placed = [positions[u.key] for u in finished if positions and u.key in positions]
+    return Candidates(
+        len(finished),
+        sum(unit.tokens for unit in finished),
+        min(placed) if placed else None,
+        max(placed) if placed else None,
+    )
 
 
 def due(total: int, step: int, last_level: int) -> int | None:
@@ -61,11 +74,22 @@ def due(total: int, step: int, last_level: int) -> int | None:
 
 
 def nudge_text(total: int, found: Candidates) -> str:
-    """The reminder: what the conversation sends, what is finished, and what to call."""
+    """The reminder: what the conversation sends, what is finished and where, and the calls
+    that show it and squash it."""
+    where = (
+        f"positions {found.first}–{found.last}: "
+        if found.first is not None and found.last is not None
+        else ""
+    )
+    show = (
+        f"frs_view_thread(from={found.first}, to={found.last}) shows them"
+        if where
+        else "frs_view_thread shows them with their positions"
+    )
     return (
         f"[FRS reminder] This conversation now sends the model about {_k(total)} tokens on "
-        f"every call; {found.results} finished tool results of earlier turns hold about "
-        f"{_k(found.tokens)} of them. frs_view_thread shows them with their positions; "
+        f"every call; {where}{_k(found.tokens)} tokens of finished tool output "
+        f"({found.results} finished tool results of earlier turns). {show}; "
         "frs_compress_range(from, to, summary) replaces a finished stretch with your summary "
         "in what the model is sent from the next call on (get_alias keeps the originals)."
     )

@@ -136,7 +136,7 @@ class Recorder:
                 return Prepared(body, key=key, units=units, belongs=belongs, fresh=fresh)
             plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
             if self.nudge_step is not None and request.untouchable is None:
-                plan = _nudged(plan, request, units, thread, conversation, self.nudge_step)
+                plan = await self._nudged(plan, request, units, thread, conversation, key)
             _log_plan(wire, plan)
             if not plan.changes:
                 return Prepared(body, plan, key, units, belongs, fresh=fresh)
@@ -191,6 +191,42 @@ class Recorder:
             done = await record_new(self.env, thread.session.id, [_fit(unit, self.env.limits)])
             conversation.thread = _grown(thread, [unit], done.revision if done else None)
             return True
+
+    async def _nudged(
+        self,
+        plan: RewritePlan,
+        request: WireRequest,
+        units: Sequence[Unit],
+        thread: StoredThread,
+        conversation: _Conversation,
+        key: tuple[str, str],
+    ) -> RewritePlan:
+        """The plan with every reminder made so far, each on its own message, and a new one
+        at the end of the newest user message when what is sent crossed the next threshold
+        (the thread is then read again, for where its finished output sits in the view)."""
+        step = self.nudge_step
+        if step is None:
+            return plan
+        applied = set(plan.applied)
+        squashed = {member for s in thread.squashes if s.n in applied for member in s.members}
+        total = sent_tokens(units, squashed)
+        level = due(total, step, conversation.nudged)
+        last = units[-1] if units else None
+        if level is not None and last is not None and request.messages[last.message].role == "user":
+            read = await find_thread(self.env, *key)
+            positions = read.positions if read is not None else {}
+            text = nudge_text(total, candidates(request, units, squashed, positions))
+            conversation.nudges.append(Nudge(last.key, text, level))
+            conversation.nudged = level
+            log.info("reminder to squash sent at ~%d tokens (level %d)", total, level)
+        where = {unit.key: unit.message for unit in units}
+        gone = {i for r in plan.replacements for i in range(r.first, r.last + 1)}
+        added = tuple(
+            Insertion(where[n.after], "last", (n.text,))
+            for n in conversation.nudges
+            if n.after in where and where[n.after] not in gone
+        )
+        return replace(plan, insertions=plan.insertions + added) if added else plan
 
     async def _thread(
         self, key: tuple[str, str], conversation: _Conversation
@@ -302,36 +338,6 @@ def _from_repeat(text: str, read: WireRequest, previous: Parsed | None) -> str:
         return text
     first = read.messages[start].span.start
     return text[: span.start] + "[" + _STAND_IN + text[first:]
-
-
-def _nudged(
-    plan: RewritePlan,
-    request: WireRequest,
-    units: Sequence[Unit],
-    thread: StoredThread,
-    conversation: _Conversation,
-    step: int,
-) -> RewritePlan:
-    """The plan with every reminder made so far, each on its own message, and a new one at
-    the end of the newest user message when what is sent crossed the next threshold."""
-    applied = set(plan.applied)
-    squashed = {key for s in thread.squashes if s.n in applied for key in s.members}
-    total = sent_tokens(units, squashed)
-    level = due(total, step, conversation.nudged)
-    last = units[-1] if units else None
-    if level is not None and last is not None and request.messages[last.message].role == "user":
-        text = nudge_text(total, candidates(request, units, squashed))
-        conversation.nudges.append(Nudge(last.key, text, level))
-        conversation.nudged = level
-        log.info("reminder to squash sent at ~%d tokens (level %d)", total, level)
-    where = {unit.key: unit.message for unit in units}
-    gone = {i for r in plan.replacements for i in range(r.first, r.last + 1)}
-    added = tuple(
-        Insertion(where[n.after], "last", (n.text,))
-        for n in conversation.nudges
-        if n.after in where and where[n.after] not in gone
-    )
-    return replace(plan, insertions=plan.insertions + added) if added else plan
 
 
 def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:

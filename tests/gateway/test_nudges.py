@@ -4,11 +4,12 @@ byte-identical in later requests, and the squash that answers it takes effect.""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from frs.nudges import Candidates, due, nudge_text
 from server.gateway.spans import compact
-from tests.gateway.conversation import SESSION, body, call, result, user
+from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import rig
 from tests.gateway.test_squashes import _unmarked, service, session_of
 
@@ -57,6 +58,33 @@ class TestNudges:
                 assert _unmarked(json.loads(later_body)["messages"][: at + 1]) == upto
                 assert later_body.count(block_bytes) == 1
 
+    async def test_it_names_where_the_finished_output_sits_in_the_view(self, tmp_path):
+        # A finished turn of tool output (recorded), then a new user turn whose output
+        # crosses the threshold: the reminder names where the first turn's output is.
+        first = long_session(6)
+        second = [
+            *first,
+            said("All clean."),
+            user("Now the configs."),
+            call("toolu_c", "cat configs"),
+            result("toolu_c", "config ok " * 600),
+        ]
+        async with rig(tmp_path, nudges=2_500) as r:
+            await r.post(body(first), SESSION)
+            assert not reminders(r.upstream.seen[-1].body)
+            await r.post(body(second), SESSION)
+            (_, text), *_ = reminders(r.upstream.seen[-1].body)
+            where = re.search(r"positions (\d+)–(\d+): \d+k? tokens of finished", text)
+            assert where is not None, text
+            assert f"frs_view_thread(from={where[1]}, to={where[2]})" in text
+            session = await session_of(r)
+            async with r.gateway.recorder.env.store.snapshot() as reader:
+                start, end = int(where[1]), int(where[2])
+                shown = await reader.entries_at(session.id, start, end - start + 1)
+            assert shown[0].role == "tool"
+            assert shown[-1].role == "tool"
+            assert sum(1 for m in shown if m.role == "tool") == 6
+
     async def test_the_squash_that_answers_it_takes_effect(self, tmp_path):
         messages = long_session(10)
         async with rig(tmp_path, nudges=1_000) as r:
@@ -87,9 +115,14 @@ class TestRules:
         assert due(1_900, 1_000, 1) is None
         assert due(3_100, 1_000, 1) == 3
 
-    def test_the_text_says_how_much_and_what_to_call(self):
-        text = nudge_text(83_000, Candidates(23, 41_000))
+    def test_the_text_says_how_much_where_and_what_to_call(self):
+        text = nudge_text(83_000, Candidates(23, 41_000, 12, 80))
         assert "about 83k tokens" in text
         assert "23 finished tool results" in text
-        assert "about 41k" in text
-        assert "frs_view_thread" in text
+        assert "positions 12–80: 41k tokens of finished tool output" in text
+        assert "frs_view_thread(from=12, to=80)" in text
+
+    def test_without_positions_it_still_says_how_much(self):
+        text = nudge_text(83_000, Candidates(23, 41_000))
+        assert "41k tokens of finished tool output" in text
+        assert "positions" not in text.split("frs_view_thread")[0]
