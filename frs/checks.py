@@ -60,6 +60,12 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
         ):
             if optional is not None:
                 check_field(optional, f"{where}.{label}", limits)
+        if message.raw is not None and len(message.raw) > 2 * limits.max_message_chars:
+            raise InvalidContent(
+                f"{where}.raw has {len(message.raw):,} characters; a runtime's own item may have "
+                f"at most {2 * limits.max_message_chars:,} (twice the message limit). Record "
+                "the item without its raw copy, or raise --max-message-chars."
+            )
         if message.created_at is not None:
             try:
                 datetime.fromisoformat(message.created_at)

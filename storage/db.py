@@ -79,10 +79,27 @@ class Database:
                 with anyio.CancelScope(shield=True):
                     await self._reader.rollback()
 
+    async def fetch(self, sql: str, params: tuple[object, ...]) -> list[sqlite3.Row]:
+        """The rows of one statement run on the reader outside any transaction: SQLite reads
+        one committed state for a statement on its own, in one trip to the connection's
+        thread instead of the three of a snapshot (begin, the query, rollback)."""
+        async with self._read_lock:
+            try:
+                return list(await self._reader.execute_fetchall(sql, params))
+            except sqlite3.Error as exc:
+                raise store_error(exc) from exc
+
     async def user_version(self, conn: aiosqlite.Connection | None = None) -> int:
         async with (conn or self._writer).execute("pragma user_version") as cursor:
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
+
+    def stop(self) -> None:
+        """Stop the connections' threads without an event loop (the interpreter is exiting
+        and nobody closed the database): SQLite finishes or rolls back on its own."""
+        if self._reader is not self._writer:
+            self._reader.stop()
+        self._writer.stop()
 
     async def close(self) -> None:
         with anyio.CancelScope(shield=True):

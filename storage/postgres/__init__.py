@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from frs.model import Message
 from storage.postgres.database import PgDatabase, is_postgres, open_postgres, redact
-from storage.postgres.reads import PgReader
+from storage.postgres.reads import NEWEST_OF_CONVERSATION, PgReader
 from storage.postgres.schema import MIGRATIONS
 from storage.postgres.writes import PgTx
+from storage.rows import message_from_row
 
 __all__ = [
     "MIGRATIONS",
@@ -38,3 +40,9 @@ class PgStore:
     async def snapshot(self) -> AsyncIterator[PgReader]:
         async with self.db.snapshot() as conn:
             yield PgReader(conn)
+
+    async def newest_entries(
+        self, tenant: str, interface: str, conversation: str, count: int | None
+    ) -> list[Message]:
+        rows = await self.db.fetch(NEWEST_OF_CONVERSATION, tenant, interface, conversation, count)
+        return [message_from_row(row) for row in reversed(rows)]

@@ -122,6 +122,26 @@ class PgDatabase:
         async with self._connection("begin isolation level repeatable read read only") as c:
             yield c
 
+    async def fetch(self, sql: str, *params: Any) -> list[Any]:
+        """The rows of one statement outside any transaction (it reads one committed state
+        by itself): one round trip instead of the three of a snapshot."""
+        try:
+            conn = await self.pool.acquire(timeout=CONNECT_TIMEOUT)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"no connection to PostgreSQL came free within {CONNECT_TIMEOUT:.0f} s (the pool"
+                f" holds {self.pool.get_max_size()}; raise FRS_DB_POOL, or check the server)"
+            ) from None
+        except self._errors as exc:
+            raise store_error(exc) from exc
+        try:
+            return list(await conn.fetch(sql, *params))
+        except self._errors as exc:
+            raise store_error(exc) from exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.pool.release(conn)
+
     async def close(self) -> None:
         with anyio.CancelScope(shield=True):
             await self.pool.close()

@@ -747,6 +747,71 @@ class TestWindowsAndLanes:
         assert t0.content == "z first"
 
 
+class TestRuntimeItems:
+    """What the runtime adapters need: a raw item kept with its message, the newest entries of
+    a conversation in one read, and the newest entry taken back."""
+
+    async def test_a_raw_item_comes_back_exactly_as_stored_with_its_message(
+        self, open_store: OpenStore
+    ) -> None:
+        raw = '{"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA\\u0000=", "é": 1}'
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s")
+                await thread.record(tx, [replace(original(1), raw=raw), original(2)])
+            async with store.snapshot() as reader:
+                first, second = await reader.entries_at(thread.sid, 1, 2)
+                by_number = await reader.message(thread.sid, 1)
+        assert (first.raw, second.raw) == (raw, None)
+        assert by_number == first == thread.entries[0]
+
+    async def test_newest_entries_of_a_conversation_are_the_tenants_newest_in_thread_order(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s", "agents", "c1")
+                await thread.record(tx, originals(1, 30))
+                await thread.squash_ords(tx, 26, 28)  # summary 31 among the newest
+                other = await Thread.start(tx, "t", "agents", "c2")
+                await other.record(tx, originals(1, 3, tag="other"))
+            for count in (0, 1, 5, len(thread.entries), 100):
+                got = await store.newest_entries(LOCAL, "agents", "c1", count)
+                assert got == (thread.entries[-count:] if count else []), count
+            assert await store.newest_entries(LOCAL, "agents", "c1", None) == thread.entries
+            assert await store.newest_entries(LOCAL, "agents", "c2", None) == other.entries
+            for tenant, interface, conversation in [
+                ("acme", "agents", "c1"),
+                (LOCAL, "other", "c1"),
+                (LOCAL, "agents", "c3"),
+            ]:
+                assert await store.newest_entries(tenant, interface, conversation, 10) == []
+
+    async def test_removing_the_newest_entry_takes_its_calls_and_thinking_and_nothing_else(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s")
+                await thread.record(tx, [original(1), thought(1, "before 2")])
+                await thread.record(tx, [original(2, "assistant", tool_calls=["c1"])])
+                await thread.record(tx, [thought(2, "after 2")])
+                await tx.remove_entry(thread.sid, thread.entries[-1])
+            async with store.snapshot() as reader:
+                assert await reader.entries_at(thread.sid, 1, 10) == thread.entries[:1]
+                assert await reader.last_entries(thread.sid, 10, None) == thread.entries[:1]
+                assert await reader.message(thread.sid, 2) is None
+                assert await reader.latest_calls(thread.sid, ["c1"]) == {}
+                assert [t.content for t in await reader.thinking(thread.sid, 0, 10)] == ["before 2"]
+                assert await reader.positions_of(thread.sid, [1, 2]) == [1, 2]
+            # The number is not reused: the next message gets 3, after the first entry.
+            async with store.transaction() as tx:
+                await tx.insert_messages(thread.sid, [original(3)])
+            async with store.snapshot() as reader:
+                got = await reader.entries_at(thread.sid, 1, 10)
+        assert [m.number for m in got] == [1, 3]
+
+
 class TestSquashAndRestore:
     """A squash replaces entries by one summary at the first one's ord; a restore undoes it."""
 

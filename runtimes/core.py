@@ -1,0 +1,270 @@
+"""What every runtime adapter shares: one conversation of a runtime kept as one FRS session.
+
+A `Conversation` opens the store at a database path (a SQLite file, or a ``postgresql://`` URL)
+on first use, in the running event loop, and finds its session by get-or-create on
+(interface, conversation): the runtime's name and its own session id. frs-mcp over MCP on the
+same database finds the same session with ``frs_session(action="start", interface=...,
+conversation=...)``. It records what the runtime hands in, reads the newest entries back in one
+statement, and offers the five FRS tool operations (`FrsTools`) as plain async methods bound
+to it, each answering with the text the MCP tool answers with; each adapter wraps them in its
+framework's tool form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
+from frs.model import Limits
+from frs.ports import Store
+from frs.render import summary_prefix
+from storage import Database, SqliteStore, open_database
+from storage.postgres import PgStore, is_postgres, open_postgres
+
+
+@asynccontextmanager
+async def open_store(db: str | os.PathLike[str]) -> AsyncIterator[Store]:
+    """The store at `db`: PostgreSQL for a ``postgresql://`` URL (the ``postgres`` extra),
+    else a SQLite file (created, with its folder, if missing); migrated; closed on exit."""
+    where = os.fspath(db)
+    if is_postgres(where):
+        async with open_postgres(where) as pg:
+            yield PgStore(pg)
+        return
+    async with open_database(where) as sqlite:
+        _stop_at_exit(sqlite)
+        try:
+            yield SqliteStore(sqlite)
+        finally:
+            _OPEN.discard(sqlite)
+
+
+# aiosqlite runs each connection on a thread the interpreter waits for at exit: a runtime
+# that never closes its session would hang there. Before that wait (threading's own exit
+# hooks run first; `atexit` runs after it, too late), the threads of every database still
+# open are told to stop.
+_OPEN: set[Database] = set()
+
+
+def _stop_open_databases() -> None:
+    for database in list(_OPEN):
+        database.stop()
+
+
+def _stop_at_exit(database: Database) -> None:
+    if not _OPEN:
+        register: Callable[[Callable[[], None]], None] | None = getattr(
+            threading, "_register_atexit", None
+        )
+        if register is not None and not getattr(_stop_at_exit, "registered", False):
+            register(_stop_open_databases)
+            _stop_at_exit.registered = True  # type: ignore[attr-defined]
+    _OPEN.add(database)
+
+
+class Conversation:
+    """One conversation of a runtime, kept as the FRS session (interface, conversation).
+
+    Nothing is opened until the first call, which must come from a running event loop; every
+    later call must come from the same loop (`close` it before that loop ends, or use
+    ``async with``). `title` names the session when this call creates it.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        interface: str,
+        conversation: str,
+        *,
+        title: str | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.db = os.fspath(db)
+        self.interface = interface
+        self.conversation = conversation
+        self.title = title or f"{interface} {conversation}"
+        self.limits = limits or Limits()
+        self._stack: AsyncExitStack | None = None
+        self._service: ReasoningService | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session_id: SessionId | None = None
+        self._opening = asyncio.Lock()
+
+    # -- the store ----------------------------------------------------------------------------
+
+    async def service(self) -> ReasoningService:
+        """The service over the open store, opening it on the first call."""
+        loop = asyncio.get_running_loop()
+        if self._service is not None:
+            if loop is not self._loop:
+                raise RuntimeError(
+                    f"This {self.interface} FRS session was opened in another event loop. Use "
+                    "it in one loop (create it inside asyncio.run's coroutine), or close it "
+                    "(await session.close()) before that loop ends."
+                )
+            return self._service
+        async with self._opening:
+            if self._service is None:
+                stack = AsyncExitStack()
+                store = await stack.enter_async_context(open_store(self.db))
+                self._stack, self._loop = stack, loop
+                self._service = ReasoningService(store, self.limits)
+        return self._service
+
+    async def close(self) -> None:
+        """Close the store; the next call opens it again."""
+        stack, self._stack, self._service, self._session_id = self._stack, None, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def __aenter__(self) -> Conversation:
+        await self.service()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the session --------------------------------------------------------------------------
+
+    async def session_id(self) -> SessionId:
+        """The conversation's session, created (and made current) on first use."""
+        service = await self.service()
+        if self._session_id is None:
+            started = await service.start_session(
+                title=self.title, interface=self.interface, conversation=self.conversation
+            )
+            self._session_id = started.session.id
+        return self._session_id
+
+    async def record(self, messages: Sequence[NewMessage]) -> Recorded | None:
+        """Append `messages` in one transaction (None when there are none)."""
+        if not messages:
+            return None
+        service = await self.service()
+        return await service.record(messages, await self.session_id())
+
+    async def entries(self, count: int | None = None) -> list[Message]:
+        """The newest `count` entries (all when None) in thread order: what the model is
+        shown. One statement; it creates nothing (an unknown conversation has none)."""
+        service = await self.service()
+        if count is not None and count <= 0:
+            return []
+        return await service.store.newest_entries(
+            service.scope.tenant, self.interface, self.conversation, count
+        )
+
+    async def remove_newest(self) -> Message | None:
+        """Take the newest entry back out (see `frs.recording.remove_newest`); None when the
+        thread is empty. A summary there is refused (InvalidRequest)."""
+        service = await self.service()
+        removed = await service.remove_newest(await self.session_id())
+        return removed.message if removed else None
+
+    async def clear(self) -> None:
+        """Start the conversation over: its session is set aside, kept whole (renamed to say
+        so, found by id or in frs_session's list), and the next call creates a new one."""
+        service = await self.service()
+        session = await service.find_session(await self.session_id())
+        if session is not None:
+            await service.set_aside(session.id)
+        self._session_id = None
+
+
+def summary_text(message: Message) -> str:
+    """A summary as a model reads it in a runtime's history: what it replaced, its alias
+    (get_alias reads the originals, frs_restore undoes it), then the summary itself."""
+    alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
+    return f"[{summary_prefix(message)} ({alias})] {message.content}"
+
+
+class FrsTools:
+    """The FRS tools a model uses to distill its own thread, bound to one conversation.
+
+    Positions are those of frs_view_thread (1-based, contiguous; they shift after a squash).
+    Each method answers with the text the MCP tool of the same name answers with, and raises
+    `frs.FrsError` with a message the model can act on; adapters turn that into their
+    framework's tool error.
+    """
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+
+    async def _service(self) -> tuple[ReasoningService, SessionId]:
+        return await self.conversation.service(), await self.conversation.session_id()
+
+    async def frs_view_thread(self, last: int | None = None) -> str:
+        """Show your conversation as a numbered thread, to pick what to squash.
+
+        Each entry is `[n] Role: text`; long ones are cards with an alias (get_alias reads
+        them whole); squashed stretches show as `Summary of K messages (SQ.m@sha8)`.
+
+        Args:
+            last: Only the newest `last` entries (positions stay those of the whole thread).
+        """
+        service, sid = await self._service()
+        return await service.view(ViewOptions(last=last), sid)
+
+    async def frs_compress_range(self, start: int, end: int, summary: str) -> str:
+        """Squash entries start..end (inclusive) of frs_view_thread into your summary.
+
+        From your next turn on you see the summary instead of them; the originals stay
+        retrievable (get_alias) and restorable (frs_restore). Keep decisions, numbers, file
+        names and open questions in the summary. A range may not separate a tool call from
+        its result.
+
+        Args:
+            start: First position to squash (1-based, as frs_view_thread numbers them).
+            end: Last position to squash, inclusive.
+            summary: Your summary; it replaces the range.
+        """
+        service, sid = await self._service()
+        return replies.squashed(await service.compress_range(start, end, summary, session_id=sid))
+
+    async def frs_compress_last(self, count: int, summary: str) -> str:
+        """Squash the newest `count` entries of the thread into your summary.
+
+        Use it right after finishing a step whose details you will not need verbatim.
+
+        Args:
+            count: How many of the newest entries to squash.
+            summary: Your summary of them.
+        """
+        service, sid = await self._service()
+        return replies.squashed(await service.compress_last(count, summary, session_id=sid))
+
+    async def get_alias(self, alias: str, offset: int = 0, max_chars: int | None = None) -> str:
+        """Read the full text behind an alias: `SQ.n` the originals of a squash, `M.n` one
+        message; `@sha8` optional.
+
+        Args:
+            alias: The alias, e.g. SQ.2@0b4f2d11 or M.17.
+            offset: Character offset to start reading from (for long texts).
+            max_chars: At most this many characters.
+        """
+        service, sid = await self._service()
+        page = await service.get_alias(alias, offset, max_chars, session_id=sid)
+        return page.render()
+
+    async def frs_restore(self, alias: str) -> str:
+        """Undo a squash: its originals take the summary's place again.
+
+        Args:
+            alias: The squash to undo: SQ.<n>, @sha8 optional.
+        """
+        service, sid = await self._service()
+        return replies.restored(await service.restore(alias, session_id=sid))
+
+    def functions(self) -> list[Callable[..., Any]]:
+        """The five tools as bound async functions, in the order a model should meet them."""
+        return [
+            self.frs_view_thread,
+            self.frs_compress_range,
+            self.frs_compress_last,
+            self.get_alias,
+            self.frs_restore,
+        ]
