@@ -110,6 +110,6 @@ class TestTools:
     ) -> None:
         async with Conversation(tmp_path / "frs.db", "agents", "c1") as conversation:
             await conversation.record(turn())
-            with pytest.raises(InvalidRequest, match="positions 1..4"):
+            with pytest.raises(InvalidRequest, match=r"positions 1\.\.4"):
                 await FrsTools(conversation).frs_compress_range(3, 9, "x")
             assert len(await conversation.entries()) == 4
