@@ -164,15 +164,30 @@ class Conversation:
         service = await self.service()
         return await service.record(messages, await self.session_id())
 
-    async def entries(self, count: int | None = None) -> list[Message]:
-        """The newest `count` entries (all when None) in thread order: what the model is
-        shown. One statement; it creates nothing (an unknown conversation has none)."""
-        service = await self.service()
+    async def newest(self, count: int | None = None) -> list[Message | str]:
+        """The newest `count` entries (all when None) in thread order, each as its raw items'
+        JSON text when it has one, else as the Message: what the model is shown, in one
+        statement (`Store.newest_entries`). It creates nothing."""
         if count is not None and count <= 0:
             return []
+        service = await self.service()
         return await service.store.newest_entries(
             service.scope.tenant, self.interface, self.conversation, count
         )
+
+    async def entries(self, count: int | None = None) -> list[Message]:
+        """The newest `count` entries (all when None) in thread order, as Messages, read in
+        one snapshot. It creates nothing (an unknown conversation has none)."""
+        if count is not None and count <= 0:
+            return []
+        service = await self.service()
+        async with service.store.snapshot() as reader:
+            session = await reader.find_conversation(
+                service.scope.tenant, self.interface, self.conversation
+            )
+            if session is None or session.live_count == 0:
+                return []
+            return await reader.last_entries(session.id, count or session.live_count, None)
 
     async def remove_newest(self) -> Message | None:
         """Take the newest entry back out (see `frs.recording.remove_newest`); None when the

@@ -11,7 +11,7 @@ from storage.postgres.database import PgDatabase, is_postgres, open_postgres, re
 from storage.postgres.reads import NEWEST_OF_CONVERSATION, PgReader
 from storage.postgres.schema import MIGRATIONS
 from storage.postgres.writes import PgTx
-from storage.rows import message_from_row
+from storage.rows import newest_from_row
 
 __all__ = [
     "MIGRATIONS",
@@ -43,6 +43,6 @@ class PgStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message]:
+    ) -> list[Message | str]:
         rows = await self.db.fetch(NEWEST_OF_CONVERSATION, tenant, interface, conversation, count)
-        return [message_from_row(row) for row in reversed(rows)]
+        return [newest_from_row(row) for row in reversed(rows)]
