@@ -96,13 +96,7 @@ async def test_the_frs_mcp_toolset_example(in_tmp: Path, capfd: pytest.CaptureFi
     script = Script(
         ModelResponse([ToolCallPart("frs_session", start, tool_call_id="t1")]),
         ModelResponse([TextPart(LONG)]),
-        ModelResponse(
-            [
-                ToolCallPart(
-                    "frs_compress_last", {"count": 4, "summary": "3 != 4"}, tool_call_id="t2"
-                )
-            ]
-        ),
+        ModelResponse([ToolCallPart("frs_compress_last", squash, tool_call_id="t2")]),
         ModelResponse([TextPart("Fixed: a lock in Syncer.flush.")]),
     )
     await example(2).main(FunctionModel(script))
