@@ -123,10 +123,10 @@ class TestTheSession:
         assert last_two == items[-2:]
 
     async def test_pop_item_takes_the_newest_back_and_clear_starts_over(
-        self, tmp_path: Path
+        self, database: Path | str
     ) -> None:
         model = ScriptedModel()
-        async with FRSSession("chat-1", tmp_path / "frs.db") as session:
+        async with FRSSession("chat-1", database) as session:
             await two_turns(session, model)
             before = await session.get_items()
             popped = await session.pop_item()
@@ -154,9 +154,10 @@ async def two_turns_on(session: Any) -> None:
 
 
 class TestASquashTakesEffectOnTheNextCall:
-    async def test_through_the_adapters_tools(self, tmp_path: Path) -> None:
+    async def test_through_the_adapters_tools(self, database: Path | str) -> None:
+        # On each backend: a SQLite file, and a postgresql:// URL.
         model = ScriptedModel()
-        async with FRSSession("chat-1", tmp_path / "frs.db") as session:
+        async with FRSSession("chat-1", database) as session:
             await two_turns(session, model)
             views: list[str] = []
 
