@@ -7,7 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from frs.model import Message
-from storage.postgres.database import PgDatabase, is_postgres, open_postgres, redact
+from storage.postgres.database import (
+    PgDatabase,
+    connect_postgres,
+    is_postgres,
+    open_postgres,
+    redact,
+)
 from storage.postgres.reads import NEWEST_OF_CONVERSATION, PgReader
 from storage.postgres.schema import MIGRATIONS
 from storage.postgres.writes import PgTx
@@ -19,6 +25,7 @@ __all__ = [
     "PgReader",
     "PgStore",
     "PgTx",
+    "connect_postgres",
     "is_postgres",
     "open_postgres",
     "redact",
