@@ -19,6 +19,7 @@ import asyncpg
 from bench.latency import SUMMARY
 from bench.threads import STEP
 from frs import Message, NewMessage, ReasoningService, SessionId, ViewOptions
+from frs.raw import Raw
 from storage.postgres import PgDatabase, PgReader, PgStore, PgTx, open_postgres
 
 _SEQ_SCAN = re.compile(r"Seq Scan on (\w+)")
@@ -79,7 +80,7 @@ class _TracingStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message | str]:
+    ) -> list[Message | Raw]:
         # One statement outside a transaction; not a plan this bench lists.
         return await PgStore(self.db).newest_entries(tenant, interface, conversation, count)
 

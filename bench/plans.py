@@ -18,6 +18,7 @@ from typing import Any
 from bench.latency import SUMMARY
 from bench.tokens import view_fields, view_options
 from frs import Message, NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs.raw import Raw
 from storage import SqliteStore, open_database
 from storage.db import Database
 from storage.reads import SqliteReader
@@ -79,7 +80,7 @@ class _TracingStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message | str]:
+    ) -> list[Message | Raw]:
         # One statement outside a transaction; not a plan this bench lists.
         return await SqliteStore(self.db).newest_entries(tenant, interface, conversation, count)
 

@@ -60,6 +60,11 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
         ):
             if optional is not None:
                 check_field(optional, f"{where}.{label}", limits)
+        if message.raw is not None and "\x00" in message.raw:
+            raise InvalidContent(
+                f"{where}.raw holds a NUL character, so it is not JSON text; send the items as "
+                "JSON (json.dumps escapes NUL as \\u0000)."
+            )
         if message.raw is not None and len(message.raw) > 2 * limits.max_message_chars:
             raise InvalidContent(
                 f"{where}.raw has {len(message.raw):,} characters; a runtime's own item may have "

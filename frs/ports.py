@@ -39,6 +39,7 @@ from frs.model import (
     Source,
     Squash,
 )
+from frs.raw import Raw
 
 
 class ThreadReader(Protocol):
@@ -294,10 +295,9 @@ class Store(Protocol):
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message | str]:
+    ) -> list[Message | Raw]:
         """The newest `count` entries (all of them when None) of the tenant's session of this
-        conversation, in thread order, each as its `raw` text when it has one (a runtime's own
-        items, all a runtime needs of it), else as the Message; [] when there is no such
-        session. One consistent read, without a transaction held open: a runtime's read
-        before every model call."""
+        conversation, in thread order, each as its `Raw` items when it has them (all a runtime
+        needs of it), else as the Message; [] when there is no such session. One consistent
+        read, without a transaction held open: a runtime's read before every model call."""
         ...

@@ -23,6 +23,7 @@ from typing import Any
 from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
 from frs.model import Limits
 from frs.ports import Store
+from frs.raw import Raw
 from frs.render import summary_prefix
 from storage import Database, SqliteStore, connect_database
 from storage.postgres import PgStore, connect_postgres, is_postgres
@@ -201,10 +202,10 @@ class Conversation:
         service = await self.service()
         return await service.record(messages, await self.session_id())
 
-    async def newest(self, count: int | None = None) -> list[Message | str]:
-        """The newest `count` entries (all when None) in thread order, each as its raw items'
-        JSON text when it has one, else as the Message: what the model is shown, in one
-        statement (`Store.newest_entries`). It creates nothing."""
+    async def newest(self, count: int | None = None) -> list[Message | Raw]:
+        """The newest `count` entries (all when None) in thread order, each as its `Raw` items
+        when it has them, else as the Message: what the model is shown, in one statement
+        (`Store.newest_entries`). It creates nothing."""
         if count is not None and count <= 0:
             return []
         service = await self.service()

@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
     ) from exc
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
+from frs.raw import Raw, load_all
 from runtimes.core import Conversation, FrsTools, summary_text
 
 __all__ = ["INTERFACE", "FRSSession", "entry_items", "frs_tools", "item_message"]
@@ -64,10 +65,8 @@ class FRSSession(SessionABC):
             limit = self.session_settings.limit
         # Each entry holds one item or more (a reasoning item and the item it led to).
         entries = await self.conversation.newest(limit)
-        if all(isinstance(entry, str) for entry in entries):
-            # Every entry is its items' JSON array: one parse for all of them.
-            joined = ",".join(cast(str, entry)[1:-1] for entry in entries)
-            items = cast(list[TResponseInputItem], json.loads(f"[{joined}]"))
+        if all(isinstance(entry, Raw) for entry in entries):  # recorded here: parsed at once
+            items = [item for items in load_all(cast(list[Raw], entries)) for item in items]
         else:
             items = [item for entry in entries for item in entry_items(entry)]
         return items[-limit:] if limit is not None else items
@@ -196,13 +195,14 @@ def item_message(item: dict[str, Any], reasoning: Sequence[dict[str, Any]] = ())
     return NewMessage("assistant", text, raw=raw)
 
 
-def entry_items(entry: Message | str) -> list[TResponseInputItem]:
-    """The Responses input items of one entry: its own items exactly as recorded (its raw
-    text), a summary as an assistant message with its alias, a message recorded elsewhere
-    (frs-mcp) as the items it stands for."""
-    if isinstance(entry, str) or entry.raw is not None:
-        raw = entry if isinstance(entry, str) else entry.raw
-        return cast(list[TResponseInputItem], json.loads(raw or "[]"))
+def entry_items(entry: Message | Raw) -> list[TResponseInputItem]:
+    """The Responses input items of one entry: its own items exactly as recorded, a summary
+    as an assistant message with its alias, a message recorded elsewhere (frs-mcp) as the
+    items it stands for."""
+    if isinstance(entry, Raw):
+        return cast(list[TResponseInputItem], entry.value())
+    if entry.raw is not None:
+        return cast(list[TResponseInputItem], json.loads(entry.raw))
     if entry.kind == "summary":
         return [_message("assistant", summary_text(entry))]
     if entry.role == "tool":

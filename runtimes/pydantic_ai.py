@@ -46,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
     ) from exc
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
+from frs.raw import Raw
 from runtimes.core import Conversation, FrsTools, SharedStore, summary_text
 
 __all__ = ["INTERFACE", "MARK", "FRSHistory"]
@@ -273,7 +274,7 @@ def _envelope(request: ModelRequest) -> dict[str, Any]:
     }
 
 
-def _thread(entries: Sequence[Message | str]) -> list[ModelMessage]:
+def _thread(entries: Sequence[Message | Raw]) -> list[ModelMessage]:
     """The entries as model messages, in order: recorded ones exactly as recorded (the parts
     of one request together again), a summary as a response holding it with its alias, one
     recorded elsewhere (frs-mcp) as the message it stands for; each marked."""
@@ -282,8 +283,8 @@ def _thread(entries: Sequence[Message | str]) -> list[ModelMessage]:
     for entry in entries:
         message = _entry_message(entry)
         message.metadata = {**(message.metadata or {}), MARK: True}
-        if isinstance(message, ModelRequest) and isinstance(entry, str):
-            same = _request_key(entry)
+        if isinstance(message, ModelRequest) and isinstance(entry, Raw):
+            same = _request_key(entry.text())
             if envelope == same and isinstance(out[-1], ModelRequest):
                 out[-1].parts = [*out[-1].parts, *message.parts]
                 continue
@@ -300,9 +301,9 @@ def _request_key(raw: str) -> str:
     return json.dumps(request, sort_keys=True)
 
 
-def _entry_message(entry: Message | str) -> ModelMessage:
-    if isinstance(entry, str):
-        (message,) = ModelMessagesTypeAdapter.validate_json(entry)
+def _entry_message(entry: Message | Raw) -> ModelMessage:
+    if isinstance(entry, Raw):
+        (message,) = ModelMessagesTypeAdapter.validate_json(entry.text())
         return message
     when = datetime.fromisoformat(entry.created_at) if entry.created_at else _EPOCH
     if entry.kind == "summary":

@@ -31,7 +31,6 @@ from frs.model import (
 from storage.rows import (
     LAYER_COLUMNS,
     MESSAGE_COLUMNS,
-    NEWEST_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
     SQUASH_COLUMNS,
@@ -48,10 +47,9 @@ from storage.rows import (
 BLOCK_BITS = 10  # 1024 ords per block
 
 _SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
-#: `Store.newest_entries` in one statement: the conversation's session found inside it; an
-#: entry's content only when it has no raw items (which hold it already).
+#: `Store.newest_entries` in one statement: the conversation's session found inside it.
 NEWEST_OF_CONVERSATION = (
-    f"select {NEWEST_COLUMNS} from messages where session_id = (select id from sessions"
+    f"select {MESSAGE_COLUMNS} from messages where session_id = (select id from sessions"
     " where tenant = ? and interface = ? and conversation = ?) and live = 1"
     " order by ord desc limit ?"
 )

@@ -22,6 +22,7 @@ from frs.model import (
     StepStatus,
     ToolCall,
 )
+from frs.raw import Raw, fold, unfold
 
 Row = Sequence[Any]
 
@@ -37,8 +38,6 @@ MESSAGE_COLUMNS_V7 = (
     " run_id, interface_message_id, created_at, sha256, tokens, covered, squash_n, squash_sha256"
 )
 MESSAGE_COLUMNS = MESSAGE_COLUMNS_V7 + ", raw"
-#: The message columns of `Store.newest_entries`: content only where there is no raw text.
-NEWEST_COLUMNS = MESSAGE_COLUMNS.replace(" content,", " case when raw is null then content end,")
 SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
     " created_at, restored_at, summary, chars"
@@ -106,10 +105,10 @@ def calls_to_json(calls: Sequence[ToolCall]) -> str | None:
     )
 
 
-def newest_from_row(row: Row) -> Message | str:
-    """A row of NEWEST_COLUMNS: its raw text when it has one, else the message."""
+def newest_from_row(row: Row) -> Message | Raw:
+    """A row of MESSAGE_COLUMNS: its raw items as stored when it has them, else the message."""
     raw: str | None = row[19]
-    return raw if raw is not None else message_from_row(row)
+    return Raw(raw, row[6]) if raw is not None else message_from_row(row)
 
 
 def message_from_row(row: Row) -> Message:
@@ -138,7 +137,8 @@ def message_from_row(row: Row) -> Message:
         covered=row[16],
         squash_n=row[17],
         squash_sha256=row[18],
-        raw=row[19] if len(row) > 19 else None,
+        # Stored folded (frs.raw): the content is not kept twice.
+        raw=unfold(row[19], row[6]) if len(row) > 19 and row[19] is not None else None,
     )
 
 
@@ -165,7 +165,7 @@ def message_to_row(session_id: str, m: Message) -> tuple[Any, ...]:
         m.covered,
         m.squash_n,
         m.squash_sha256,
-        m.raw,
+        fold(m.raw, m.content) if m.raw is not None else None,
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from frs.model import Message
+from frs.raw import Raw
 from storage.db import Database
 from storage.reads import NEWEST_OF_CONVERSATION, SqliteReader
 from storage.rows import newest_from_row
@@ -33,7 +34,7 @@ class SqliteStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message | str]:
+    ) -> list[Message | Raw]:
         rows = await self.db.fetch(
             NEWEST_OF_CONVERSATION,
             (tenant, interface, conversation, -1 if count is None else count),

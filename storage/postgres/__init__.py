@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from frs.model import Message
+from frs.raw import Raw
 from storage.postgres.database import (
     PgDatabase,
     connect_postgres,
@@ -50,6 +51,6 @@ class PgStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message | str]:
+    ) -> list[Message | Raw]:
         rows = await self.db.fetch(NEWEST_OF_CONVERSATION, tenant, interface, conversation, count)
         return [newest_from_row(row) for row in reversed(rows)]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from frs import InvalidRequest, NewMessage, ReasoningService, ToolCall
+from frs import InvalidContent, InvalidRequest, NewMessage, ReasoningService, ToolCall
 from runtimes import Conversation, FrsTools, open_store, summary_text
 
 CALL = (ToolCall("c1", "bash", '{"cmd": "pytest"}'),)
@@ -50,6 +50,14 @@ class TestConversation:
             assert await conversation.entries(0) == []
         assert [m.number for m in newest] == [2, 3, 4]
         assert [m.raw for m in newest] == ['{"type": "function_call"}', None, None]
+
+    async def test_a_raw_item_that_is_not_json_text_is_refused_and_nothing_recorded(
+        self, tmp_path: Path
+    ) -> None:
+        async with Conversation(tmp_path / "frs.db", "agents", "c1") as conversation:
+            with pytest.raises(InvalidContent, match=r"messages\[1\]\.raw holds a NUL"):
+                await conversation.record([turn()[0], NewMessage("user", "x", raw="[\x00]")])
+            assert await conversation.entries() == []
 
     async def test_removing_the_newest_entry_and_refusing_a_summary_there(
         self, tmp_path: Path

@@ -41,6 +41,7 @@ from frs.model import (
 )
 from frs.originals import part_starts, render_originals, render_parts
 from frs.ports import Store, ThreadReader, ThreadTx
+from frs.raw import Raw
 
 # -- the backend under test --------------------------------------------------------------------
 
@@ -758,12 +759,15 @@ class TestRuntimeItems:
         async with open_store() as store:
             async with store.transaction() as tx:
                 thread = await Thread.start(tx, "s")
-                await thread.record(tx, [replace(original(1), raw=raw), original(2)])
+                # The third holds its own content: stored once, handed back whole.
+                third = replace(original(3), raw='[{"role": "user", "content": "m3"}]')
+                await thread.record(tx, [replace(original(1), raw=raw), original(2), third])
             async with store.snapshot() as reader:
-                first, second = await reader.entries_at(thread.sid, 1, 2)
+                first, second, again = await reader.entries_at(thread.sid, 1, 3)
                 by_number = await reader.message(thread.sid, 1)
-        assert (first.raw, second.raw) == (raw, None)
+        assert (first.raw, second.raw, again.raw) == (raw, None, third.raw)
         assert by_number == first == thread.entries[0]
+        assert again == third
 
     async def test_newest_entries_of_a_conversation_are_the_tenants_newest_in_thread_order(
         self, open_store: OpenStore
@@ -785,10 +789,13 @@ class TestRuntimeItems:
             def shown(entries: Sequence[Message]) -> list[Message | str]:
                 return [m.raw if m.raw is not None else m for m in entries]
 
+            def texts(got: Sequence[Message | Raw]) -> list[Message | str]:
+                return [g.text() if isinstance(g, Raw) else g for g in got]
+
             for count in (0, 1, 5, len(thread.entries), 100):
-                got = await store.newest_entries(LOCAL, "agents", "c1", count)
+                got = texts(await store.newest_entries(LOCAL, "agents", "c1", count))
                 assert got == (shown(thread.entries[-count:]) if count else []), count
-            everything = await store.newest_entries(LOCAL, "agents", "c1", None)
+            everything = texts(await store.newest_entries(LOCAL, "agents", "c1", None))
             assert everything == shown(thread.entries)
             assert '[{"n": 29}]' in everything
             assert await store.newest_entries(LOCAL, "agents", "c2", None) == other.entries
