@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
     ) from exc
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
-from frs.raw import Raw, load_all
+from frs.raw import HOLE, Raw, folded, load_all
 from runtimes.core import Conversation, FrsTools, summary_text
 
 __all__ = ["INTERFACE", "FRSSession", "entry_items", "frs_tools", "item_message"]
@@ -171,28 +171,50 @@ def item_message(item: dict[str, Any], reasoning: Sequence[dict[str, Any]] = ())
     """The FRS message for one item (and the reasoning items that led to it): a message as its
     role and text, a call as an assistant's tool call, an output as the result that answers
     it, anything else as an assistant entry showing its type; the items themselves as `raw`."""
-    raw = json.dumps([*reasoning, item], ensure_ascii=False, separators=(",", ":"))
+    items = [*reasoning, item]
     kind = item.get("type")
     role = item.get("role")
     call_id = item.get("call_id")
     if kind in (None, "message") and role in ("user", "assistant", "system", "developer"):
         frs_role: Role = "system" if role == "developer" else role
-        return NewMessage(frs_role, _text(item.get("content")), raw=raw)
+        text = _text(item.get("content"))
+        return NewMessage(frs_role, text, raw=_raw(items, text))
     if kind == "function_call":
         call = ToolCall(str(call_id), str(item.get("name")), str(item.get("arguments") or "{}"))
-        return NewMessage("assistant", "", tool_calls=(call,), raw=raw)
+        return NewMessage("assistant", "", tool_calls=(call,), raw=_raw(items))
     if isinstance(kind, str) and kind.endswith("_output") and isinstance(call_id, str):
         output = item.get("output")
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-        return NewMessage("tool", text, tool_call_id=call_id, raw=raw)
+        return NewMessage("tool", text, tool_call_id=call_id, raw=_raw(items, text))
     shown = {key: item[key] for key in _SHOWN_FIELDS if key in item}
     text = f"[{kind or 'item'}] {json.dumps(shown, ensure_ascii=False)}" if shown else f"[{kind}]"
     if isinstance(call_id, str) and isinstance(kind, str) and kind.endswith("_call"):
         # A hosted or custom tool call answered by a `<type>_output` later: paired like a
         # function call, so a squash never separates them.
         call = ToolCall(call_id, str(item.get("name") or kind), "{}")
-        return NewMessage("assistant", text, tool_calls=(call,), raw=raw)
-    return NewMessage("assistant", text, raw=raw)
+        return NewMessage("assistant", text, tool_calls=(call,), raw=_raw(items))
+    return NewMessage("assistant", text, raw=_raw(items))
+
+
+def _raw(items: list[dict[str, Any]], text: str = "") -> str:
+    """The items as JSON for `raw`; when the last one holds `text` as its content, its text
+    part's text or its output, folded around it (`frs.raw.folded`): stored once, not twice."""
+    *before, item = items
+    if text:
+        content = item.get("content")
+        if content == text:
+            return folded([*before, {**item, "content": HOLE}])
+        if item.get("output") == text:
+            return folded([*before, {**item, "output": HOLE}])
+        if isinstance(content, list):
+            texts = [
+                i for i, part in enumerate(content) if isinstance(part, dict) and "text" in part
+            ]
+            if len(texts) == 1 and content[texts[0]]["text"] == text:
+                parts = list(content)
+                parts[texts[0]] = {**parts[texts[0]], "text": HOLE}
+                return folded([*before, {**item, "content": parts}])
+    return json.dumps(items, ensure_ascii=False, separators=(",", ":"))
 
 
 def entry_items(entry: Message | Raw) -> list[TResponseInputItem]:

@@ -55,8 +55,9 @@ class TestConversation:
         self, tmp_path: Path
     ) -> None:
         async with Conversation(tmp_path / "frs.db", "agents", "c1") as conversation:
-            with pytest.raises(InvalidContent, match=r"messages\[1\]\.raw holds a NUL"):
-                await conversation.record([turn()[0], NewMessage("user", "x", raw="[\x00]")])
+            for raw in ("[\x00]", "\x00[1]", "\x00[not json"):  # a folded form needs its hole
+                with pytest.raises(InvalidContent, match=r"messages\[1\]\.raw holds a NUL"):
+                    await conversation.record([turn()[0], NewMessage("user", "x", raw=raw)])
             assert await conversation.entries() == []
 
     async def test_removing_the_newest_entry_and_refusing_a_summary_there(
