@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -268,3 +269,94 @@ class FrsTools:
             self.get_alias,
             self.frs_restore,
         ]
+
+
+class Conversations:
+    """Every conversation of one runtime on one database, over one store.
+
+    For a runtime that names the conversation per call (LangGraph's thread id, an ADK session
+    id) rather than once: `get` hands out a `Conversation` per id, and all of them share the
+    store this object opens on first use (one connection, not one per thread). The same loop
+    rule as `Conversation`: close it (or ``async with``) in the loop that used it.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        interface: str,
+        *,
+        limits: Limits | None = None,
+        keep: int = 1024,
+    ) -> None:
+        self.db = os.fspath(db)
+        self.interface = interface
+        self.limits = limits or Limits()
+        self._shared = Conversation(self.db, interface, "", limits=self.limits)
+        # The most recently used conversations, each remembering its session id; an old one
+        # dropped here is found again by get-or-create.
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._keep = keep
+
+    def get(self, conversation: str) -> Conversation:
+        """The conversation `conversation` of this runtime, sharing this store."""
+        found = self._conversations.pop(conversation, None)
+        if found is None:
+            found = _SharedConversation(self._shared, conversation)
+        self._conversations[conversation] = found
+        while len(self._conversations) > self._keep:
+            self._conversations.popitem(last=False)
+        return found
+
+    async def service(self) -> ReasoningService:
+        """The service over the shared store, opening it on the first call."""
+        return await self._shared.service()
+
+    async def close(self) -> None:
+        """Close the shared store; the next call opens it again."""
+        self._conversations.clear()
+        await self._shared.close()
+
+    async def __aenter__(self) -> Conversations:
+        await self.service()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _SharedConversation(Conversation):
+    """A `Conversation` whose store is another's (`Conversations`); closing it closes nothing."""
+
+    def __init__(self, owner: Conversation, conversation: str) -> None:
+        super().__init__(owner.db, owner.interface, conversation, limits=owner.limits)
+        self._owner = owner
+
+    async def service(self) -> ReasoningService:
+        return await self._owner.service()
+
+    async def close(self) -> None:
+        self._session_id = None
+
+
+async def newest_recorded_id(conversation: Conversation, entries: Sequence[Message]) -> str | None:
+    """The interface message id of the newest message recorded with one in `entries` (the
+    conversation's live thread, or its newest part), looking inside a summary at the end for
+    what it replaced; None when no entry carries one.
+
+    An adapter handed the runtime's whole history on every call (LangGraph's state, an ADK
+    request) records what comes after this id, so nothing is recorded twice, even after the
+    newest entries were squashed or the process restarted.
+    """
+    pending = list(entries)
+    while pending:
+        entry = pending.pop()
+        if entry.kind != "summary":
+            if entry.interface_message_id is not None:
+                return entry.interface_message_id
+            continue
+        if entry.squash_n is not None:
+            sid = await conversation.session_id()  # before the read: it may write
+            service = await conversation.service()
+            async with service.store.snapshot() as reader:
+                pending.extend(await reader.squash_members(sid, entry.squash_n))
+    return None
