@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ _LOCAL = {"localhost", "127.0.0.1", "::1", None, ""}
 
 
 @pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"):
         monkeypatch.setenv(name, "false")
     for name in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
@@ -47,7 +46,6 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket, "getaddrinfo", lookup)
-    yield
 
 
 async def squash_over_stdio(
