@@ -11,9 +11,9 @@
 Imports go `runtimes -> storage -> frs`; nothing of ours imports `runtimes`.
 """
 
-from runtimes.core import Conversation, FrsTools, open_store, summary_text
+from runtimes.core import Conversation, FrsTools, SharedStore, open_store, summary_text
 
-__all__ = ["Conversation", "FrsTools", "open_store", "summary_text"]
+__all__ = ["Conversation", "FrsTools", "SharedStore", "open_store", "summary_text"]
 
 # server/origin.py checks this line to tell our package from another of the same name.
 __distribution__ = "frs-mcp"

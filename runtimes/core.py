@@ -68,35 +68,18 @@ def _stop_at_exit(database: Database) -> None:
     _OPEN.add(database)
 
 
-class Conversation:
-    """One conversation of a runtime, kept as the FRS session (interface, conversation).
+class SharedStore:
+    """The store at a database path, opened on first use in the running event loop and
+    shared by the conversations given it; every later use must come from the same loop
+    (`close` it before that loop ends)."""
 
-    Nothing is opened until the first call, which must come from a running event loop; every
-    later call must come from the same loop (`close` it before that loop ends, or use
-    ``async with``). `title` names the session when this call creates it.
-    """
-
-    def __init__(
-        self,
-        db: str | os.PathLike[str],
-        interface: str,
-        conversation: str,
-        *,
-        title: str | None = None,
-        limits: Limits | None = None,
-    ) -> None:
+    def __init__(self, db: str | os.PathLike[str], limits: Limits | None = None) -> None:
         self.db = os.fspath(db)
-        self.interface = interface
-        self.conversation = conversation
-        self.title = title or f"{interface} {conversation}"
         self.limits = limits or Limits()
         self._stack: AsyncExitStack | None = None
         self._service: ReasoningService | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._session_id: SessionId | None = None
         self._opening = asyncio.Lock()
-
-    # -- the store ----------------------------------------------------------------------------
 
     async def service(self) -> ReasoningService:
         """The service over the open store, opening it on the first call."""
@@ -104,9 +87,9 @@ class Conversation:
         if self._service is not None:
             if loop is not self._loop:
                 raise RuntimeError(
-                    f"This {self.interface} FRS session was opened in another event loop. Use "
-                    "it in one loop (create it inside asyncio.run's coroutine), or close it "
-                    "(await session.close()) before that loop ends."
+                    f"The FRS database {self.db} was opened in another event loop. Use it in "
+                    "one loop (create it inside asyncio.run's coroutine), or close it (await "
+                    "session.close()) before that loop ends."
                 )
             return self._service
         async with self._opening:
@@ -119,9 +102,42 @@ class Conversation:
 
     async def close(self) -> None:
         """Close the store; the next call opens it again."""
-        stack, self._stack, self._service, self._session_id = self._stack, None, None, None
+        stack, self._stack, self._service = self._stack, None, None
         if stack is not None:
             await stack.aclose()
+
+
+class Conversation:
+    """One conversation of a runtime, kept as the FRS session (interface, conversation).
+
+    `db` is a database path (this conversation opens and closes its own store: use ``async
+    with``, or `close`) or a `SharedStore` several conversations use. Nothing is opened until
+    the first call. `title` names the session when this conversation creates it.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | SharedStore,
+        interface: str,
+        conversation: str,
+        *,
+        title: str | None = None,
+    ) -> None:
+        self._owned = not isinstance(db, SharedStore)
+        self.store = db if isinstance(db, SharedStore) else SharedStore(db)
+        self.interface = interface
+        self.conversation = conversation
+        self.title = title or f"{interface} {conversation}"
+        self._session_id: SessionId | None = None
+
+    async def service(self) -> ReasoningService:
+        return await self.store.service()
+
+    async def close(self) -> None:
+        """Close the store if this conversation opened it; the next call opens it again."""
+        self._session_id = None
+        if self._owned:
+            await self.store.close()
 
     async def __aenter__(self) -> Conversation:
         await self.service()
