@@ -288,12 +288,12 @@ class FrsTools:
 
 
 class Conversations:
-    """Every conversation of one runtime on one database, over one store.
+    """Every conversation of one runtime on one database, over one `SharedStore`.
 
     For a runtime that names the conversation per call (LangGraph's thread id, an ADK session
-    id) rather than once: `get` hands out a `Conversation` per id, and all of them share the
-    store this object opens on first use (one connection, not one per thread). The same loop
-    rule as `Conversation`: close it (or ``async with``) in the loop that used it.
+    id) rather than once: `get` hands out the `Conversation` of an id, all of them on the store
+    this object opens on first use (one connection, not one per thread). The loop rule of
+    `SharedStore` holds: close it (or ``async with``) in the loop that used it.
     """
 
     def __init__(
@@ -304,20 +304,18 @@ class Conversations:
         limits: Limits | None = None,
         keep: int = 1024,
     ) -> None:
-        self.db = os.fspath(db)
+        self.store = SharedStore(db, limits)
         self.interface = interface
-        self.limits = limits or Limits()
-        self._shared = Conversation(self.db, interface, "", limits=self.limits)
-        # The most recently used conversations, each remembering its session id; an old one
-        # dropped here is found again by get-or-create.
+        # The most recently used conversations, each remembering its session id; one dropped
+        # here is found again by get-or-create.
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._keep = keep
 
     def get(self, conversation: str) -> Conversation:
-        """The conversation `conversation` of this runtime, sharing this store."""
+        """The conversation `conversation` of this runtime, on the shared store."""
         found = self._conversations.pop(conversation, None)
         if found is None:
-            found = _SharedConversation(self._shared, conversation)
+            found = Conversation(self.store, self.interface, conversation)
         self._conversations[conversation] = found
         while len(self._conversations) > self._keep:
             self._conversations.popitem(last=False)
@@ -325,12 +323,12 @@ class Conversations:
 
     async def service(self) -> ReasoningService:
         """The service over the shared store, opening it on the first call."""
-        return await self._shared.service()
+        return await self.store.service()
 
     async def close(self) -> None:
         """Close the shared store; the next call opens it again."""
         self._conversations.clear()
-        await self._shared.close()
+        await self.store.close()
 
     async def __aenter__(self) -> Conversations:
         await self.service()
@@ -338,20 +336,6 @@ class Conversations:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-class _SharedConversation(Conversation):
-    """A `Conversation` whose store is another's (`Conversations`); closing it closes nothing."""
-
-    def __init__(self, owner: Conversation, conversation: str) -> None:
-        super().__init__(owner.db, owner.interface, conversation, limits=owner.limits)
-        self._owner = owner
-
-    async def service(self) -> ReasoningService:
-        return await self._owner.service()
-
-    async def close(self) -> None:
-        self._session_id = None
 
 
 async def newest_recorded_id(conversation: Conversation, entries: Sequence[Message]) -> str | None:
