@@ -24,6 +24,7 @@ from pydantic import Field
 
 from runtimes import Conversation
 from runtimes.adk import FRSModelCallback
+from tests.runtimes.examples import example
 from tests.runtimes.offline import offline, squash_over_stdio
 
 pytestmark = pytest.mark.usefixtures("offline")
@@ -284,3 +285,24 @@ class TestInstall:
         monkeypatch.setitem(sys.modules, "google.adk.agents.callback_context", None)
         with pytest.raises(ImportError, match=r"pip install 'frs-mcp\[adk\]'"):
             importlib.import_module("runtimes.adk")
+
+
+class TestReadme:
+    async def test_the_example_runs_as_written_and_its_model_squashes_its_thread(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        main = example("Google ADK")["main"]
+        model = ScriptedLlm(
+            script=[
+                call("frs_view_thread", b"sig-view"),
+                call("frs_compress_range", b"sig-squash", start=2, end=3, summary="Viewed."),
+                says("A race in Syncer.flush."),
+            ]
+        )
+        await main(model)
+        assert capsys.readouterr().out == "A race in Syncer.flush.\n"
+        assert "[1] User: Why does test_sync fail?" in text(model.received[1].contents)
+        assert "[Summary of 2 messages (SQ.1@" in text(model.received[2].contents)
+        assert "[1] User:" not in text(model.received[2].contents)
+        assert (tmp_path / "frs.db").is_file()

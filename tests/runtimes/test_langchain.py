@@ -29,6 +29,7 @@ from pydantic import Field
 
 from runtimes import Conversation
 from runtimes.langchain import FRSMiddleware
+from tests.runtimes.examples import example
 from tests.runtimes.offline import offline, squash_over_stdio
 
 pytestmark = pytest.mark.usefixtures("offline")
@@ -244,3 +245,26 @@ class TestInstall:
         monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
         with pytest.raises(ImportError, match=r"pip install 'frs-mcp\[langchain\]'"):
             importlib.import_module("runtimes.langchain")
+
+
+class TestReadme:
+    async def test_the_example_runs_as_written_and_its_model_squashes_its_thread(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        main = example("LangChain v1")["main"]
+        model = ScriptedChatModel(
+            messages=iter(
+                [
+                    call("frs_view_thread", "call_view"),
+                    call("frs_compress_range", "call_squash", start=2, end=3, summary="Viewed."),
+                    "A race in Syncer.flush.",
+                ]
+            )
+        )
+        await main(model)
+        assert capsys.readouterr().out == "A race in Syncer.flush.\n"
+        assert "[1] User: Why does test_sync fail one run in five?" in text(model.received[1])
+        assert "[Summary of 2 messages (SQ.1@" in text(model.received[2])
+        assert "[1] User:" not in text(model.received[2])
+        assert (tmp_path / "frs.db").is_file()
