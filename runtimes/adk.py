@@ -21,8 +21,11 @@ model content becomes one assistant message; a content of function responses one
 message per response, the first carrying the content. Calls without an id (Gemini pairs them
 by position) get one made from the content's fingerprint, so FRS keeps them paired.
 
-The model's last answer of a run is recorded when the next model call of the session is
-built: ADK adds it to the session after the callbacks have run.
+A model turn is recorded from the next request, as ADK sends it back (with the function call
+ids it gave the calls). A turn that calls nothing, the run's answer, has no next request in
+the run: `FRSModelCallback.after_model`, given as the agent's ``after_model_callback``,
+records it at once under the key the next request will give it; without it, it is recorded
+when the session's next model call is built.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import hashlib
 import json
 import logging
 import os
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,16 +71,46 @@ class FRSModelCallback:
     ``async with FRSModelCallback(db) as frs:``).
     """
 
-    def __init__(self, db: str | os.PathLike[str], *, limits: Limits | None = None) -> None:
-        self.conversations = Conversations(db, INTERFACE, limits=limits)
+    def __init__(
+        self, db: str | os.PathLike[str], *, limits: Limits | None = None, keep: int = 1024
+    ) -> None:
+        self.conversations = Conversations(db, INTERFACE, limits=limits, keep=keep)
         self.tools: list[FunctionTool] = frs_tools(self.conversations)
+        # Per ADK session, how many contents of each fingerprint its last request held: the
+        # key `after_model` gives the answer is the one the next request will give it.
+        self._counts: OrderedDict[str, Counter[str]] = OrderedDict()
+        self._keep = keep
 
     async def __call__(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
         """Record the request's new contents; send the distilled thread instead of them."""
-        conversation = self.conversations.get(callback_context.session.id)
-        llm_request.contents = await distill(conversation, llm_request.contents)
+        session = callback_context.session.id
+        keys = content_keys(llm_request.contents)
+        self._counts.pop(session, None)
+        self._counts[session] = Counter(key.rsplit("#", 1)[0] for key in keys)
+        while len(self._counts) > self._keep:
+            self._counts.popitem(last=False)
+        conversation = self.conversations.get(session)
+        llm_request.contents = await distill(conversation, llm_request.contents, keys)
+        return None
+
+    async def after_model(
+        self, *, callback_context: CallbackContext, llm_response: LlmResponse
+    ) -> LlmResponse | None:
+        """Record a model turn that calls no tool (the run's answer) as soon as it is made;
+        the agent's ``after_model_callback``. Other turns are left to the next request."""
+        content = llm_response.content
+        session = callback_context.session.id
+        counts = self._counts.get(session)
+        if llm_response.partial or content is None or content.role != "model" or counts is None:
+            return None
+        if any(part.function_call for part in content.parts or []):
+            return None
+        key = f"adk:{fingerprint(content)}"
+        recorded = to_frs([content], [f"{key}#{counts[key]}"], 0)
+        counts[key] += 1
+        await self.conversations.get(session).record(recorded)
         return None
 
     async def aclose(self) -> None:
@@ -92,11 +126,14 @@ class FRSModelCallback:
 
 
 async def distill(
-    conversation: Conversation, contents: Sequence[types.Content]
+    conversation: Conversation,
+    contents: Sequence[types.Content],
+    keys: Sequence[str] | None = None,
 ) -> list[types.Content]:
-    """Record the contents after the newest recorded one; the live thread back as contents."""
+    """Record the contents after the newest recorded one (`keys`: their `content_keys`); the
+    live thread back as contents."""
     entries = await conversation.entries()
-    keys = content_keys(contents)
+    keys = keys if keys is not None else content_keys(contents)
     start = after(keys, await newest_recorded_id(conversation, entries))
     new = [
         message

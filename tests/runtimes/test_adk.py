@@ -99,6 +99,7 @@ class Agent:
             model=model,
             tools=[FunctionTool(run_tests), *frs.tools],
             before_model_callback=frs,
+            after_model_callback=frs.after_model,
         )
         self.sessions = sessions or InMemorySessionService()
         self.runner = Runner(agent=agent, app_name="frs-test", session_service=self.sessions)
@@ -214,6 +215,46 @@ class TestSquashThroughTheTools:
         assert refusal.response is not None
         assert "together is 2..3" in str(refusal.response.get("error")), refusal.response
 
+    async def test_parallel_calls_answered_in_one_content_are_sent_once_and_squash_together(
+        self, tmp_path: Path
+    ) -> None:
+        both = types.Content(
+            role="model",
+            parts=[
+                types.Part(function_call=types.FunctionCall(name="run_tests", args={"cmd": "a"})),
+                types.Part(function_call=types.FunctionCall(name="run_tests", args={"cmd": "b"})),
+            ],
+        )
+        model = ScriptedLlm(
+            script=[
+                both,
+                call("frs_compress_range", b"sig-squash", start=2, end=4, summary="ran a and b"),
+                says("ok"),
+            ]
+        )
+        db = tmp_path / "frs.db"
+        async with FRSModelCallback(db) as frs:
+            agent = Agent(frs, model)
+            session = await agent.start()
+            await agent.ask(session, "Why?")
+            async with Conversation(frs.conversations.store, "adk", session) as conversation:
+                entries = await conversation.entries()
+        before, after = model.received[1].contents, model.received[2].contents
+
+        # The two results came in one content: FRS holds a result for each call (positions 3
+        # and 4, which squash with their call), and the model is sent that content once.
+        assert [e.lane for e in entries] == ["user", "summary", "assistant", "tool", "assistant"]
+        assert len(before) == 3
+        assert [p.function_response.name for p in before[2].parts or [] if p.function_response] == [
+            "run_tests",
+            "run_tests",
+        ]
+        assert_paired(before)
+        assert "FAILED" not in text(after)
+        assert "ran a and b" in text(after)
+        assert len(after) == 4
+        assert_paired(after)
+
 
 class TestSquashThroughFrsMcp:
     async def test_frs_mcp_on_the_same_file_finds_the_session_and_its_squash_is_sent_next(
@@ -232,6 +273,7 @@ class TestSquashThroughFrsMcp:
         before, after = model.received[1].contents, model.received[2].contents
 
         assert "[2] Summary of 2 messages (SQ.1@" in view
+        assert "[3] Assistant: Found it." in view  # the run's answer was recorded when made
         assert "test_sync run 59 FAILED" in text(before)
         assert "FAILED" not in text(after)
         assert after[1].parts is not None
@@ -256,25 +298,16 @@ class TestRecording:
             session = await agent.start()
             await agent.ask(session, "Why?")
         # The newest entries squashed, then a new callback (a new process) on the same file.
-        await squash_over_stdio(db, "adk", session, 2, 3, "ran pytest")
+        await squash_over_stdio(db, "adk", session, 2, 4, "ran pytest; found it")
         async with FRSModelCallback(db) as frs:
             await Agent(frs, model, agent.sessions).ask(session, "Thanks")
 
         async with Conversation(db, "adk", session) as conversation:
             entries = await conversation.entries()
-        # Found it. is recorded by the next call, then the new question; nothing twice.
-        assert [(e.role, e.kind) for e in entries] == [
-            ("user", "message"),
-            ("assistant", "summary"),
-            ("assistant", "message"),
-            ("user", "message"),
-        ]
-        assert [e.content for e in entries if e.kind == "message"] == [
-            "Why?",
-            "Found it.",
-            "Thanks",
-        ]
-        assert len(model.received[-1].contents) == 4
+        # Each answer recorded when it was made; what the summary covers not again.
+        assert [e.lane for e in entries] == ["user", "summary", "user", "assistant"]
+        assert [e.content for e in entries if e.kind == "message"] == ["Why?", "Thanks", "Sure."]
+        assert len(model.received[-1].contents) == 3
 
 
 class TestInstall:
