@@ -66,7 +66,7 @@ INTERFACE = "langchain"
 log = logging.getLogger(__name__)
 
 
-class FRSMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class FRSMiddleware(AgentMiddleware):
     """FRS for a LangChain v1 agent: ``create_agent(model, middleware=[FRSMiddleware(db)])``.
 
     `db` is the SQLite file (or ``postgresql://`` URL) frs-mcp serves. The store opens on the
