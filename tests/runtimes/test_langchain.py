@@ -236,6 +236,16 @@ class TestRecording:
                 await agent.ainvoke({"messages": [HumanMessage("Hi")]})
         assert model.received == []
 
+    async def test_a_synchronous_run_is_refused_by_langchain_saying_to_use_ainvoke(
+        self, tmp_path: Path
+    ) -> None:
+        model = ScriptedChatModel(messages=iter(["hi"]))
+        async with FRSMiddleware(tmp_path / "frs.db") as frs:
+            agent = create_agent(model, middleware=[frs])
+            with pytest.raises(NotImplementedError, match="ainvoke"):
+                agent.invoke({"messages": [HumanMessage("Hi")]}, config("t1"))
+        assert model.received == []
+
 
 class TestInstall:
     def test_without_the_extra_the_import_error_names_it(
