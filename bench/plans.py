@@ -79,7 +79,7 @@ class _TracingStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message]:
+    ) -> list[Message | str]:
         # One statement outside a transaction; not a plan this bench lists.
         return await SqliteStore(self.db).newest_entries(tenant, interface, conversation, count)
 

@@ -294,8 +294,10 @@ class Store(Protocol):
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message]:
+    ) -> list[Message | str]:
         """The newest `count` entries (all of them when None) of the tenant's session of this
-        conversation, in thread order; [] when it has none. One consistent read, without a
-        transaction held open: a runtime's read before every model call."""
+        conversation, in thread order, each as its `raw` text when it has one (a runtime's own
+        items, all a runtime needs of it), else as the Message; [] when there is no such
+        session. One consistent read, without a transaction held open: a runtime's read
+        before every model call."""
         ...

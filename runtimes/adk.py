@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -59,8 +58,6 @@ __all__ = ["INTERFACE", "FRSModelCallback"]
 #: The FRS session's interface key: frs-mcp finds an ADK session's FRS session with
 #: ``frs_session(action="start", interface="adk", conversation=<ADK session id>)``.
 INTERFACE = "adk"
-
-log = logging.getLogger(__name__)
 
 
 class FRSModelCallback:
@@ -134,12 +131,8 @@ async def distill(
     live thread back as contents."""
     entries = await conversation.entries()
     keys = keys if keys is not None else content_keys(contents)
-    start = after(keys, await newest_recorded_id(conversation, entries))
-    new = [
-        message
-        for index in range(start, len(contents))
-        for message in to_frs(contents, keys, index)
-    ]
+    indexes = after(keys, await newest_recorded_id(conversation, entries), entries)
+    new = [message for index in indexes for message in to_frs(contents, keys, index)]
     if new:
         await conversation.record(new)
         entries = await conversation.entries()
@@ -169,20 +162,18 @@ def fingerprint(content: types.Content) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def after(keys: Sequence[str], last: str | None) -> int:
-    """The index of the first content to record: the one after the content keyed `last`
-    (0 when None). A request that no longer holds it is recorded whole, with a warning."""
+def after(keys: Sequence[str], last: str | None, entries: Sequence[Message]) -> list[int]:
+    """The indexes of the contents to record: those after the content keyed `last` (all when
+    None). A request that does not hold it (ADK rewrote it: its own compaction, a rewind)
+    gives the contents whose keys no live entry carries."""
     if last is None:
-        return 0
+        return list(range(len(keys)))
     last = last.split("+", 1)[0]
     for index in range(len(keys) - 1, -1, -1):
         if keys[index] == last:
-            return index + 1
-    log.warning(
-        "FRS: the request no longer holds content %s, the newest recorded; recording it whole",
-        last,
-    )
-    return 0
+            return list(range(index + 1, len(keys)))
+    live = {entry.interface_message_id for entry in entries}
+    return [index for index, key in enumerate(keys) if key not in live]
 
 
 # -- contents both ways --------------------------------------------------------------------------

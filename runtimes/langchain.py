@@ -24,7 +24,6 @@ by message id), so nothing is recorded twice across calls, runs or processes.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -62,8 +61,6 @@ __all__ = ["INTERFACE", "FRSMiddleware"]
 #: The FRS session's interface key: frs-mcp finds a thread's session with
 #: ``frs_session(action="start", interface="langchain", conversation=<thread_id>)``.
 INTERFACE = "langchain"
-
-log = logging.getLogger(__name__)
 
 
 class FRSMiddleware(AgentMiddleware):
@@ -138,25 +135,24 @@ async def record_new(
     """Record the messages of `state` after the newest one recorded; how many."""
     if entries is None:
         entries = await conversation.entries()
-    new = after(state, await newest_recorded_id(conversation, entries))
+    new = after(state, await newest_recorded_id(conversation, entries), entries)
     await conversation.record([to_frs(message) for message in new])
     return len(new)
 
 
-def after(state: Sequence[AnyMessage], last: str | None) -> Sequence[AnyMessage]:
+def after(
+    state: Sequence[AnyMessage], last: str | None, entries: Sequence[Message]
+) -> list[AnyMessage]:
     """The messages of `state` after the one whose id is `last` (all when None). A state that
-    no longer holds it (messages removed) is recorded whole, and a warning says so."""
+    does not hold it, a run without a checkpointer (the state is the run's input) or one other
+    middleware rewrote, gives the messages whose ids no live entry carries."""
     if last is None:
-        return state
+        return list(state)
     for index in range(len(state) - 1, -1, -1):
         if state[index].id == last:
-            return state[index + 1 :]
-    log.warning(
-        "FRS: the graph state no longer holds message %s, the newest recorded; recording the "
-        "whole state again",
-        last,
-    )
-    return state
+            return list(state[index + 1 :])
+    live = {entry.interface_message_id for entry in entries}
+    return [message for message in state if message.id not in live]
 
 
 # -- messages both ways --------------------------------------------------------------------------

@@ -63,8 +63,13 @@ class FRSSession(SessionABC):
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         # Each entry holds one item or more (a reasoning item and the item it led to).
-        entries = await self.conversation.entries(limit)
-        items = [item for entry in entries for item in entry_items(entry)]
+        entries = await self.conversation.newest(limit)
+        if all(isinstance(entry, str) for entry in entries):
+            # Every entry is its items' JSON array: one parse for all of them.
+            joined = ",".join(cast(str, entry)[1:-1] for entry in entries)
+            items = cast(list[TResponseInputItem], json.loads(f"[{joined}]"))
+        else:
+            items = [item for entry in entries for item in entry_items(entry)]
         return items[-limit:] if limit is not None else items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -191,12 +196,13 @@ def item_message(item: dict[str, Any], reasoning: Sequence[dict[str, Any]] = ())
     return NewMessage("assistant", text, raw=raw)
 
 
-def entry_items(entry: Message) -> list[TResponseInputItem]:
-    """The Responses input items of one entry: its own items exactly as recorded, a summary
-    as an assistant message with its alias, a message recorded elsewhere (frs-mcp) as the
-    items it stands for."""
-    if entry.raw is not None:
-        return cast(list[TResponseInputItem], json.loads(entry.raw))
+def entry_items(entry: Message | str) -> list[TResponseInputItem]:
+    """The Responses input items of one entry: its own items exactly as recorded (its raw
+    text), a summary as an assistant message with its alias, a message recorded elsewhere
+    (frs-mcp) as the items it stands for."""
+    if isinstance(entry, str) or entry.raw is not None:
+        raw = entry if isinstance(entry, str) else entry.raw
+        return cast(list[TResponseInputItem], json.loads(raw or "[]"))
     if entry.kind == "summary":
         return [_message("assistant", summary_text(entry))]
     if entry.role == "tool":

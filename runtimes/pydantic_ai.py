@@ -106,7 +106,7 @@ class FRSHistory(ProcessHistory[Any]):
         for the run's conversation, in order)."""
         conversation = self.conversation(ctx.conversation_id)
         await conversation.record(_new_messages(messages))
-        entries = await conversation.entries()
+        entries = await conversation.newest()
         return _thread(entries) or messages
 
     async def after_run(
@@ -273,7 +273,7 @@ def _envelope(request: ModelRequest) -> dict[str, Any]:
     }
 
 
-def _thread(entries: Sequence[Message]) -> list[ModelMessage]:
+def _thread(entries: Sequence[Message | str]) -> list[ModelMessage]:
     """The entries as model messages, in order: recorded ones exactly as recorded (the parts
     of one request together again), a summary as a response holding it with its alias, one
     recorded elsewhere (frs-mcp) as the message it stands for; each marked."""
@@ -282,8 +282,8 @@ def _thread(entries: Sequence[Message]) -> list[ModelMessage]:
     for entry in entries:
         message = _entry_message(entry)
         message.metadata = {**(message.metadata or {}), MARK: True}
-        if isinstance(message, ModelRequest) and entry.raw is not None:
-            same = _request_key(entry.raw)
+        if isinstance(message, ModelRequest) and isinstance(entry, str):
+            same = _request_key(entry)
             if envelope == same and isinstance(out[-1], ModelRequest):
                 out[-1].parts = [*out[-1].parts, *message.parts]
                 continue
@@ -300,9 +300,9 @@ def _request_key(raw: str) -> str:
     return json.dumps(request, sort_keys=True)
 
 
-def _entry_message(entry: Message) -> ModelMessage:
-    if entry.raw is not None:
-        (message,) = ModelMessagesTypeAdapter.validate_json(entry.raw)
+def _entry_message(entry: Message | str) -> ModelMessage:
+    if isinstance(entry, str):
+        (message,) = ModelMessagesTypeAdapter.validate_json(entry)
         return message
     when = datetime.fromisoformat(entry.created_at) if entry.created_at else _EPOCH
     if entry.kind == "summary":

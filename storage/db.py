@@ -238,6 +238,16 @@ async def _connect_read_only(file: Path) -> aiosqlite.Connection:
 @asynccontextmanager
 async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]:
     """Open (creating it and its folder if needed) and migrate the database at `path`."""
+    db = await connect_database(path)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def connect_database(path: str | os.PathLike[str]) -> Database:
+    """`open_database` for a caller that closes the database itself (`Database.close`), as a
+    runtime does whose session outlives any one `async with`."""
     where = str(path)
     if where != MEMORY:
         file = Path(where).expanduser()  # noqa: ASYNC240 - once at startup, before serving
@@ -264,9 +274,10 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
         db = Database(where, writer, reader)
         version = await migrate(db)
         log.info("database %s ready (schema version %d)", where, version)
-        yield db
-    finally:
+        return db
+    except BaseException:
         with anyio.CancelScope(shield=True):
             if reader is not writer:
                 await reader.close()
             await writer.close()
+        raise

@@ -31,6 +31,7 @@ from frs.model import (
 from storage.rows import (
     LAYER_COLUMNS,
     MESSAGE_COLUMNS,
+    NEWEST_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
     SQUASH_COLUMNS,
@@ -47,10 +48,12 @@ from storage.rows import (
 BLOCK_BITS = 10  # 1024 ords per block
 
 _SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
-#: `Store.newest_entries` in one statement: the conversation's session found inside it.
+#: `Store.newest_entries` in one statement: the conversation's session found inside it; an
+#: entry's content only when it has no raw items (which hold it already).
 NEWEST_OF_CONVERSATION = (
-    f"{_SELECT_MESSAGE} where session_id = (select id from sessions where tenant = ?"
-    " and interface = ? and conversation = ?) and live = 1 order by ord desc limit ?"
+    f"select {NEWEST_COLUMNS} from messages where session_id = (select id from sessions"
+    " where tenant = ? and interface = ? and conversation = ?) and live = 1"
+    " order by ord desc limit ?"
 )
 # Ids per `latest_calls` query: well under SQLite's oldest limit of 999 bound parameters, and
 # one query for a typical batch.

@@ -37,6 +37,8 @@ MESSAGE_COLUMNS_V7 = (
     " run_id, interface_message_id, created_at, sha256, tokens, covered, squash_n, squash_sha256"
 )
 MESSAGE_COLUMNS = MESSAGE_COLUMNS_V7 + ", raw"
+#: The message columns of `Store.newest_entries`: content only where there is no raw text.
+NEWEST_COLUMNS = MESSAGE_COLUMNS.replace(" content,", " case when raw is null then content end,")
 SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
     " created_at, restored_at, summary, chars"
@@ -102,6 +104,12 @@ def calls_to_json(calls: Sequence[ToolCall]) -> str | None:
     return json.dumps(
         [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False
     )
+
+
+def newest_from_row(row: Row) -> Message | str:
+    """A row of NEWEST_COLUMNS: its raw text when it has one, else the message."""
+    raw: str | None = row[19]
+    return raw if raw is not None else message_from_row(row)
 
 
 def message_from_row(row: Row) -> Message:

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from frs.model import Message
 from storage.db import Database
 from storage.reads import NEWEST_OF_CONVERSATION, SqliteReader
-from storage.rows import message_from_row
+from storage.rows import newest_from_row
 from storage.writes import SqliteTx
 
 __all__ = ["SqliteReader", "SqliteStore", "SqliteTx"]
@@ -33,9 +33,9 @@ class SqliteStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message]:
+    ) -> list[Message | str]:
         rows = await self.db.fetch(
             NEWEST_OF_CONVERSATION,
             (tenant, interface, conversation, -1 if count is None else count),
         )
-        return [message_from_row(row) for row in reversed(rows)]
+        return [newest_from_row(row) for row in reversed(rows)]

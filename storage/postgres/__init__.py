@@ -7,11 +7,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from frs.model import Message
-from storage.postgres.database import PgDatabase, is_postgres, open_postgres, redact
+from storage.postgres.database import (
+    PgDatabase,
+    connect_postgres,
+    is_postgres,
+    open_postgres,
+    redact,
+)
 from storage.postgres.reads import NEWEST_OF_CONVERSATION, PgReader
 from storage.postgres.schema import MIGRATIONS
 from storage.postgres.writes import PgTx
-from storage.rows import message_from_row
+from storage.rows import newest_from_row
 
 __all__ = [
     "MIGRATIONS",
@@ -19,6 +25,7 @@ __all__ = [
     "PgReader",
     "PgStore",
     "PgTx",
+    "connect_postgres",
     "is_postgres",
     "open_postgres",
     "redact",
@@ -43,6 +50,6 @@ class PgStore:
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
-    ) -> list[Message]:
+    ) -> list[Message | str]:
         rows = await self.db.fetch(NEWEST_OF_CONVERSATION, tenant, interface, conversation, count)
-        return [message_from_row(row) for row in reversed(rows)]
+        return [newest_from_row(row) for row in reversed(rows)]

@@ -186,6 +186,17 @@ async def open_postgres(
 ) -> AsyncIterator[PgDatabase]:
     """Open a pool on the server `dsn` names and migrate its schema; close it on exit. With
     `migrate_schema=False` (the read-only viewer) a schema that is not current is refused."""
+    db = await connect_postgres(dsn, size, migrate_schema)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def connect_postgres(
+    dsn: str, size: int | None = None, migrate_schema: bool = True
+) -> PgDatabase:
+    """`open_postgres` for a caller that closes the pool itself (`PgDatabase.close`)."""
     asyncpg = _import_asyncpg()
     size = size or pool_size()
     refused: tuple[type[BaseException], ...] = (*_engine_errors(), ValueError)  # a bad URL
@@ -211,10 +222,11 @@ async def open_postgres(
         except _engine_errors() as exc:
             raise store_error(exc) from exc
         log.info("database %s ready (PostgreSQL schema version %d)", redact(dsn), version)
-        yield PgDatabase(dsn, pool)
-    finally:
+        return PgDatabase(dsn, pool)
+    except BaseException:
         with anyio.CancelScope(shield=True):
             await pool.close()
+        raise
 
 
 def redact(dsn: str) -> str:

@@ -32,6 +32,7 @@ from storage.reads import BLOCK_BITS
 from storage.rows import (
     LAYER_COLUMNS,
     MESSAGE_COLUMNS,
+    NEWEST_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
     SQUASH_COLUMNS,
@@ -53,10 +54,12 @@ _SESSION_BY_CONVERSATION = (
     f"select {SESSION_COLUMNS} from sessions where tenant = $1 and interface = $2"
     " and conversation = $3"
 )
-#: `Store.newest_entries` in one statement: the conversation's session found inside it.
+#: `Store.newest_entries` in one statement: the conversation's session found inside it; an
+#: entry's content only when it has no raw items (which hold it already).
 NEWEST_OF_CONVERSATION = (
-    f"{_SELECT_MESSAGE} where session_id = (select id from sessions where tenant = $1"
-    " and interface = $2 and conversation = $3) and live = 1 order by ord desc limit $4"
+    f"select {NEWEST_COLUMNS} from messages where session_id = (select id from sessions"
+    " where tenant = $1 and interface = $2 and conversation = $3) and live = 1"
+    " order by ord desc limit $4"
 )
 _CURRENT = (
     "select {columns} from current_sessions c join sessions s on s.id = c.session_id"

@@ -6,8 +6,6 @@ The model is a stub `BaseLlm` that answers from a script and keeps a copy of eve
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 
@@ -310,16 +308,6 @@ class TestRecording:
         assert len(model.received[-1].contents) == 3
 
 
-class TestInstall:
-    def test_without_the_extra_the_import_error_names_it(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.delitem(sys.modules, "runtimes.adk")
-        monkeypatch.setitem(sys.modules, "google.adk.agents.callback_context", None)
-        with pytest.raises(ImportError, match=r"pip install 'frs-mcp\[adk\]'"):
-            importlib.import_module("runtimes.adk")
-
-
 class TestReadme:
     async def test_the_example_runs_as_written_and_its_model_squashes_its_thread(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -331,11 +319,21 @@ class TestReadme:
                 call("frs_view_thread", b"sig-view"),
                 call("frs_compress_range", b"sig-squash", start=2, end=3, summary="Viewed."),
                 says("A race in Syncer.flush."),
+                says("Fixed: a lock in flush."),
             ]
         )
         await main(model)
-        assert capsys.readouterr().out == "A race in Syncer.flush.\n"
+        assert capsys.readouterr().out == "A race in Syncer.flush.\nFixed: a lock in flush.\n"
         assert "[1] User: Why does test_sync fail?" in text(model.received[1].contents)
         assert "[Summary of 2 messages (SQ.1@" in text(model.received[2].contents)
         assert "[1] User:" not in text(model.received[2].contents)
+        second = model.received[3].contents
+        assert "Fixed" not in text(second)
+        assert dumped(second[-2:]) == dumped(
+            [
+                says("A race in Syncer.flush."),
+                types.Content(role="user", parts=[types.Part(text="Fix it.")]),
+            ]
+        )
+        assert_paired(second)
         assert (tmp_path / "frs.db").is_file()

@@ -171,7 +171,8 @@ class TestTheHistory:
 
 
 class TestASquashTakesEffectOnTheNextRequest:
-    async def test_through_the_capabilitys_tools(self, tmp_path: Path) -> None:
+    async def test_through_the_capabilitys_tools(self, database: Path | str) -> None:
+        # On each backend: a SQLite file, and a postgresql:// URL.
         views: list[str] = []
 
         def after_view(messages: list[ModelMessage]) -> ModelResponse:
@@ -187,7 +188,7 @@ class TestASquashTakesEffectOnTheNextRequest:
             after_view,
             ModelResponse([TextPart("Squashed the test run.")]),
         )
-        history = FRSHistory(tmp_path / "frs.db")
+        history = FRSHistory(database)
         try:
             agent = agent_for(history, script)
             before_run = await two_turns(agent)

@@ -771,14 +771,26 @@ class TestRuntimeItems:
         async with open_store() as store:
             async with store.transaction() as tx:
                 thread = await Thread.start(tx, "s", "agents", "c1")
-                await thread.record(tx, originals(1, 30))
+                await thread.record(
+                    tx,
+                    [
+                        replace(m, raw=f'[{{"n": {m.number}}}]') if m.ord % 3 else m
+                        for m in originals(1, 30)
+                    ],
+                )
                 await thread.squash_ords(tx, 26, 28)  # summary 31 among the newest
                 other = await Thread.start(tx, "t", "agents", "c2")
                 await other.record(tx, originals(1, 3, tag="other"))
+
+            def shown(entries: Sequence[Message]) -> list[Message | str]:
+                return [m.raw if m.raw is not None else m for m in entries]
+
             for count in (0, 1, 5, len(thread.entries), 100):
                 got = await store.newest_entries(LOCAL, "agents", "c1", count)
-                assert got == (thread.entries[-count:] if count else []), count
-            assert await store.newest_entries(LOCAL, "agents", "c1", None) == thread.entries
+                assert got == (shown(thread.entries[-count:]) if count else []), count
+            everything = await store.newest_entries(LOCAL, "agents", "c1", None)
+            assert everything == shown(thread.entries)
+            assert '[{"n": 29}]' in everything
             assert await store.newest_entries(LOCAL, "agents", "c2", None) == other.entries
             for tenant, interface, conversation in [
                 ("acme", "agents", "c1"),
