@@ -49,11 +49,11 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def squash_over_stdio(
-    db: Path, interface: str, conversation: str, start: int, end: int, summary: str
+    db: Path | str, interface: str, conversation: str, start: int, end: int, summary: str
 ) -> str:
     """Squash positions start..end of the conversation's session through a real frs-mcp
-    subprocess on the same database file, finding the session by get-or-create; the view
-    after the squash."""
+    subprocess on the same database (a SQLite file or a postgresql:// URL), finding the
+    session by get-or-create; the view after the squash."""
     params = StdioServerParameters(command=FRS_MCP, args=["--db", str(db)])
     async with Client(params) as client:
         await _call(

@@ -122,7 +122,7 @@ class Agent:
 
 class TestSquashThroughTheTools:
     async def test_the_next_call_gets_the_summary_keeps_the_prefix_and_get_alias_the_originals(
-        self, tmp_path: Path
+        self, database: Path | str
     ) -> None:
         summary = "pytest: test_sync fails 3 != 4 in every run; race in flush."
         model = ScriptedLlm(
@@ -134,7 +134,7 @@ class TestSquashThroughTheTools:
                 says("Fixed."),
             ]
         )
-        async with FRSModelCallback(tmp_path / "frs.db") as frs:
+        async with FRSModelCallback(database) as frs:
             agent = Agent(frs, model)
             session = await agent.start()
             await agent.ask(session, "Why?")
@@ -255,18 +255,17 @@ class TestSquashThroughTheTools:
 
 
 class TestSquashThroughFrsMcp:
-    async def test_frs_mcp_on_the_same_file_finds_the_session_and_its_squash_is_sent_next(
-        self, tmp_path: Path
+    async def test_frs_mcp_on_the_same_database_finds_the_session_and_its_squash_is_sent_next(
+        self, database: Path | str
     ) -> None:
-        db = tmp_path / "frs.db"
         model = ScriptedLlm(
             script=[call("run_tests", b"sig-run", cmd="pytest"), says("Found it."), says("Sure.")]
         )
-        async with FRSModelCallback(db) as frs:
+        async with FRSModelCallback(database) as frs:
             agent = Agent(frs, model)
             session = await agent.start()
             await agent.ask(session, "Why?")
-            view = await squash_over_stdio(db, "adk", session, 2, 3, "pytest failed: flush")
+            view = await squash_over_stdio(database, "adk", session, 2, 3, "pytest failed: flush")
             await agent.ask(session, "Thanks")
         before, after = model.received[1].contents, model.received[2].contents
 

@@ -89,7 +89,7 @@ def text(messages: Sequence[BaseMessage]) -> str:
 
 class TestSquashThroughTheTools:
     async def test_the_next_call_gets_the_summary_keeps_the_prefix_and_get_alias_the_originals(
-        self, tmp_path: Path
+        self, database: Path | str
     ) -> None:
         model = ScriptedChatModel(
             messages=iter(
@@ -108,7 +108,7 @@ class TestSquashThroughTheTools:
                 ]
             )
         )
-        async with FRSMiddleware(tmp_path / "frs.db") as frs:
+        async with FRSMiddleware(database) as frs:
             agent = create_agent(model, tools=[run_tests], middleware=[frs])
             first = await agent.ainvoke({"messages": [HumanMessage("Why?")]}, config("t1"))
             second = await agent.ainvoke(
@@ -166,17 +166,18 @@ class TestSquashThroughTheTools:
 
 
 class TestSquashThroughFrsMcp:
-    async def test_frs_mcp_on_the_same_file_finds_the_thread_and_its_squash_is_sent_next(
-        self, tmp_path: Path
+    async def test_frs_mcp_on_the_same_database_finds_the_thread_and_its_squash_is_sent_next(
+        self, database: Path | str
     ) -> None:
-        db = tmp_path / "frs.db"
         model = ScriptedChatModel(
             messages=iter([call("run_tests", "call_run", cmd="pytest"), "Found it.", "Sure."])
         )
-        async with FRSMiddleware(db) as frs:
+        async with FRSMiddleware(database) as frs:
             agent = create_agent(model, tools=[run_tests], middleware=[frs])
             first = await agent.ainvoke({"messages": [HumanMessage("Why?")]}, config("t-9"))
-            view = await squash_over_stdio(db, "langchain", "t-9", 2, 3, "pytest failed: flush")
+            view = await squash_over_stdio(
+                database, "langchain", "t-9", 2, 3, "pytest failed: flush"
+            )
             await agent.ainvoke(
                 {"messages": [*first["messages"], HumanMessage("Thanks")]}, config("t-9")
             )
