@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -337,3 +338,78 @@ class FrsTools:
             self.get_alias,
             self.frs_restore,
         ]
+
+
+class Conversations:
+    """Every conversation of one runtime on one database, over one `SharedStore`.
+
+    For a runtime that names the conversation per call (LangGraph's thread id, an ADK session
+    id) rather than once: `get` hands out the `Conversation` of an id, all of them on the store
+    this object opens on first use (one connection, not one per thread). The loop rule of
+    `SharedStore` holds: close it (or ``async with``) in the loop that used it.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        interface: str,
+        *,
+        limits: Limits | None = None,
+        keep: int = 1024,
+    ) -> None:
+        self.store = SharedStore(db, limits)
+        self.interface = interface
+        # The most recently used conversations, each remembering its session id; one dropped
+        # here is found again by get-or-create.
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._keep = keep
+
+    def get(self, conversation: str) -> Conversation:
+        """The conversation `conversation` of this runtime, on the shared store."""
+        found = self._conversations.pop(conversation, None)
+        if found is None:
+            found = Conversation(self.store, self.interface, conversation)
+        self._conversations[conversation] = found
+        while len(self._conversations) > self._keep:
+            self._conversations.popitem(last=False)
+        return found
+
+    async def service(self) -> ReasoningService:
+        """The service over the shared store, opening it on the first call."""
+        return await self.store.service()
+
+    async def close(self) -> None:
+        """Close the shared store; the next call opens it again."""
+        self._conversations.clear()
+        await self.store.close()
+
+    async def __aenter__(self) -> Conversations:
+        await self.service()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def newest_recorded_id(conversation: Conversation, entries: Sequence[Message]) -> str | None:
+    """The interface message id of the newest message recorded with one in `entries` (the
+    conversation's live thread, or its newest part), looking inside a summary at the end for
+    what it replaced; None when no entry carries one.
+
+    An adapter handed the runtime's whole history on every call (LangGraph's state, an ADK
+    request) records what comes after this id, so nothing is recorded twice, even after the
+    newest entries were squashed or the process restarted.
+    """
+    pending = list(entries)
+    while pending:
+        entry = pending.pop()
+        if entry.kind != "summary":
+            if entry.interface_message_id is not None:
+                return entry.interface_message_id
+            continue
+        if entry.squash_n is not None:
+            sid = await conversation.session_id()  # before the read: it may write
+            service = await conversation.service()
+            async with service.store.snapshot() as reader:
+                pending.extend(await reader.squash_members(sid, entry.squash_n))
+    return None

@@ -8,6 +8,7 @@ import pytest
 
 from frs import InvalidContent, InvalidRequest, NewMessage, ReasoningService, ToolCall
 from runtimes import Conversation, FrsTools, open_store, summary_text
+from runtimes.core import Conversations, newest_recorded_id
 
 CALL = (ToolCall("c1", "bash", '{"cmd": "pytest"}'),)
 
@@ -122,3 +123,39 @@ class TestTools:
             with pytest.raises(InvalidRequest, match=r"positions 1\.\.4"):
                 await FrsTools(conversation).frs_compress_range(3, 9, "x")
             assert len(await conversation.entries()) == 4
+
+
+class TestConversations:
+    async def test_one_store_serves_many_conversations_each_its_own_session(
+        self, tmp_path: Path
+    ) -> None:
+        async with Conversations(tmp_path / "frs.db", "x", keep=1) as conversations:
+            first, second = conversations.get("t1"), conversations.get("t2")
+            await first.record(turn()[:1])
+            await second.record(turn()[:1])
+            assert await first.service() is await second.service()
+            assert await first.session_id() != await second.session_id()
+            # `keep=1` forgot t1; get-or-create finds its session again.
+            again = conversations.get("t1")
+            assert again is not first
+            assert await again.session_id() == await first.session_id()
+
+
+class TestNewestRecordedId:
+    async def test_it_is_the_newest_keyed_message_looking_inside_a_summary_at_the_end(
+        self, tmp_path: Path
+    ) -> None:
+        keyed = [
+            NewMessage("user", "q", interface_message_id="m1"),
+            NewMessage("assistant", "a " * 50, interface_message_id="m2"),
+            NewMessage("assistant", "b " * 50, interface_message_id="m3"),
+            NewMessage("user", "typed through frs-mcp"),
+        ]
+        async with Conversation(tmp_path / "frs.db", "x", "c1") as conversation:
+            assert await newest_recorded_id(conversation, []) is None
+            await conversation.record(keyed)
+            assert await newest_recorded_id(conversation, await conversation.entries()) == "m3"
+            await FrsTools(conversation).frs_compress_range(2, 4, "a and b")
+            entries = await conversation.entries()
+            assert [e.kind for e in entries] == ["message", "summary"]
+            assert await newest_recorded_id(conversation, entries) == "m3"

@@ -13,6 +13,8 @@ import pytest
     [
         ("runtimes.openai_agents", "agents", "frs-mcp[openai-agents]"),
         ("runtimes.pydantic_ai", "pydantic_ai", "frs-mcp[pydantic-ai]"),
+        ("runtimes.langchain", "langchain", "frs-mcp[langchain]"),
+        ("runtimes.adk", "google.adk", "frs-mcp[adk]"),
     ],
 )
 def test_importing_an_adapter_without_its_framework_names_the_extra(
@@ -32,6 +34,7 @@ def test_importing_an_adapter_without_its_framework_names_the_extra(
 def test_the_core_needs_no_framework() -> None:
     script = (
         "import sys; sys.modules['agents'] = sys.modules['pydantic_ai'] = None; "
+        "sys.modules['langchain'] = sys.modules['google.adk'] = None; "
         "import runtimes, runtimes.core; print(runtimes.Conversation.__name__)"
     )
     done = subprocess.run(

@@ -39,11 +39,13 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_section_has_the_three_examples() -> None:
-    assert len(BLOCKS) == 3
+def test_the_section_has_the_five_examples() -> None:
+    assert len(BLOCKS) == 5
     assert "FRSSession(" in BLOCKS[0]
     assert "capabilities=[history]" in BLOCKS[1]
     assert "MCPToolset(" in BLOCKS[2]
+    assert "middleware=[frs]" in BLOCKS[3]  # LangChain: tests/runtimes/test_langchain.py
+    assert "before_model_callback=frs" in BLOCKS[4]  # ADK: tests/runtimes/test_adk.py
 
 
 async def test_the_openai_agents_example(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
