@@ -155,9 +155,7 @@ class Distiller:
     squashed: int = 0
     refused: int = 0
 
-    async def step(
-        self, service: ReasoningService, sid: SessionId, lines: Sequence[Line]
-    ) -> None:
+    async def step(self, service: ReasoningService, sid: SessionId, lines: Sequence[Line]) -> None:
         if not self.done:
             task = next((i for i, line in enumerate(lines) if line.role == "user"), None)
             if task is None:
@@ -229,9 +227,7 @@ async def replay(
             "masked": masked_prompt(lines[:recorded]),
             "view": view_segments(await service.view(VIEWS["view"], plain)),
             "distilled": view_segments(await service.view(VIEWS["distilled"], squashed)),
-            "distilled 4000": view_segments(
-                await service.view(VIEWS["distilled 4000"], squashed)
-            ),
+            "distilled 4000": view_segments(await service.view(VIEWS["distilled 4000"], squashed)),
         }
 
     for index, line in enumerate(lines):
@@ -278,7 +274,9 @@ def _total(rows: list[dict[str, Any]], known: list[Facts]) -> dict[str, Any]:
             for key in ("calls", "tokens", "cached", "cost")
         }
         # Fidelity over the corpus: facts shown over facts known, all transcripts pooled.
-        shown = sum(row[name]["fidelity"]["overall"] * k.total for row, k in zip(rows, known, strict=True))
+        shown = sum(
+            row[name]["fidelity"]["overall"] * k.total for row, k in zip(rows, known, strict=True)
+        )
         figures["fidelity"] = round(shown / max(1, sum(k.total for k in known)), 3)
         total[name] = figures
     return total
