@@ -27,7 +27,7 @@ from frs.layout import (
     spans,
     stamp,
 )
-from frs.render import Entry, checkpoint_line
+from frs.render import Entry, checkpoint_line, plural
 from frs.selection import Request, Selection
 from frs.text import estimate_tokens
 
@@ -256,7 +256,8 @@ def _note(
     out and the call that shows them. Short: at small budgets it is a tenth of the view."""
     whole, cards, lines, grouped = counts
     shown = [f"{whole:,} whole"]
-    shown += [f"{n:,} {what}" for n, what in ((cards, "cards"), (lines, "one-line")) if n]
+    shown += [plural(cards, "card")] if cards else []
+    shown += [f"{lines:,} one-line"] if lines else []
     shown += [f"{grouped:,} grouped"] if grouped else []
     text = f"Budget ~{budget:,} tokens: {', '.join(shown)}"
     positions = left_out or widest

@@ -98,7 +98,7 @@ def card(text: str, cap: int) -> list[str]:
         used += len(line)
     tail.reverse()
     omitted = len(lines) - len(head) - len(tail)
-    middle = [f"… {omitted:,} lines …"] if omitted else []
+    middle = [f"… {plural(omitted, 'line')} …"] if omitted else []
     return head + middle + tail
 
 
@@ -203,6 +203,9 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
             first, rest = _body_lines(member, preview_chars)
             texts = [first, *rest] if first or rest else []
             if not lines:
+                # The entry opens on its first line with text, not on blank ones.
+                while texts and not texts[0].strip():
+                    texts = texts[1:]
                 lines.append(_marker(entry, "Assistant", texts[0] if texts else ""))
                 texts = texts[1:]
             lines.extend(INDENT + escape(text) for text in texts)

@@ -37,7 +37,7 @@ SMALL = 300
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 NOTE = re.compile(
     r"^· Budget ~(?P<budget>[\d,]+) tokens: (?P<whole>[\d,]+) whole"
-    r"(?:, (?P<cards>[\d,]+) cards)?(?:, (?P<lines>[\d,]+) one-line)?"
+    r"(?:, (?P<cards>[\d,]+) cards?)?(?:, (?P<lines>[\d,]+) one-line)?"
     r"(?:, (?P<grouped>[\d,]+) grouped)?"
     r"(?:; (?P<left>\d+)(?:–(?P<left_to>\d+)|(?:, \d+)+(?:, … (?P<last>\d+) "
     r"\([\d,]+ entries\))?)? out"
