@@ -391,3 +391,148 @@ def fit_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             figures[step] = {**_quantiles(kept), "below_half": sum(k < 0.5 for k in kept)}
         out[key] = figures
     return out
+
+
+BEFORE = Path(__file__).with_name("session_before.json")
+
+
+def _cells(figures: dict[str, Any], raw: dict[str, Any]) -> str:
+    fid = figures["fidelity"]
+    fid = fid["overall"] if isinstance(fid, dict) else fid
+    return (
+        f"{figures['tokens']:,} · {figures['cost']:,} ({figures['cost'] / raw['cost']:.2f}×)"
+        f" · {fid:.0%}"
+    )
+
+
+def render(section: dict[str, Any]) -> list[str]:
+    """The session-cost table (per transcript and in total), its before/after, and the fitted
+    views' budget use and kept prefix."""
+    if not section.get("rows"):
+        return []
+    head = ["transcript", "calls", *STRATEGIES]
+    rows = [
+        [r["transcript"], str(r["raw"]["calls"]), *(_cells(r[n], r["raw"]) for n in STRATEGIES)]
+        for r in section["rows"]
+    ]
+    totals = section["totals"]
+    rows.append(
+        [
+            "**total**",
+            str(totals["raw"]["calls"]),
+            *(_cells(totals[n], totals["raw"]) for n in STRATEGIES),
+        ]
+    )
+    lines = [
+        "## 4c. A session's cost: every call of each transcript replayed",
+        "",
+        "Each assistant message of a corpus transcript is one model call whose prompt is"
+        " everything before it, shown five ways: `raw` (the chat messages as they are),"
+        f" `masked` (tool results older than the last {MASK_AFTER} replaced by a one-line"
+        " placeholder, the baseline of arXiv 2508.21433), `view` (the FRS default view, capped"
+        " at 20,000), `distilled` (the default view of the thread a scripted distiller squashes"
+        " as it grows: every 20 messages older than the newest 10 become one summary keeping"
+        " each message's first line, each call's telling argument, error lines and the files"
+        " named) and `distilled 4000` (the same, `budget_tokens=4000`). Each cell: prompt"
+        f" tokens over all calls ({section.get('tokenizer', 'o200k_base')}) · cost with a"
+        f" prefix cache (cached prefix = the longest common token prefix with the previous"
+        f" call's prompt, priced {READ}× for reads and {WRITE}× for writes, in uncached input"
+        " tokens) and its ratio to raw · fidelity (`bench/fidelity.py`: the share of the"
+        " transcript's distinct file paths, shell commands and error lines that the prompt"
+        " after the last message still shows). Every call is replayed (no sampling);"
+        " `python -m bench --only session` reproduces it.",
+        "",
+        *_table(head, rows),
+        "",
+    ]
+    before = json.loads(BEFORE.read_text()) if BEFORE.exists() else None
+    if before:
+        b, a = before["totals"], totals
+        lines += [
+            f"Before and after issue 22 (before: {before['measured_at']}), corpus total:",
+            "",
+            *_table(
+                [
+                    "strategy",
+                    "tokens before",
+                    "after",
+                    "cost before",
+                    "after",
+                    "fidelity before",
+                    "after",
+                ],
+                [
+                    [
+                        n,
+                        f"{b[n]['tokens']:,}",
+                        f"{a[n]['tokens']:,}",
+                        f"{b[n]['cost']:,}",
+                        f"{a[n]['cost']:,}",
+                        f"{b[n]['fidelity']:.1%}",
+                        f"{a[n]['fidelity']:.1%}",
+                    ]
+                    for n in STRATEGIES
+                ],
+            ),
+            "",
+        ]
+    fit = section.get("fit", {})
+    if fit:
+        fit_rows = []
+        for budget, figures in fit.items():
+            was = before["fit"].get(budget, {}) if before else {}
+            for name in [k for k in figures if k.endswith("BPE")]:
+                f, w = figures[name], was.get(name, {})
+                fit_rows.append(
+                    [
+                        f"{int(budget):,}",
+                        name,
+                        str(f.get("n", 0)),
+                        _pair(w, f, "median"),
+                        _pair(w, f, "min"),
+                        str(f.get("over", 0)),
+                    ]
+                )
+        kept_rows = []
+        for budget, figures in fit.items():
+            was = before["fit"].get(budget, {}) if before else {}
+            for step in ("after_1", "after_10"):
+                f, w = figures[step], was.get(step, {})
+                kept_rows.append(
+                    [
+                        f"{int(budget):,}",
+                        step.replace("_", " "),
+                        str(f.get("n", 0)),
+                        _pair(w, f, "median"),
+                        _pair(w, f, "min"),
+                        f"{w.get('below_half', '–')} → {f.get('below_half', 0)}",
+                    ]
+                )
+        lines += [
+            "Fitted views on the corpus: each transcript recorded message by message and viewed"
+            " after each at `budget_tokens` 1,000 and 4,000 and by default (capped at 20,000);"
+            " only views fitted to their budget count. Budget use = real tokens / budget"
+            " (before → after):",
+            "",
+            *_table(["budget", "encoding", "views", "median use", "lowest", "over"], fit_rows),
+            "",
+            "Kept prefix of a fitted view after 1 and after 10 appended messages (both views"
+            " fitted), before → after; `below half` counts windows under 50%:",
+            "",
+            *_table(["budget", "window", "windows", "median", "worst", "below half"], kept_rows),
+            "",
+        ]
+    return lines
+
+
+def _pair(was: dict[str, Any], now: dict[str, Any], key: str) -> str:
+    after = f"{now[key]:.1%}" if key in now else "–"
+    return f"{was[key]:.1%} → {after}" if key in was else after
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
