@@ -20,10 +20,11 @@ from typing import Literal, Protocol
 Tier = Literal["whole", "card", "line", "group"]
 # Below this room for entries, most of it goes to group lines (see `Shape`).
 _SMALL_ROOM = 2_500
-# Typical estimated tokens of a card, a one-line card and a group line: they size the blocks a
-# region starts on, so that a region's start moves about once per half of what it holds.
+# Typical estimated tokens of a card, a one-line card (with its facts: 50 on the corpus) and a
+# group line: they size the blocks a region starts on, so that a region's start moves about
+# once per half of what it holds.
 _CARD_TOKENS = 90
-_LINE_TOKENS = 38
+_LINE_TOKENS = 50
 _GROUP_TOKENS = 48
 #: Entries a group line stands for: groups start on positions 1, 9, 17, …
 PER_GROUP = 8
