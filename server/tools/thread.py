@@ -14,6 +14,7 @@ from server.live import Change, changed, creates
 from server.progress import with_progress
 from server.tools.arguments import (
     BATCH,
+    FROM_ONE,
     MessageIn,
     NumberingArg,
     RevisionArg,
@@ -82,9 +83,16 @@ async def frs_view_thread(
     last: Annotated[int | None, Field(description="Only the last N entries.", ge=1)] = None,
     from_: Annotated[
         int | None,
-        Field(validation_alias="from", description="First position (or number) to show."),
+        Field(
+            validation_alias="from",
+            description="First position (or number) to show.",
+            json_schema_extra=FROM_ONE,
+        ),
     ] = None,
-    to: Annotated[int | None, Field(description="Last position (or number) to show.")] = None,
+    to: Annotated[
+        int | None,
+        Field(description="Last position (or number) to show.", json_schema_extra=FROM_ONE),
+    ] = None,
     show_plan: Annotated[bool, Field(description="Show the plan line.")] = True,
     show_thinking: Annotated[bool, Field(description="Show thinking blocks.")] = False,
     budget_tokens: Annotated[
@@ -161,7 +169,8 @@ async def get_alias(
     alias: Annotated[
         str,
         Field(
-            description="M.<number> (a message) or SQ.<n> (a squash's originals), @sha8 optional."
+            description="M.<number> (a message), SQ.<n> (a squash's originals) or a source's "
+            "alias (PREFIX.name, as frs_source registered it: H.main, D.readme), @sha8 optional."
         ),
     ],
     offset: Annotated[int, Field(description="Character offset to start from.", ge=0)] = 0,
@@ -173,7 +182,8 @@ async def get_alias(
 ) -> str:
     """Show the full text behind an alias, a page at a time.
 
-    Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was).
+    Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was);
+    a registered source reads by its own alias (H.main, D.readme: see frs_source).
     Each page says what remains and the exact call for the next one.
     Example: get_alias(alias="SQ.2@0b4f2d11") or get_alias(alias="M.17", offset=20000)
     """
