@@ -33,11 +33,12 @@ SOURCES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
 
-#: (tool, title, hints, structured output): the views and pages are text for the model only.
+#: (tool, title, hints, structured output): pages are text for the model only; a view also
+#: gives its session and revision (what expected_revision takes).
 TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations, bool], ...] = (
     (frs_session, "Sessions: start, list, use, info", WRITES, True),
     (frs_record, "Record messages", WRITES, True),
-    (frs_view_thread, "View the thread", READS, False),
+    (frs_view_thread, "View the thread", READS, True),
     (frs_compress_range, "Squash a range", WRITES, True),
     (frs_compress_last, "Squash the newest entries", WRITES, True),
     (get_alias, "Read the text behind an alias", READS, False),

@@ -22,7 +22,7 @@ from server.tools.arguments import (
     numbering_of,
     session_of,
 )
-from server.tools.results import RecordOut, result
+from server.tools.results import RecordOut, Revision, result
 
 
 async def frs_record(
@@ -129,7 +129,7 @@ async def frs_view_thread(
         ),
     ] = None,
     session_id: SessionArg = None,
-) -> str:
+) -> Annotated[CallToolResult, Revision]:
     """Show the thread as numbered entries: [n] Role: text. Read this instead of raw output.
 
     Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
@@ -161,7 +161,11 @@ async def frs_view_thread(
         run_id=run_id,
     )
     with tool_errors():
-        return await service(ctx).view(options, session_of(session_id))
+        # The session is read before the view: a write in between makes the revision older
+        # than the text's, which a squash's guard refuses, never newer, which it would pass.
+        session = await service(ctx).session(session_of(session_id))
+        text = await service(ctx).view(options, session.id)
+    return result(text, Revision(session_id=session.id, revision=session.revision))
 
 
 async def get_alias(

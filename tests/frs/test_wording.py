@@ -70,8 +70,13 @@ async def test_a_card_with_one_line_cut_says_line(tmp_path: Path) -> None:
 
 async def test_a_one_line_card_keeps_the_command_files_and_error(tmp_path: Path) -> None:
     result = "\n".join(
-        ["collected 3 items", *(f"line {i}" for i in range(200))]
-        + ["src/app/models.py:12: in save", "E   ValueError: bad input", "FAILED tests/a.py"]
+        [
+            "collected 3 items",
+            *(f"line {i}" for i in range(200)),
+            "src/app/models.py:12: in save",
+            "E   ValueError: bad input",
+            "FAILED tests/a.py",
+        ]
     )
     async with open_service(tmp_path / "t.db") as service:
         await service.record([user("the task")])
@@ -87,7 +92,8 @@ async def test_a_one_line_card_keeps_the_command_files_and_error(tmp_path: Path)
     answer = next(line for line in entry_lines(view) if line.startswith("[3] Tool bash: "))
     assert answer.endswith(" · M.3"), "the result is a one-line card"
     assert "[tool_use:bash, command:pytest -x tests/a.py]" in view
-    assert "src/app/models.py" in answer and "ValueError: bad input" in answer, answer
+    assert "src/app/models.py" in answer, answer
+    assert "ValueError: bad input" in answer, answer
 
 
 async def test_the_import_reply_counts_thinking_apart_from_messages(tmp_path: Path) -> None:

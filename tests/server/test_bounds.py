@@ -105,5 +105,6 @@ class TestPublishedLimits:
         async with connect() as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
         described = tools["get_alias"].input_schema["properties"]["alias"]["description"]
-        assert "source" in described and "H.main" in described
+        assert "source" in described
+        assert "H.main" in described
         assert "source" in (tools["get_alias"].description or "")
