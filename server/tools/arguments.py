@@ -145,7 +145,8 @@ class StepIn(BaseModel):
     @classmethod
     def _known_status(cls, value: str) -> str:
         if value not in ("todo", "doing", "done"):
-            raise ValueError(f"status {value!r} is not one of todo, doing, done")
+            # The error adds "(got 'x')": the message names the choices only.
+            raise ValueError("not one of todo, doing, done")
         return value
 
 
