@@ -2,11 +2,12 @@
 
 From the newest entry back, a view over its budget shows the newest entries whole (at most a
 tenth of the room, entry by entry), then entries as cards, then as one-line cards, then group
-lines of `PER_GROUP` entries; the oldest are left out. The cards, the one-line cards and the
-groups start on fixed blocks of positions, and a region's start moves only when the region
-overflows, a whole block at a time. So most appends change nothing above the newest entries,
-and the rare one that moves a start changes the view only from there on: a prompt cache over
-the view keeps hitting.
+lines of `PER_GROUP` entries; once the oldest entry no longer fits as a one-line card, the
+oldest entries keep that form in a fixed share of the room (the head) and the span after them
+is left out. The cards, the one-line cards and the groups start on fixed blocks of positions,
+and a region's start moves only when the region overflows, a whole block at a time. So most
+appends change nothing above the newest entries, the rare one that moves a start changes the
+view only from there on, and none changes the head: a prompt cache over the view keeps hitting.
 
 `fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
 this module knows nothing of rendering; `frs.candidates` is the sizer a view uses.

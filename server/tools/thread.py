@@ -136,9 +136,10 @@ async def frs_view_thread(
     summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
     revision (pass it as expected_revision when you squash) and the whole live thread's
     estimated tokens (not this view's).
-    budget_tokens=N fits the view into N estimated tokens: the task stays on top, the newest
-    entries whole, older ones shrink to cards, one-line cards and group lines [a–b], the
-    oldest are left out; the last line says which and the call that shows them. A whole
+    budget_tokens=N fits the view into N estimated tokens: the newest entries whole, older
+    ones shrink to cards, one-line cards and group lines [a–b]; the oldest (the task among
+    them) stay on top as one-line cards and the span after them is left out; the last line
+    says which and the call that shows them. A whole
     thread over the server's cap is shown that way by default. An append changes such a
     view only near its end, so a prompt cache keeps hitting; last=N moves its first entry
     with every append, while from=<a fixed position> keeps the cache.
