@@ -122,6 +122,6 @@ def fidelity(known: Facts, text: str) -> Fidelity:
         sum(fact in flat for fact in kind) for kind in (known.paths, known.commands, known.errors)
     ]
     sizes = [len(known.paths), len(known.commands), len(known.errors)]
-    shares = [s / n if n else 1.0 for s, n in zip(shown, sizes, strict=True)]
+    paths, commands, errors = (s / n if n else 1.0 for s, n in zip(shown, sizes, strict=True))
     overall = sum(shown) / known.total if known.total else 1.0
-    return Fidelity(*shares, overall)
+    return Fidelity(paths, commands, errors, overall)
