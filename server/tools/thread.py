@@ -22,7 +22,7 @@ from server.tools.arguments import (
     numbering_of,
     session_of,
 )
-from server.tools.results import RecordOut, Revision, result
+from server.tools.results import RecordOut, result
 
 
 async def frs_record(
@@ -60,13 +60,14 @@ async def frs_record(
         )
     await changed(ctx, done.session_id, Change.RECORDED, new)
     out = RecordOut(
+        message=replies.recorded(done),
         session_id=done.session_id,
         revision=done.revision,
         positions=list(done.positions),
         numbers=list(done.numbers),
         warnings=list(done.warnings),
     )
-    return result(replies.recorded(done), out)
+    return result(out)
 
 
 # Longer than most functions: its signature is the tool's input schema, a field per option.
@@ -129,7 +130,7 @@ async def frs_view_thread(
         ),
     ] = None,
     session_id: SessionArg = None,
-) -> Annotated[CallToolResult, Revision]:
+) -> str:
     """Show the thread as numbered entries: [n] Role: text. Read this instead of raw output.
 
     Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
@@ -162,11 +163,7 @@ async def frs_view_thread(
         run_id=run_id,
     )
     with tool_errors():
-        # The session is read before the view: a write in between makes the revision older
-        # than the text's, which a squash's guard refuses, never newer, which it would pass.
-        session = await service(ctx).session(session_of(session_id))
-        text = await service(ctx).view(options, session.id)
-    return result(text, Revision(session_id=session.id, revision=session.revision))
+        return await service(ctx).view(options, session_of(session_id))
 
 
 async def get_alias(
@@ -185,7 +182,7 @@ async def get_alias(
     ] = None,
     session_id: SessionArg = None,
 ) -> str:
-    """Show the full text behind an alias, a page at a time.
+    """Expand an alias: the full text behind a card (M.n), a squash (SQ.n) or a source, paged.
 
     Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was);
     a registered source reads by its own alias (H.main, D.readme: see frs_source).

@@ -228,24 +228,3 @@ class TestProgress:
         assert result.is_error
         assert "Stale revision" in text_of(result) or "expected revision 7" in text_of(result)
         assert reports == []
-
-
-class TestViewRevision:
-    async def test_a_view_gives_its_revision_to_pass_as_expected_revision(
-        self, connect: Connect
-    ) -> None:
-        async with connect() as client:
-            await call(client, "frs_record", messages=[user("one"), user("two"), user("three")])
-            shown = await call(client, "frs_view_thread")
-            data = shown.structured_content
-            assert data is not None, "frs_view_thread answers with structured content"
-            assert f" · revision {data['revision']} · " in text_of(shown).split("\n")[-1]
-            squashed = await call(
-                client,
-                "frs_compress_range",
-                **{"from": 1, "to": 2},
-                summary="one, two",
-                expected_revision=data["revision"],
-            )
-        assert not squashed.is_error, text_of(squashed)
-        assert data["session_id"]
