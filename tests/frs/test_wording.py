@@ -33,15 +33,13 @@ async def test_the_plan_echo_marks_steps_as_the_view_does(tmp_path: Path) -> Non
 
 async def test_a_three_character_message_stays_whole_in_a_budgeted_view(tmp_path: Path) -> None:
     async with open_service(tmp_path / "t.db") as service:
-        await service.record([user("the task " * 20)])
+        await service.record([user("the task " * 20), user("yes")])
         for k in range(60):
             await service.record([user(f"message {k} " + "words " * 40)])
-        await service.record([user("yes")])
-        for k in range(8):
-            await service.record([user(f"message {k} " + "words " * 40)])
         view = await service.view(ViewOptions(budget_tokens=1_500))
-    assert "one-line" in view.split("\n")[-1]
-    assert "[62] User: yes" in entry_lines(view), view
+    lines = view.split("\n")
+    assert lines[1].endswith(" · M.1"), "the head: the oldest entries as one-line cards"
+    assert lines[2] == "[2] User: yes", view
 
 
 async def test_a_merged_run_opens_on_its_first_line_with_text(tmp_path: Path) -> None:
