@@ -46,6 +46,12 @@ _KINDS: dict[str, BlockKind] = {
 }
 
 
+#: Blocks a squash keeps where they are (`frs.wire.WireBlock.pinned`): the server-side tool
+#: search's result (its tool_references load deferred tools) and a file put into the
+#: code-execution container.
+_PINNED = frozenset({"tool_search_tool_result", "container_upload"})
+
+
 def subscription(headers: Mapping[str, str]) -> bool:
     """Whether the request is signed for a Claude subscription (an OAuth token, not an API
     key): such requests reach the API exactly as sent, whatever the gateway knows."""
@@ -180,6 +186,7 @@ def _block(body: str, at: int) -> tuple[WireBlock, int]:
             tool_id=call,
             error=bool(value.get("is_error")),
             digest=_hash("r", call),
+            pinned=_loads_tools(value.get("content")),
         )
         return block, end
     if kind == "thinking":
@@ -187,7 +194,18 @@ def _block(body: str, at: int) -> tuple[WireBlock, int]:
         return WireBlock(kind, span, text, digest=_hash("th", str(value.get("signature")))), end
     if kind == "redacted_thinking":
         return WireBlock(kind, span, "", digest=_hash("rt", str(value.get("data")))), end
-    return WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value)), end
+    pinned = value.get("type") in _PINNED
+    block = WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value), pinned=pinned)
+    return block, end
+
+
+def _loads_tools(content: object) -> bool:
+    """Whether a tool result loads deferred tools: Claude Code's ToolSearch (and any
+    client-side tool search) answers with `tool_reference` blocks, which make the tools they
+    name callable from there on."""
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_reference" for part in content
+    )
 
 
 def _result_text(content: object) -> str:

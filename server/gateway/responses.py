@@ -150,7 +150,14 @@ def _item(body: str, at: int) -> tuple[runs.Item, int]:
     if kind in OUTPUTS:
         call = str(value.get("call_id", ""))
         block = WireBlock(
-            "tool_result", span, _output_text(value), tool_id=call, digest=_hash("r", call)
+            "tool_result",
+            span,
+            _output_text(value),
+            tool_id=call,
+            digest=_hash("r", call),
+            # A tool search's output carries the definitions of the tools it loads: Codex
+            # sends its MCP tools nowhere else.
+            pinned=kind == "tool_search_output",
         )
         return runs.Item("user", span, (block,)), end
     if kind == "reasoning":
