@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from frs.matching import units_of
+from frs.rewriting import LiveSquash, plan_rewrite
 from server.gateway import responses
-from server.gateway.anthropic import problems
+from server.gateway.anthropic import parse, problems, render
 from tests.gateway import openai_conversation as oc
 from tests.gateway.conversation import SESSION, call, result, said, user
 from tests.gateway.harness import rig
@@ -207,3 +209,46 @@ class TestResponses:
             "input[2] calls mcp__frs, which no tool and no tool_search_output before it defines"
         ]
         assert responses.problems(json.loads(oc.body(ITEMS[:10]))) == []
+
+
+class TestPlacement:
+    def test_a_pin_inside_a_span_splits_it_and_the_summary_goes_once(self):
+        searched = tool_search("toolu_s")
+        searched["content"].insert(0, {"type": "thinking", "thinking": "t", "signature": "s"})
+        messages = [
+            user("go"),
+            call("toolu_1", "pytest"),
+            result("toolu_1", "FAILED"),
+            searched,
+            loaded("toolu_s"),
+            call("toolu_2", "grep flush"),
+            result("toolu_2", "12: def flush"),
+            said("The race is in flush."),
+            user("Add the lock."),
+            frs_call("toolu_g", "mcp__frs__get_alias", alias="SQ.1"),
+            result("toolu_g", "the originals"),
+            said("Read them."),
+            user("again"),
+        ]
+        text = claude_body(messages).decode()
+        request = parse(text, {})
+        units = units_of(request)
+        members = frozenset(u.key for u in units if 1 <= u.message <= 7)
+        squash = LiveSquash(1, "SQ.1@00000001", "summary 1", len(members), frozenset(members))
+        plan = plan_rewrite(request, units, [squash], {})
+        assert plan.applied == (1,)
+        sent = json.loads(render(text, request, plan))
+        assert problems(sent) == []
+        out = sent["messages"]
+        # The summary joins the user message before the span; the pinned exchange follows,
+        # its thinking left out (the prefix its signature binds to changed); the rest of the
+        # span is one assistant message that points at the summary.
+        assert [m["role"] for m in out[:5]] == ["user", "assistant", "user", "assistant", "user"]
+        assert "summary 1" in out[0]["content"][-1]["text"]
+        assert out[1]["content"] == searched["content"][1:]
+        assert out[2] == messages[4]
+        assert out[3]["content"][0]["text"] == (
+            "[FRS squash SQ.1@00000001: more of what its summary above replaces]"
+        )
+        assert out[4:] == messages[8:]
+        assert json.dumps(out).count("summary 1") == 1
