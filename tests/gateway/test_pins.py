@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from frs.matching import units_of
+from frs.nudges import candidates
 from frs.rewriting import LiveSquash, plan_rewrite
 from server.gateway import responses
 from server.gateway.anthropic import parse, problems, render
@@ -252,3 +253,8 @@ class TestPlacement:
         )
         assert out[4:] == messages[8:]
         assert json.dumps(out).count("summary 1") == 1
+
+    def test_a_reminder_does_not_count_a_tool_search_result_as_squashable(self):
+        request = parse(claude_body([*MESSAGES[:6], user("next")]).decode(), {})
+        found = candidates(request, units_of(request), ())
+        assert found.results == 1  # the test run's; the ToolSearch result stays anyway
