@@ -10,6 +10,15 @@ span), so roles still alternate and tool results still come first after their ca
 spans go as one. The plan depends only on the stored squashes and the messages' keys, so every
 later request renders the same bytes in the same place (a prompt cache breaks once).
 
+Pinned exchanges: a message holding a pinned block (`frs.wire.WireBlock.pinned`: a result that
+loads deferred tools, a container upload), with the call or result it pairs with, stays in
+place, byte for byte, even inside a squashed span: the host's deferred tools (the frs tools
+among them) are callable only while the exchange that loaded them is in the request. The rest
+of the span goes in pieces around it, each placed as above; the first piece carries the summary
+(which says that the exchanges that load tools stay), a later piece that must leave a message
+leaves one pointing at it, and a span that is all pinned still sends its summary after it. A
+squash never vanishes because of a pin.
+
 Thinking: a signed thinking block binds to everything before it. Blocks of the current turn
 (after the last user message that is not tool results) must reach the model unchanged, so a
 new squash waits while that turn holds thinking, at the latest until the next user turn; when
