@@ -50,13 +50,18 @@ def candidates(
     positions: Mapping[str, int] | None = None,
 ) -> Candidates:
     """Tool results of the turns that are over (before the last user message that is not
-    results), not in a squash already sent: what a squash would take first. `positions`:
-    where the recorded ones sit in the view (`StoredThread.positions`)."""
+    results), not in a squash already sent: what a squash would take first. Results that load
+    tools are not counted: a squash keeps them (`frs.rewriting`). `positions`: where the
+    recorded ones sit in the view (`StoredThread.positions`)."""
     turn = _turn_start(request)
+    kept = {b.tool_id for m in request.messages for b in m.blocks if b.pinned and b.tool_id}
     finished = [
         unit
         for unit in units
-        if unit.new.role == "tool" and unit.message < turn and unit.key not in squashed
+        if unit.new.role == "tool"
+        and unit.message < turn
+        and unit.key not in squashed
+        and unit.new.tool_call_id not in kept
     ]
     placed = [positions[u.key] for u in finished if positions and u.key in positions]
     return Candidates(
