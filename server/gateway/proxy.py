@@ -269,10 +269,17 @@ class Held:
     its block stops), and the frs tools it then calls must find the thread up to that answer.
     The answer still streams at once: while the recording runs (a few milliseconds; the model
     takes longer to answer), only what would let the host act is kept back, from the first
-    block's or message's stop on, and the last few bytes of what came (the end of a JSON
+    block's, item's or message's end on, and the last few bytes of what came (the end of a JSON
     answer, or a stop cut between two chunks). Once the recording is done nothing is held."""
 
-    MARKS = (b"content_block_stop", b"message_stop")
+    #: Where a host may act: Anthropic's stops, a finished Responses item, a Chat Completions
+    #: chunk that ends a choice (a null finish_reason does not match).
+    MARKS = (
+        b"content_block_stop",
+        b"message_stop",
+        b"response.output_item.done",
+        b'"finish_reason":"',
+    )
     TAIL = max(map(len, MARKS)) - 1
 
     def __init__(self, recorded: anyio.Event | None) -> None:

@@ -53,6 +53,21 @@ class TestHeld:
         assert held.let_through(b"") == answer.encode()[len(sent) :]  # let go once recorded
         assert await held.rest() == b""
 
+    @pytest.mark.parametrize(
+        "end",
+        [
+            b'event: response.output_item.done\ndata: {"type":"response.output_item.done"}\n\n',
+            b'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}\n\n',
+        ],
+    )
+    async def test_an_openai_item_or_choice_end_waits_too(self, end: bytes):
+        recorded = anyio.Event()
+        held = Held(recorded)
+        start = b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+        assert held.let_through(start + end) == start
+        recorded.set()
+        assert await held.rest() == end
+
     async def test_once_recorded_nothing_is_held(self):
         recorded = anyio.Event()
         recorded.set()
