@@ -336,3 +336,43 @@ class TestReadme:
         )
         assert_paired(second)
         assert (tmp_path / "frs.db").is_file()
+
+
+def assert_gemini_turns(contents: Sequence[types.Content]) -> None:
+    """What Gemini takes: the first content user-role, then model and user turns in turn."""
+    roles = [content.role for content in contents]
+    assert roles and roles[0] == "user", roles
+    assert all(role == ("user" if n % 2 == 0 else "model") for n, role in enumerate(roles)), roles
+
+
+class TestASquashThatOpensTheThread:
+    async def test_is_sent_as_the_user_turn_merged_with_the_next_and_keeps_its_bytes(
+        self, tmp_path: Path
+    ) -> None:
+        model = ScriptedLlm(
+            script=[
+                says("Found it."),
+                call("frs_compress_range", b"sig-squash", start=1, end=2, summary="Asked why."),
+                says("Fixing."),
+                says("Done."),
+            ]
+        )
+        async with FRSModelCallback(tmp_path / "frs.db") as frs:
+            agent = Agent(frs, model)
+            session = await agent.start()
+            await agent.ask(session, "Why?")
+            await agent.ask(session, "Fix it")
+            await agent.ask(session, "Thanks")
+        after, following = model.received[2].contents, model.received[3].contents
+
+        assert after[0].role == "user"
+        assert after[0].parts is not None
+        opening = [part.text or "" for part in after[0].parts]
+        assert opening[0].startswith("[Summary of 2 messages (SQ.1@")
+        assert "Asked why." in opening[0]
+        assert opening[1:] == ["Fix it"]
+        assert "Why?" not in text(after)
+        for request in model.received:
+            assert_gemini_turns(request.contents)
+            assert_paired(request.contents)
+        assert dumped(following[: len(after)]) == dumped(after)
