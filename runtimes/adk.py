@@ -148,24 +148,24 @@ async def distill(
 
 def to_contents(entries: Sequence[Message]) -> list[types.Content]:
     """The live thread as the model receives it (`to_content`), each summary in the role
-    `summary_role` gives it: where Gemini needs a user turn (first, or after a model turn), a
-    user-role text, merged into the user content right after it (the summary its first part)
-    so roles alternate."""
+    `summary_role` gives it (user-role where Gemini needs a user turn: first, or after a model
+    turn) and merged into the content right after it when that one has the same role (the
+    summary its first part), so the first content is user-role and roles alternate."""
     out: list[types.Content] = []
-    summary: types.Content | None = None  # a user-role summary ending `out`
+    summary: types.Content | None = None  # the summary ending `out`
     for entry in entries:
         content = to_content(entry)
         if content is None:
             continue
         if entry.kind == "summary":
             previous = None if not out else "assistant" if out[-1].role == "model" else "user"
-            if summary_role(previous) == "user":
-                summary = types.Content(role="user", parts=content.parts)
-                out.append(summary)
-                continue
-            out.append(content)
-        elif content.role == "user" and summary is not None:
-            out[-1] = types.Content(role="user", parts=[*(summary.parts or []), *(content.parts or [])])
+            role = "user" if summary_role(previous) == "user" else "model"
+            summary = types.Content(role=role, parts=content.parts)
+            out.append(summary)
+            continue
+        if summary is not None and content.role == summary.role:
+            parts = [*(summary.parts or []), *(content.parts or [])]
+            out[-1] = types.Content(role=content.role, parts=parts)
         else:
             out.append(content)
         summary = None

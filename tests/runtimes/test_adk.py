@@ -151,9 +151,10 @@ class TestSquashThroughTheTools:
         assert (after[1].parts[0].text or "").startswith("[Summary of 2 messages (SQ.1@")
         assert summary in (after[1].parts[0].text or "")
         assert dumped(after[:1]) == dumped(before[:1])
-        # The calls after it are the contents ADK built, thought signatures and all.
-        assert after[2].parts is not None
-        assert after[2].parts[0].thought_signature == b"sig-squash"
+        # The model turn after it is the content ADK built, thought signatures and all, with
+        # the summary as its first part: Gemini's turns alternate.
+        assert [part.thought_signature for part in after[1].parts] == [None, b"sig-squash"]
+        assert_gemini_turns(after)
         # A call without a squash keeps the whole of the last input as its prefix.
         assert dumped(next_turn[: len(after)]) == dumped(after)
         for request in model.received:
@@ -250,8 +251,9 @@ class TestSquashThroughTheTools:
         assert_paired(before)
         assert "FAILED" not in text(after)
         assert "ran a and b" in text(after)
-        assert len(after) == 4
+        assert len(after) == 3  # the summary is the first part of the model turn after it
         assert_paired(after)
+        assert_gemini_turns(after)
 
 
 class TestSquashThroughFrsMcp:
@@ -276,10 +278,13 @@ class TestSquashThroughFrsMcp:
         assert after[1].parts is not None
         assert (after[1].parts[0].text or "").startswith("[Summary of 2 messages (SQ.1@")
         assert dumped(after[:1]) == dumped(before[:1])
+        # The answer after it is the model turn it opens (Gemini's turns alternate).
+        assert [part.text for part in after[1].parts][1:] == ["Found it."]
         assert dumped(after[2:]) == dumped(
-            [says("Found it."), types.Content(role="user", parts=[types.Part(text="Thanks")])]
+            [types.Content(role="user", parts=[types.Part(text="Thanks")])]
         )
         assert_paired(after)
+        assert_gemini_turns(after)
 
 
 class TestRecording:
