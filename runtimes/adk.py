@@ -5,9 +5,10 @@ session's events; the callback records the contents it has not recorded yet into
 session of the ADK session (get-or-create by interface ``"adk"`` and conversation = the ADK
 session id), then replaces the request's contents with the session's live thread: squashed
 stretches as one model-role summary (ADK's own compaction puts its summaries in that role;
-a user-role one where Gemini needs a user turn: `to_contents`), every other content exactly as ADK built it when it was recorded (function call ids, thought
-signatures, every part), so a squash takes effect on the very next call and everything before
-the first changed entry stays byte-identical. The ADK session's events are never changed.
+a user-role one where Gemini needs a user turn: `to_contents`), every other content exactly
+as ADK built it when it was recorded (function call ids, thought signatures, every part),
+so a squash takes effect on the very next call and everything before the first changed entry
+stays byte-identical. The ADK session's events are never changed.
 
 Why a callback and not an events-compaction summarizer (`EventsCompactionConfig`): ADK picks
 the span a summarizer compacts (a sliding window of invocations) and asks for a summary; FRS's

@@ -4,7 +4,8 @@
 AI's `ProcessHistory` capability) the messages the run has not recorded yet go into the FRS
 session of (interface ``pydantic-ai``, conversation = the run's ``conversation_id``), and the
 model gets the distilled thread instead: squashed stretches as one response holding the
-summary and its alias (a user prompt where the model needs a user turn: `_thread`), every other message exactly as it was recorded (kept whole as JSON:
+summary and its alias (a user prompt where the model needs a user turn: `_thread`), every
+other message exactly as it was recorded (kept whole as JSON:
 thinking parts, signatures, ids, provider details). The run ends by recording its final
 response. The capability also brings the FRS tools (`FRSHistory.toolset`, a `FunctionToolset`),
 so a squash the model makes takes effect on its very next request.
@@ -290,9 +291,10 @@ def _thread(entries: Sequence[Message | Raw]) -> list[ModelMessage]:
         if isinstance(entry, Message) and entry.kind == "summary":
             summary = None
             if summary_role(_last_role(out)) == "user":
-                prompt = UserPromptPart(summary_text(entry), timestamp=message.timestamp)
+                when = message.timestamp or _EPOCH
+                prompt = UserPromptPart(summary_text(entry), timestamp=when)
                 message = summary = ModelRequest(
-                    [prompt], timestamp=message.timestamp, metadata=message.metadata
+                    [prompt], timestamp=when, metadata=message.metadata
                 )
             out.append(message)
             envelope = None

@@ -346,7 +346,8 @@ class TestReadme:
 def assert_gemini_turns(contents: Sequence[types.Content]) -> None:
     """What Gemini takes: the first content user-role, then model and user turns in turn."""
     roles = [content.role for content in contents]
-    assert roles and roles[0] == "user", roles
+    assert roles, "no contents"
+    assert roles[0] == "user", roles
     assert all(role == ("user" if n % 2 == 0 else "model") for n, role in enumerate(roles)), roles
 
 

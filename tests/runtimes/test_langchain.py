@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +284,9 @@ def assert_anthropic_turns(messages: Sequence[BaseMessage]) -> None:
     """What Anthropic's API takes (through langchain-anthropic): system messages first, then a
     user message, and no two assistant nor two human messages in a row."""
     turns = [m for m in messages if m.type != "system"]
-    assert turns and isinstance(turns[0], HumanMessage), [m.type for m in turns]
-    for before, message in zip(turns, turns[1:], strict=False):
+    assert turns, "no messages"
+    assert isinstance(turns[0], HumanMessage), [m.type for m in turns]
+    for before, message in pairwise(turns):
         assert not (isinstance(before, AIMessage) and isinstance(message, AIMessage)), turns
         assert not (isinstance(before, HumanMessage) and isinstance(message, HumanMessage)), turns
 

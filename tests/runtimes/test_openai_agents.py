@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -270,8 +271,9 @@ def assert_anthropic_turns(items: list[dict[str, Any]]) -> None:
     """What Anthropic takes once the items are turns: the first a user message, and no two
     user messages nor two assistant messages in a row (calls and results pair as turns)."""
     turns = [i for i in items if i.get("role") not in ("system", "developer")]
-    assert turns and turns[0].get("role") == "user", turns[:1]
-    for before, item in zip(turns, turns[1:], strict=False):
+    assert turns, "no items"
+    assert turns[0].get("role") == "user", turns[:1]
+    for before, item in pairwise(turns):
         roles = (before.get("role"), item.get("role"))
         assert roles not in (("user", "user"), ("assistant", "assistant")), (before, item)
 

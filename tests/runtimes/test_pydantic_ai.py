@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -262,7 +263,8 @@ def assert_alternating(messages: list[ModelMessage]) -> None:
     """What Anthropic and Gemini take: a request (user turn) first, then responses and
     requests in turn."""
     kinds = [type(message).__name__ for message in messages]
-    assert kinds and kinds[0] == "ModelRequest", kinds
+    assert kinds, "no messages"
+    assert kinds[0] == "ModelRequest", kinds
     assert all(
         kind == ("ModelRequest" if n % 2 == 0 else "ModelResponse") for n, kind in enumerate(kinds)
     ), kinds
@@ -288,7 +290,8 @@ class TestASquashThatOpensTheThread:
         after, following = script.received[2], script.received[3]
 
         assert isinstance(after[0], ModelRequest)
-        prompts = [str(part.content) for part in after[0].parts]
+        prompts = [str(p.content) for p in after[0].parts if isinstance(p, UserPromptPart)]
+        assert len(prompts) == len(after[0].parts)
         assert prompts[0].startswith("[Summary of 2 messages (SQ.1@")
         assert prompts[0].endswith("] Asked why.")
         assert prompts[1:] == ["Fix it."]
