@@ -1033,9 +1033,8 @@ SEES: dict[str, str] = {
         "frs-mcp: {db} cannot be read as an SQLite database: file is not a database"
     ),
     "cli-web-never-migrated": (
-        "frs-mcp: {db} holds no frs-mcp data (schema version 0: never migrated, or not an "
-        "frs-mcp database). Start the server on it once (frs-mcp --db {db}) to create the "
-        "schema, or pass the --db file your server uses."
+        "frs-mcp: {db} holds no frs-mcp data yet (schema version 0). Start the server on it "
+        "once (frs-mcp --db {db}) to create the schema, or pass the --db file your server uses."
     ),
     "cli-web-newer": (
         "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "

@@ -315,11 +315,11 @@ class TestCommand:
         assert "Traceback" not in run.stderr
 
     def test_a_database_that_does_not_exist_is_named_and_not_created(self, tmp_path: Path) -> None:
-        missing = tmp_path / "typo" / "frs.db"
+        missing = tmp_path / "typo.db"  # a missing folder: tests/server/test_database_values.py
         run = frs_mcp("export", "current", "--db", str(missing))
         assert (run.returncode, run.stdout) == (2, "")
         assert run.stderr == f"frs-mcp export: no database at {missing}\n"
-        assert not missing.parent.exists()
+        assert not missing.exists()
 
 
 # -- the corpus -------------------------------------------------------------------------------
