@@ -69,16 +69,18 @@ async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
             "select name from sqlite_master where type = 'table'"
         )
     }
-    reason = foreign_reason(application_id, tables)
+    newest = len(MIGRATIONS)
+    # In the server's order (`storage.db._refuse_unusable`): the stamp, the version, the tables.
+    stamped = foreign_reason(application_id, set())
+    if stamped is None and found > newest:
+        raise SchemaTooNew(found=found, supported=newest)
+    reason = stamped or foreign_reason(application_id, tables)
     if reason is not None:
         # The server refuses it too ("not an frs-mcp database"): no advice to start it there.
         raise NotReadable(
             f"{path} is not an frs-mcp database: {reason}. Pass the --db file your frs-mcp "
             "server uses."
         )
-    newest = len(MIGRATIONS)
-    if found > newest:
-        raise SchemaTooNew(found=found, supported=newest)
     if found == 0:
         raise NotReadable(
             f"{path} holds no frs-mcp data yet (schema version 0). Start the server on it "
