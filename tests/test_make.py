@@ -34,7 +34,7 @@ def dry_run(*targets: str, venv: Path) -> str:
 class TestInstalls:
     def test_make_run_installs_frs_mcp_without_the_test_extra(self, tmp_path: Path) -> None:
         commands = dry_run("run", venv=tmp_path / "venv")
-        assert 'pip install --quiet -e . ' in commands.replace("\n", " ")
+        assert "pip install --quiet -e . " in commands.replace("\n", " ")
         assert "[test]" not in commands
 
     def test_the_test_stamp_installs_the_test_extra(self, tmp_path: Path) -> None:
@@ -54,7 +54,8 @@ def fake_bin(folder: Path, apt_exit: int) -> Path:
     (folder / "id").write_text("#!/bin/sh\necho 0\n")
     (folder / "apt-get").write_text(
         "#!/bin/sh\n"
-        'case "$*" in update*) exit 0;; *" -s "*) printf "Inst one\\nInst two\\nInst three\\nConf one\\n"; exit 0;; esac\n'
+        'case "$*" in update*) exit 0;; *" -s "*)\n'
+        '  printf "Inst one\\nInst two\\nInst three\\nConf one\\n"; exit 0;; esac\n'
         'i=0; while [ $i -lt 540 ]; do echo "Unpacking package-$i ..."; i=$((i+1)); done\n'
         f"exit {apt_exit}\n"
     )
