@@ -31,9 +31,12 @@ run: $(RUN_STAMP)
 
 ## Lint, type-check and run every test. First, before building anything, check that Python,
 ## Node.js and npm are there (the npm-based tests need them), and say how to install what is not.
+## pytest runs on PYTEST_JOBS workers (pytest-xdist), each test file on one worker so that its
+## module fixtures are built once; PYTEST_JOBS=0 runs it in this process.
+PYTEST_JOBS ?= 2
 test: preflight
 	@$(MAKE) --no-print-directory lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 preflight:
 	@sh scripts/preflight $(PYTHON)
