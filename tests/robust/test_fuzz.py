@@ -1,8 +1,8 @@
 """Fuzzing the tool surface through a real MCP client, from the schemas the tools publish.
 
-Each example opens a fresh server on a fresh copy of one seeded file (a session with messages,
-a tool call and its result, a squash, a plan: seeded once through the tools, since every
-example starts from the same state), then makes a few calls whose arguments are drawn from each tool's
+Each example opens a fresh server on a fresh copy of one seeded file (a session with messages, a
+tool call and its result, a squash, a plan: seeded once through the tools, since every example
+starts from the same state), then makes a few calls whose arguments are drawn from each tool's
 published `inputSchema`, valid or broken (wrong types, huge numbers, long, invisible or invalid
 text, deep nesting, unknown or missing properties). Every answer must be a result or a readable
 tool error, never the SDK's bare "Error executing tool <name>" (an exception nobody translated);
