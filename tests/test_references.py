@@ -1,5 +1,5 @@
 """Every document the project's own files cite exists in the repository (issue 23: the
-pyproject and a test docstring cited a DESIGN.md the repository does not have)."""
+pyproject and a test docstring cited a design document the repository does not have)."""
 
 from __future__ import annotations
 
