@@ -8,7 +8,7 @@ number it covers, so a summary takes the place of what it replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, NewType
 
 SessionId = NewType("SessionId", str)
@@ -130,6 +130,19 @@ DEFAULT_CLIENT = "default"
 
 
 @dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation of a host, as the host names it (`frs.conversations`): the session
+    keyed by (interface, id) is its thread."""
+
+    interface: str  # e.g. "claude-code"
+    id: str  # the host's id of the conversation, e.g. its session id
+
+    @property
+    def key(self) -> str:
+        return f"{self.interface}:{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
 class Scope:
     """Whose current session a call without `session_id` uses.
 
@@ -137,17 +150,27 @@ class Scope:
     names itself, in its workspace) has its own current session, kept in the store, so a host
     restarted in the same workspace continues its thread. `connection`, when the transport has
     one, is the live connection: a session it started or chose stays its current session even
-    when another connection of the same client chooses another.
+    when another connection of the same client chooses another. `conversation`, when the host
+    says which of its conversations a call belongs to, narrows the scope to that conversation
+    (`in_conversation`).
     """
 
     tenant: str = LOCAL_TENANT
     client: str = DEFAULT_CLIENT
     connection: str | None = None
+    conversation: Conversation | None = None
 
     @property
     def name(self) -> str:
         """`client`, or `tenant/client` for a tenant other than the local one."""
         return self.client if self.tenant == LOCAL_TENANT else f"{self.tenant}/{self.client}"
+
+    def in_conversation(self, conversation: Conversation) -> Scope:
+        """This scope narrowed to one conversation of its host: the client's name gains
+        `#interface:id`, so the conversation keeps its own current session in the store (a
+        resumed conversation finds it again), and a conversation that chose none gets its
+        own session, get-or-create by (interface, id) (`frs.sessions.find`)."""
+        return replace(self, client=f"{self.client}#{conversation.key}", conversation=conversation)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,11 @@ A session is one thread, owned by the tenant whose caller created it; a caller s
 tenant's sessions, and another tenant's id is answered exactly like an unknown one. Tools
 that name no session use the caller's current session: the one its connection started or
 chose, else its scope's (`frs.model.Scope`), else, for a client that never chose one, the
-default client's (what an import or a runtime made current). A write that finds no session
-at all creates a first one ("Untitled") and makes it current, so an agent can record before
-it starts anything. Reads never create one.
+default client's (what an import or a runtime made current). A scope narrowed to a host's
+conversation instead falls back to the conversation's own session, keyed by (interface,
+conversation). A write that finds no session at all creates a first one ("Untitled", or the
+conversation's) and makes it current, so an agent can record before it starts anything.
+Reads never create one.
 """
 
 from __future__ import annotations
@@ -151,8 +153,8 @@ async def squash_log(env: Env, session_id: SessionId | None = None) -> SquashLog
 
 async def find(env: Env, reader: ThreadReader, session_id: SessionId | None) -> Session | None:
     """The given session (raises SessionNotFound), else the caller's current one: its
-    connection's choice, else its scope's, else its tenant's default client's; None when
-    there is none."""
+    connection's choice, else its scope's, else its conversation's session (a scope narrowed
+    to a conversation) or its tenant's default client's; None when there is none."""
     if session_id is not None:
         return await get(env, reader, session_id)
     chosen = env.chosen.get(env.scope)
@@ -161,7 +163,14 @@ async def find(env: Env, reader: ThreadReader, session_id: SessionId | None) -> 
         if found is not None:
             return found
     current = await reader.current_session(env.scope)
-    if current is None and env.scope.client != DEFAULT_CLIENT:
+    conversation = env.scope.conversation
+    if current is None and conversation is not None:
+        # A host's conversation that chose no session has its own, found by its key; it never
+        # continues another conversation's (or the workspace's) current session.
+        current = await reader.find_conversation(
+            env.scope.tenant, conversation.interface, conversation.id
+        )
+    elif current is None and env.scope.client != DEFAULT_CLIENT:
         # A client that never chose one continues the tenant's default current session: the
         # one an import or a runtime made current, or the database's before scopes existed.
         current = await reader.current_session(replace(env.scope, client=DEFAULT_CLIENT))
@@ -187,7 +196,12 @@ async def resolve(env: Env, tx: ThreadTx, session_id: SessionId | None) -> Sessi
     found = await find(env, tx, session_id)
     if found is not None:
         return found
-    session = new_session(env)
+    conversation = env.scope.conversation
+    if conversation is None:
+        session = new_session(env)
+    else:  # the conversation's own session, made on its first write
+        title = f"{conversation.interface} conversation {conversation.id[:8]}"
+        session = new_session(env, title, "", "position", conversation.interface, conversation.id)
     await tx.create_session(session)
     await tx.set_current(env.scope, session.id)
     return session

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 # First of ours, again: if a foreign server/__init__.py replaced ours, it did not run the check.
 import server.origin  # noqa: F401
-from frs import StoreError
+from frs import StoreError, conversations
+from frs.model import Conversation
 from server import exporter, importer
 from server.app import build_server
 from server.cli import parser
@@ -80,16 +81,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _settings(args: argparse.Namespace, level: str) -> Settings:
     """The server's settings from its flags; a flag left out keeps the settings' default."""
+    scope = args.scope or os.environ.get("FRS_SCOPE") or None
     options: dict[str, object] = {
         "database": resolve_database(args.db),
         "log_level": level,
         "allow_roots": tuple(args.allow_root),
-        "scope": args.scope or os.environ.get("FRS_SCOPE") or None,
+        "scope": scope,
     }
+    if args.transport == "stdio" and scope is None:
+        # Over stdio the host started this process for one of its conversations.
+        options["conversation"] = _host_conversation()
     for name in ("preview_chars", "max_line_bytes", "max_view_tokens"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     return Settings.model_validate(options)
+
+
+def _host_conversation() -> Conversation | None:
+    """The conversation the environment names (`frs.conversations.HOST_KEYS`); a value that
+    cannot be one is logged and ignored."""
+    found = conversations.from_env(os.environ)
+    if found is not None:
+        log.info("serving the %s conversation %s: its thread is its own", found.interface, found.id)
+        return found
+    for name in conversations.env_names():
+        if name in os.environ:
+            log.warning("%s is not 1-200 printable characters; ignored", name)
+    return None
 
 
 def _http_options(args: argparse.Namespace) -> HttpOptions:

@@ -108,7 +108,7 @@ def build_server(settings: Settings, shared: Deps | None = None) -> MCPServer[De
     mcp.max_line_bytes = settings.max_line_bytes
     mcp.middleware.append(bounds_middleware(settings.limits()))
     mcp.middleware.append(validation_middleware)
-    mcp.middleware.append(scope_middleware(settings.scope, Roots()))
+    mcp.middleware.append(scope_middleware(settings.scope, Roots(), settings.conversation))
     tools.register(mcp)
     resources.register(mcp)
     prompts.register(mcp)

@@ -14,7 +14,7 @@ from frs import ReasoningService
 from frs.model import Scope
 from frs.ports import Store
 from server.events import TenantEvents
-from server.scopes import client_of, connection_of, current_scope, tenant_of
+from server.scopes import current_scope, scope_of
 from server.settings import Settings
 from storage import Database, LocalFiles, SqliteStore, open_database
 from storage.postgres import PgDatabase, PgStore, is_postgres, open_postgres
@@ -42,8 +42,8 @@ def service(ctx: DepsContext) -> ReasoningService:
     deps = rc.lifespan_context
     scope = current_scope()
     if scope is None:  # a handler reached without the middleware: the scope without roots
-        connection = connection_of(rc) or None
-        scope = Scope(tenant_of(rc), client_of(rc, deps.settings.scope, None), connection)
+        settings = deps.settings
+        scope = scope_of(rc, settings.scope, None, settings.conversation)
     return deps.service.for_scope(scope)
 
 

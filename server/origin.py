@@ -21,8 +21,8 @@ from pathlib import Path
 DISTRIBUTION = "frs-mcp"
 PACKAGES = ("frs", "storage", "server")
 FIX = (
-    "Install frs-mcp in an environment of its own: `uvx frs-mcp` runs it in one, or "
-    "`pipx install frs-mcp` installs it in one."
+    "Install frs-mcp in an environment of its own: in its source checkout, `uv tool install .` "
+    "or `pipx install .` makes one."
 )
 _MARKER = re.compile(r'^__distribution__ = "frs-mcp"$', re.MULTILINE)
 _ROOT = Path(__file__).resolve().parents[1]  # where our three packages sit side by side

@@ -7,6 +7,10 @@ root, so two hosts, or two windows on two projects, each keep their own current 
 `--scope`/`FRS_SCOPE` overrides it. The connection is the live MCP session (its
 `Mcp-Session-Id`, or the SSE stream's `session_id`; one per process on stdio), so two
 connections of one client never take each other's current session while both are open.
+The conversation is the host's own conversation the call belongs to (`frs.conversations`): a
+tool call's `_meta` (Codex CLI), else the one the host started this stdio process for
+(`CLAUDE_CODE_SESSION_ID`); it narrows the scope to that conversation, whose thread is its own
+session. An explicit `--scope` keeps the scope as named: no conversation narrows it.
 
 `scope_middleware` works it out once per request, asking for roots once per connection, and
 `current_scope()` hands it to `server.deps.service`.
@@ -22,8 +26,9 @@ from typing import Any
 import anyio
 from mcp.server.context import ServerRequestContext
 
+from frs import conversations
 from frs.escaping import escape_inline
-from frs.model import DEFAULT_CLIENT, LOCAL_TENANT, Scope
+from frs.model import DEFAULT_CLIENT, LOCAL_TENANT, Conversation, Scope
 from server.guards import TENANT_KEY
 
 log = logging.getLogger(__name__)
@@ -95,20 +100,39 @@ def client_of(rc: ServerRequestContext[Any, Any], override: str | None, root: st
     return escape_inline(client)[:_CLIENT_CHARS]
 
 
+def scope_of(
+    rc: ServerRequestContext[Any, Any],
+    override: str | None,
+    root: str | None,
+    process: Conversation | None,
+) -> Scope:
+    """The request's scope: tenant, client and connection, narrowed to the host's conversation
+    (the request's `_meta`, else the process's) unless `--scope` named the scope."""
+    connection = connection_of(rc) or None
+    scope = Scope(tenant_of(rc), client_of(rc, override, root), connection)
+    if override:
+        return scope
+    conversation = conversations.from_meta(rc.meta) or process
+    return scope.in_conversation(conversation) if conversation is not None else scope
+
+
 def current_scope() -> Scope | None:
     """The scope `scope_middleware` worked out for the request being handled."""
     return _SCOPE.get()
 
 
-def scope_middleware(override: str | None, roots: Roots) -> Any:
-    """A server middleware that works out each request's scope before its handler runs."""
+def scope_middleware(
+    override: str | None, roots: Roots, process: Conversation | None = None
+) -> Any:
+    """A server middleware that works out each request's scope before its handler runs;
+    `process` is the conversation the host started this process for (stdio), if it said."""
 
     async def middleware(rc: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         connection = connection_of(rc)
         root = None
         if override is None and connection and rc.method != "initialize":
             root = await roots.first(rc, connection)
-        scope = Scope(tenant_of(rc), client_of(rc, override, root), connection or None)
+        scope = scope_of(rc, override, root, process)
         token = _SCOPE.set(scope)
         try:
             return await call_next(rc)

@@ -7,6 +7,7 @@ from importlib import metadata
 from pydantic import BaseModel, ConfigDict, Field
 
 from frs import Limits
+from frs.model import Conversation
 from server.locations import APP_NAME, DatabaseValueError, default_database, resolve_database
 
 __all__ = [
@@ -49,6 +50,9 @@ class Settings(BaseModel):
     scope: str | None = Field(
         default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$"
     )
+    # The host's conversation this stdio process serves (`frs.conversations.from_env`): the
+    # current session of calls without session_id is that conversation's, unless `scope` is set.
+    conversation: Conversation | None = None
 
     def limits(self) -> Limits:
         return Limits(

@@ -1,10 +1,11 @@
-"""The README's install section and host snippets (issue 10), as a reader on the package index
-meets them: install first, isolated installs first, links that work there, snippets that work
-when pasted.
+"""The README's install section and host snippets (issues 10 and 19), as a newcomer who has only
+this repository meets them: install from the checkout into an environment of its own, then
+paste a host's snippet with the absolute path of the installed command.
 
-Each stdio snippet is run the way its host would start it, with the local `frs-mcp` standing in
-for `uvx frs-mcp` (which would fetch the package from PyPI): it must answer `initialize` and
-open the database the snippet names, `~` included.
+Each stdio snippet is run the way its host would start it, with this environment's `frs-mcp` in
+the place of the path the README writes (`tests.snippets.COMMAND`): it must answer `initialize`
+and open the database the snippet names, `~` included. The package-index route is named only
+as what it will be once published.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.dists import REPO
+from tests.snippets import COMMAND, HOSTS, host_snippet
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 FRS_MCP = str(Path(sys.executable).with_name("frs-mcp"))
@@ -39,28 +41,28 @@ def json_blocks(text: str = README) -> list[Any]:
     return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S)]
 
 
-def stdio_entries() -> list[dict[str, Any]]:
-    """Every server entry with a `command` in the README's JSON snippets."""
-    entries = []
-    for block in json_blocks():
-        for servers in (block.get("mcpServers", {}), block.get("servers", {})):
-            entries += [entry for entry in servers.values() if "command" in entry]
-    return entries
-
-
 class TestInstallSection:
     def test_install_comes_right_after_the_two_commands(self) -> None:
         after_commands = README.split("```bash\n", 1)[1].split("```", 1)[1]
         assert after_commands.lstrip().startswith("## Install\n")
 
-    def test_it_leads_with_isolated_installs_then_the_source_checkout_then_a_host(self) -> None:
+    def test_it_installs_the_checkout_in_an_environment_of_its_own_then_connects_a_host(
+        self,
+    ) -> None:
         install = section("Install")
-        order = [install.index(s) for s in ("uvx frs-mcp", "pipx install frs-mcp")]
-        order += [install.index("source checkout"), install.index("### Connect a host")]
+        steps = ("uv tool install .", "pipx install .", "pip install .", "### Connect a host")
+        order = [install.index(step) for step in steps]
         assert order == sorted(order)
+        assert "**not on the package index yet**" in install
+
+    def test_the_package_index_route_is_only_what_it_will_be_once_published(self) -> None:
+        published = README.index("**Once frs-mcp is published**")
+        for by_name in ("uvx frs-mcp", "pipx install frs-mcp"):
+            assert README.index(by_name) > published, by_name
+        assert not re.search(r'"command": "uvx", "args": \["frs-mcp"', README)
 
     def test_the_claude_desktop_snippet_is_mcp_json_and_names_the_database(self) -> None:
-        (desktop,) = json_blocks(section("Install"))
+        desktop = host_snippet("Claude Desktop").parsed()
         assert desktop == json.loads((REPO / "mcp.json").read_text(encoding="utf-8"))
         assert "FRS_DB" in desktop["mcpServers"]["frs"]["env"]
 
@@ -77,25 +79,40 @@ class TestInstallSection:
 
 class TestHostSnippets:
     def test_every_json_snippet_parses(self) -> None:
-        assert len(json_blocks()) >= 4
+        assert len(json_blocks()) >= 6
 
-    def test_every_stdio_snippet_runs_frs_mcp_with_uvx_and_gives_a_database(self) -> None:
-        entries = stdio_entries()
-        assert len(entries) == 4  # Claude Desktop, Claude Code, VS Code, Cursor
-        for entry in entries:
-            assert (entry["command"], entry["args"][0]) == ("uvx", "frs-mcp"), entry
-            assert "--db" in entry["args"] or "FRS_DB" in entry.get("env", {}), entry
+    def test_each_host_has_one_snippet_that_parses_in_its_own_format(self) -> None:
+        languages = {host: host_snippet(host).language for host in HOSTS}
+        assert languages == dict.fromkeys(HOSTS, "json") | {"Codex CLI": "toml"}
+        codex = host_snippet("Codex CLI").parsed()
+        assert set(codex["mcp_servers"]["frs"]) == {"command", "args"}
+        opencode = host_snippet("OpenCode").parsed()["mcp"]["frs"]
+        assert (opencode["type"], opencode["enabled"]) == ("local", True)
+
+    def test_every_stdio_entry_starts_the_installed_command_and_names_a_database(self) -> None:
+        for host in HOSTS:
+            server = host_snippet(host).server()
+            assert server.command == COMMAND, host
+            assert "--db" in server.args or "FRS_DB" in server.env, host
+        in_blocks = re.findall(r"```json\n[^`]*\"command\"", README)
+        json_hosts = [host for host in HOSTS if host_snippet(host).language == "json"]
+        assert len(in_blocks) == len(json_hosts), "every stdio entry is a host's snippet"
+
+    def test_the_claude_code_command_line_writes_the_same_entry(self) -> None:
+        server = host_snippet("Claude Code").server()
+        command = f"claude mcp add frs -- {server.command} {' '.join(server.args)}"
+        assert f"`{command}`" in README.replace("\n", " ")
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("index", range(4), ids=["desktop", "code", "vscode", "cursor"])
+    @pytest.mark.parametrize("host", HOSTS)
     def test_a_pasted_snippet_starts_the_server_on_the_database_it_names(
-        self, index: int, tmp_path: Path
+        self, host: str, tmp_path: Path
     ) -> None:
-        entry = stdio_entries()[index]
+        name, server = host, host_snippet(host).server(FRS_MCP)
         home = tmp_path / "home"
-        env = {"HOME": str(home), "PATH": str(Path(FRS_MCP).parent), **entry.get("env", {})}
+        env = {"HOME": str(home), "PATH": "/usr/bin:/bin", **server.env}
         done = subprocess.run(
-            [FRS_MCP, *entry["args"][1:]],
+            [server.command, *server.args],
             input=INIT,
             capture_output=True,
             text=True,
@@ -103,7 +120,7 @@ class TestHostSnippets:
             env=env,
             check=False,
         )
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == 0, (name, done.stderr)
         answer = json.loads(done.stdout.splitlines()[0])
-        assert answer["result"]["serverInfo"]["name"], answer
-        assert (home / ".local" / "share" / "frs-mcp" / "frs.db").is_file(), done.stderr
+        assert answer["result"]["serverInfo"]["name"] == "frs-mcp", answer
+        assert (home / ".local" / "share" / "frs-mcp" / "frs.db").is_file(), (name, done.stderr)

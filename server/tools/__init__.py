@@ -34,14 +34,17 @@ SOURCES = ToolAnnotations(
 )
 
 #: (tool, title, hints, structured output): the views and pages are text for the model only.
+#: Hosts that defer tools (Claude Code's ToolSearch) find them by keywords in their names,
+#: titles and descriptions: each title and first sentence names what an agent would search
+#: for (squash, compress, summarize, expand, undo, restore).
 TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations, bool], ...] = (
     (frs_session, "Sessions: start, list, use, info", WRITES, True),
     (frs_record, "Record messages", WRITES, True),
     (frs_view_thread, "View the thread", READS, False),
-    (frs_compress_range, "Squash a range", WRITES, True),
-    (frs_compress_last, "Squash the newest entries", WRITES, True),
-    (get_alias, "Read the text behind an alias", READS, False),
-    (frs_restore, "Undo a squash", RESTORES, True),
+    (frs_compress_range, "Squash (compress, summarize) a range", WRITES, True),
+    (frs_compress_last, "Squash (compress) the newest entries", WRITES, True),
+    (get_alias, "Expand an alias: read the text behind it", READS, False),
+    (frs_restore, "Undo (restore) a squash", RESTORES, True),
     (frs_plan, "Set the plan or a checkpoint", WRITES, True),
     (frs_source, "Context sources", SOURCES, False),
     (frs_focus, "Open or close a focus layer", WRITES, True),

@@ -43,8 +43,10 @@ async def frs_plan(
             plan, checkpoint, session_of(session_id), expected_revision
         )
     await changed(ctx, done.session.id, Change.FRAMED, new)
-    out = Revision(session_id=done.session.id, revision=done.session.revision)
-    return result(replies.plan_updated(done, checkpoint), out)
+    text = replies.plan_updated(done, checkpoint)
+    return result(
+        Revision(message=text, session_id=done.session.id, revision=done.session.revision)
+    )
 
 
 async def frs_source(

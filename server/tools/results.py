@@ -1,4 +1,12 @@
-"""What the tools answer for programs: structured content beside the text for the model."""
+"""What the tools answer: the reply text for the model, and the same text, first, in the
+structured content beside the data for programs.
+
+Hosts differ in what they hand the model: Gemini CLI and OpenCode give it the text content;
+Claude Code and Codex CLI give it the structured content, as JSON, whenever there is some (with
+or without an output schema). So every structured result opens with `message`, the reply text
+itself (what changed, the new revision, how to read and undo a squash, the warnings), and a
+model reads the same guidance whichever part its host forwards.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,17 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from frs import Session, SessionId, SessionPage, Squashed, replies
 
 
-class Revision(BaseModel):
+class Reply(BaseModel):
+    """Every structured result: `message` first, so a host that hands the model this JSON
+    shows the guidance before the data."""
+
+    message: str = Field(
+        description="The reply text, as in the text content: what changed, the revision, "
+        "the next calls (how to read and undo a squash) and any warnings."
+    )
+
+
+class Revision(Reply):
     session_id: str
     revision: int
 
@@ -72,7 +90,7 @@ class SessionSummary(BaseModel):
     current: bool = Field(description="Whether tools without session_id use this session.")
 
 
-class SessionOut(BaseModel):
+class SessionOut(Reply):
     """What `frs_session` did, for programs; `session_id` is set for every action."""
 
     action: str
@@ -97,9 +115,11 @@ class SessionOut(BaseModel):
     )
 
 
-def result(text: str, data: BaseModel) -> CallToolResult:
+def result(data: Reply) -> CallToolResult:
+    """The reply text as the text content, and the whole result, `message` first, as the
+    structured content."""
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=data.model_dump()
+        content=[TextContent(type="text", text=data.message)], structured_content=data.model_dump()
     )
 
 
@@ -129,6 +149,7 @@ def session_result(
     created: bool | None = None,
 ) -> CallToolResult:
     out = SessionOut(
+        message=text,
         action=action,
         session_id=session.id,
         revision=session.revision,
@@ -136,11 +157,12 @@ def session_result(
         session=summary_of(session, session.id if current else None),
         scope=scope,
     )
-    return result(text, out)
+    return result(out)
 
 
-def session_page(page: SessionPage, scope: str) -> SessionOut:
+def session_page(text: str, page: SessionPage, scope: str) -> SessionOut:
     return SessionOut(
+        message=text,
         action="list",
         session_id=page.current,
         sessions=[summary_of(s, page.current) for s in page.sessions],
@@ -155,6 +177,7 @@ def squash_result(done: Squashed | Sequence[Squashed]) -> CallToolResult:
     squashes = [done] if isinstance(done, Squashed) else list(done)
     first = squashes[0]
     out = SquashOut(
+        message="\n".join(replies.squashed(s) for s in squashes),
         session_id=first.session_id,
         revision=first.revision,
         alias=first.squash.alias,
@@ -171,4 +194,4 @@ def squash_result(done: Squashed | Sequence[Squashed]) -> CallToolResult:
             for s in squashes
         ],
     )
-    return result("\n".join(replies.squashed(s) for s in squashes), out)
+    return result(out)

@@ -73,7 +73,7 @@ async def frs_session(
             return session_result(text, "start", session, True, scope, created)
         if action == "list":
             page = await frs.list_sessions(limit, offset)
-            return result(replies.session_list(page, limit, scope), session_page(page, scope))
+            return result(session_page(replies.session_list(page, limit, scope), page, scope))
         if action == "use":
             if session_id is None:
                 raise ToolError("action='use' needs session_id; see frs_session(action='list').")
@@ -86,8 +86,8 @@ async def frs_session(
             found = await frs.find_session(session_of(session_id))
             if found is None:
                 # A read must not create the session it describes.
-                out = SessionOut(action="info", session_id=None, scope=scope)
-                return result(replies.no_session(scope), out)
+                text = replies.no_session(scope)
+                return result(SessionOut(message=text, action="info", session_id=None, scope=scope))
             # Without session_id, info describes the current session.
             text = replies.session_info(found, scope)
             return session_result(text, "info", found, session_id is None, scope)

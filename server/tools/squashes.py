@@ -50,7 +50,7 @@ async def frs_compress_range(
     expected_revision: RevisionArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SquashOut]:
-    """Squash entries from..to (inclusive) into your summary; the originals stay retrievable.
+    """Squash (compress, summarize) entries from..to into your summary; originals are kept.
 
     Use it when a stretch (a finished investigation, long tool output) matters only for its
     result. Keep decisions, numbers, file names and open questions in the summary. A range
@@ -76,7 +76,7 @@ async def frs_compress_last(
     expected_revision: RevisionArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SquashOut]:
-    """Squash the last `count` entries of the thread into your summary.
+    """Squash (compress) the last `count` entries of the thread into your summary.
 
     Use it right after finishing a step whose details you will not need verbatim.
     Example: frs_compress_last(count=6, summary="Installed deps; build passes.")
@@ -96,7 +96,7 @@ async def frs_restore(
     expected_revision: RevisionArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, RestoreOut]:
-    """Undo a squash: its originals take the summary's place again.
+    """Undo a squash (restore it): its originals take the summary's place again.
 
     Restore the later of two nested squashes first.
     Example: frs_restore(alias="SQ.2")
@@ -106,9 +106,13 @@ async def frs_restore(
         done = await service(ctx).restore(alias, session_of(session_id), expected_revision)
     await changed(ctx, done.session_id, Change.SQUASHED, new)
     out = RestoreOut(
-        session_id=done.session_id, revision=done.revision, first=done.first, last=done.last
+        message=replies.restored(done),
+        session_id=done.session_id,
+        revision=done.revision,
+        first=done.first,
+        last=done.last,
     )
-    return result(replies.restored(done), out)
+    return result(out)
 
 
 async def frs_focus(
@@ -140,11 +144,15 @@ async def frs_focus(
         if action == "open":
             opened = await service(ctx).open_focus(goal or "", sid, expected_revision)
             await changed(ctx, opened.session_id, Change.FRAMED, new)
-            out = Revision(session_id=opened.session_id, revision=opened.revision)
-            return result(replies.layer_opened(opened), out)
+            text = replies.layer_opened(opened)
+            return result(
+                Revision(message=text, session_id=opened.session_id, revision=opened.revision)
+            )
         if action == "close":
             closed = await service(ctx).close_focus(summary or "", sid, expected_revision)
             await changed(ctx, closed.session_id, Change.SQUASHED, new)
-            out = Revision(session_id=closed.session_id, revision=closed.revision)
-            return result(replies.layer_closed(closed), out)
+            text = replies.layer_closed(closed)
+            return result(
+                Revision(message=text, session_id=closed.session_id, revision=closed.revision)
+            )
     raise ToolError(f"action is {action!r}; use open or close.")

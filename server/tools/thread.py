@@ -59,13 +59,14 @@ async def frs_record(
         )
     await changed(ctx, done.session_id, Change.RECORDED, new)
     out = RecordOut(
+        message=replies.recorded(done),
         session_id=done.session_id,
         revision=done.revision,
         positions=list(done.positions),
         numbers=list(done.numbers),
         warnings=list(done.warnings),
     )
-    return result(replies.recorded(done), out)
+    return result(out)
 
 
 # Longer than most functions: its signature is the tool's input schema, a field per option.
@@ -171,7 +172,7 @@ async def get_alias(
     ] = None,
     session_id: SessionArg = None,
 ) -> str:
-    """Show the full text behind an alias, a page at a time.
+    """Expand an alias: the full text behind a card (M.n), a squash (SQ.n) or a source, paged.
 
     Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was).
     Each page says what remains and the exact call for the next one.

@@ -48,8 +48,8 @@ def assert_refused(done: tuple[int, str, str], package: str, distribution: str) 
     assert "Traceback" not in stderr
     assert f"frs-mcp: the package {package!r} at " in stderr
     assert f"the distribution {distribution!r} ships one too" in stderr
-    assert "`uvx frs-mcp`" in stderr
-    assert "`pipx install frs-mcp`" in stderr
+    assert "`uv tool install .`" in stderr
+    assert "`pipx install .`" in stderr
 
 
 class TestOwnPackages:

@@ -230,6 +230,7 @@ class TestSession:
         assert again == first
         assert other != first
         assert done == {
+            "message": f"Recorded 1 message at position 2 in session {first} · revision 2",
             "session_id": first,
             "revision": 2,
             "positions": [2],
@@ -252,6 +253,7 @@ class TestRecord:
             result = await call(client, "frs_record", messages=[user("hello")])
         assert text_of(result) == f"Recorded 1 message at position 1 in session {sid} · revision 1"
         assert result.structured_content == {
+            "message": text_of(result),
             "session_id": sid,
             "revision": 1,
             "positions": [1],
@@ -269,6 +271,7 @@ class TestRecord:
             f"Recorded 3 messages at positions 2–4 in session {sid} · revision 3"
         )
         assert result.structured_content == {
+            "message": text_of(result),
             "session_id": sid,
             "revision": 3,
             "positions": [2, 3, 4],
@@ -684,6 +687,7 @@ class TestCompress:
         alias = data["alias"]
         assert SQUASH_ALIAS.match(alias)
         assert data == {
+            "message": text_of(result),
             "session_id": sid,
             "revision": 2,
             "alias": alias,
@@ -894,6 +898,7 @@ class TestRestore:
             text_of(result) == "Restored SQ.1: positions 2–3 hold its 2 entries again · revision 3"
         )
         assert result.structured_content == {
+            "message": text_of(result),
             "session_id": sid,
             "revision": 3,
             "first": 2,
