@@ -24,7 +24,7 @@ from mcp.types import TextResourceContents
 
 from frs.export import NO_RESULT
 from tests.calls import call_text
-from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, import_corpus
+from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, imported_corpus
 from tests.conftest import Connect
 from tests.frs.test_export import (
     anthropic_id_problems,
@@ -334,9 +334,9 @@ class Corpus:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """Every transcript imported by `frs-mcp import`; each one's session."""
-    database = tmp_path_factory.mktemp("corpus") / "frs.db"
+    database, runs = imported_corpus(tmp_path_factory)
     sessions: dict[str, str] = {}
-    for name, run in import_corpus(database).items():
+    for name, run in runs.items():
         found = IMPORTED.search(run.stdout)
         assert run.returncode == 0, (name, run.stderr)
         assert found, (name, run.stdout)
