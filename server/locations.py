@@ -10,15 +10,16 @@ would read differently (`${A:-b}`, `$(cmd)`), or that no shell user means (space
 end), is refused too. Every refusal is one line naming the value, where it came from and what to
 do; `cli.main` prints it and exits 2.
 
-The folder of the default database (`~/.local/share/frs-mcp`, or under `$XDG_DATA_HOME`) is
-created when missing; any other missing folder is refused, so that a typo in `--db` does not
-silently grow a tree holding an empty thread.
+The folder of the default database (`~/.local/share/frs-mcp`, and the one under
+`$XDG_DATA_HOME` where that is set) is created when missing; any other missing folder is
+refused, so that a typo in `--db` does not silently grow a tree holding an empty thread.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 from pathlib import Path
 
 APP_NAME = "frs-mcp"
@@ -99,6 +100,15 @@ def _expanded(given: str, source: str) -> str:
         ) from None
 
 
+def _creatable() -> set[Path]:
+    """The folders opening may create: the default database's, and `~/.local/share/frs-mcp`
+    even where `$XDG_DATA_HOME` moves the default (the README's host entries name it)."""
+    folders = {Path(os.path.abspath(default_database())).parent}
+    with suppress(RuntimeError):  # no home folder: the default was under $XDG_DATA_HOME
+        folders.add(Path.home() / ".local" / "share" / APP_NAME)
+    return folders
+
+
 def _checked(path: str, given: str, source: str) -> str:
     """`path` made absolute, if it can be an SQLite file: not a folder, in a folder that is
     there (or the default database's, which opening creates)."""
@@ -113,7 +123,7 @@ def _checked(path: str, given: str, source: str) -> str:
         there = folder.is_dir()
     except OSError as exc:
         raise DatabaseValueError(f"{shown}: cannot look into {folder}: {exc.strerror}.") from None
-    if not there and file != Path(os.path.abspath(default_database())):
+    if not there and folder not in _creatable():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise DatabaseValueError(
             f"{shown}: the folder {folder} {what}; create it first (mkdir -p {folder}) or fix "

@@ -49,6 +49,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 class TestResolving:
+    def test_the_readme_path_may_create_its_folder_where_xdg_moves_the_default(
+        self, home: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Every host entry in the README names ~/.local/share/frs-mcp/frs.db.
+        monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg"))
+        named = "~/.local/share/frs-mcp/frs.db"
+        assert resolve_database(named) == str(home / ".local/share/frs-mcp/frs.db")
+        assert resolve_database(None) == str(home / "xdg/frs-mcp/frs.db")
+
     @pytest.mark.parametrize("value", ["$HOME/frs.db", "${HOME}/frs.db", "~/frs.db"])
     def test_home_is_expanded_as_a_shell_would(self, home: Path, value: str) -> None:
         assert resolve_database(value) == str(home / "frs.db")
