@@ -148,8 +148,14 @@ class TestCommands:
 
     @pytest.mark.parametrize(
         "command",
-        [[], ["export", "latest"], ["import", "chat.jsonl"], ["web", "--port", "0"]],
-        ids=["serve", "export", "import", "web"],
+        [
+            [],
+            ["export", "latest"],
+            ["import", "chat.jsonl"],
+            ["web", "--port", "0"],
+            ["gateway", "--port", "0"],
+        ],
+        ids=["serve", "export", "import", "web", "gateway"],
     )
     def test_every_command_refuses_a_bad_db_before_it_starts(
         self, tmp_path: Path, command: list[str]
