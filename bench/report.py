@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import hostile
+from bench import hostile, session
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -585,6 +585,7 @@ def render(results: dict[str, Any]) -> str:
         *_scaling_note(latency),
         *_throughput(results.get("throughput", {})),
         *_tokens(results.get("tokens", {})),
+        *session.render(results.get("session", {})),
         *_cache(results.get("cache", {})),
         *_peers(results.get("peers", {})),
         *_memory(results.get("memory", {}), latency),

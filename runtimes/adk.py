@@ -4,10 +4,11 @@
 session's events; the callback records the contents it has not recorded yet into the FRS
 session of the ADK session (get-or-create by interface ``"adk"`` and conversation = the ADK
 session id), then replaces the request's contents with the session's live thread: squashed
-stretches as one model-role summary (ADK's own compaction puts its summaries in that role),
-every other content exactly as ADK built it when it was recorded (function call ids, thought
-signatures, every part), so a squash takes effect on the very next call and everything before
-the first changed entry stays byte-identical. The ADK session's events are never changed.
+stretches as one model-role summary (ADK's own compaction puts its summaries in that role;
+a user-role one where Gemini needs a user turn: `to_contents`), every other content exactly
+as ADK built it when it was recorded (function call ids, thought signatures, every part),
+so a squash takes effect on the very next call and everything before the first changed entry
+stays byte-identical. The ADK session's events are never changed.
 
 Why a callback and not an events-compaction summarizer (`EventsCompactionConfig`): ADK picks
 the span a summarizer compacts (a sliding window of invocations) and asks for a summary; FRS's
@@ -51,7 +52,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from frs import FrsError, Message, NewMessage, ToolCall
 from frs.model import Limits
-from runtimes.core import Conversation, Conversations, FrsTools, newest_recorded_id, summary_text
+from runtimes.core import (
+    Conversation,
+    Conversations,
+    FrsTools,
+    newest_recorded_id,
+    summary_role,
+    summary_text,
+)
 
 __all__ = ["INTERFACE", "FRSModelCallback"]
 
@@ -136,7 +144,33 @@ async def distill(
     if new:
         await conversation.record(new)
         entries = await conversation.entries()
-    return [content for entry in entries if (content := to_content(entry)) is not None]
+    return to_contents(entries)
+
+
+def to_contents(entries: Sequence[Message]) -> list[types.Content]:
+    """The live thread as the model receives it (`to_content`), each summary in the role
+    `summary_role` gives it (user-role where Gemini needs a user turn: first, or after a model
+    turn) and merged into the content right after it when that one has the same role (the
+    summary its first part), so the first content is user-role and roles alternate."""
+    out: list[types.Content] = []
+    summary: types.Content | None = None  # the summary ending `out`
+    for entry in entries:
+        content = to_content(entry)
+        if content is None:
+            continue
+        if entry.kind == "summary":
+            previous = None if not out else "assistant" if out[-1].role == "model" else "user"
+            role = "user" if summary_role(previous) == "user" else "model"
+            summary = types.Content(role=role, parts=content.parts)
+            out.append(summary)
+            continue
+        if summary is not None and content.role == summary.role:
+            parts = [*(summary.parts or []), *(content.parts or [])]
+            out[-1] = types.Content(role=content.role, parts=parts)
+        else:
+            out.append(content)
+        summary = None
+    return out
 
 
 def content_keys(contents: Sequence[types.Content]) -> list[str]:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
 from frs.model import Limits
@@ -243,6 +243,16 @@ class Conversation:
         if session is not None:
             await service.set_aside(session.id)
         self._session_id = None
+
+
+def summary_role(previous: str | None) -> Literal["user", "assistant"]:
+    """The role a summary is sent in, from the role of the turn the model receives right
+    before it (None when nothing but system prompts does): ``user`` when it opens the thread
+    or follows an assistant turn, where Anthropic and Gemini need a user turn, else
+    ``assistant``. It depends only on what precedes it, so a call that keeps the prefix keeps
+    the summary's role, and its bytes. An adapter merges a user-role summary into a user
+    message right after it, as one user turn (turns alternate)."""
+    return "assistant" if previous in ("user", "tool") else "user"
 
 
 def summary_text(message: Message) -> str:

@@ -54,7 +54,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from frs import FrsError, Message, NewMessage, ToolCall
 from frs.model import Limits, Role
-from runtimes.core import Conversation, Conversations, FrsTools, newest_recorded_id, summary_text
+from runtimes.core import (
+    Conversation,
+    Conversations,
+    FrsTools,
+    newest_recorded_id,
+    summary_role,
+    summary_text,
+)
 
 __all__ = ["INTERFACE", "FRSMiddleware"]
 
@@ -120,11 +127,11 @@ def thread_id(config: RunnableConfig) -> str:
 
 async def distill(conversation: Conversation, state: Sequence[AnyMessage]) -> list[AnyMessage]:
     """Record what `state` holds after the newest recorded message; the live thread back as
-    LangChain messages (summaries as `AIMessage`s that name their alias)."""
+    LangChain messages (`to_thread`)."""
     entries = await conversation.entries()
     if await record_new(conversation, state, entries):
         entries = await conversation.entries()
-    return [message for entry in entries if (message := to_langchain(entry)) is not None]
+    return to_thread(entries)
 
 
 async def record_new(
@@ -179,6 +186,41 @@ def to_frs(message: BaseMessage) -> NewMessage:
         interface_message_id=message.id,
         raw=_json(message_to_dict(message)),
     )
+
+
+def to_thread(entries: Sequence[Message]) -> list[AnyMessage]:
+    """The live thread as the model receives it (`to_langchain`), each summary in the role
+    `summary_role` gives it: where a user turn is needed, a `HumanMessage`, merged into the
+    human message right after it (the summary its first text block) so turns alternate."""
+    out: list[AnyMessage] = []
+    for entry in entries:
+        message = to_langchain(entry)
+        if message is None:
+            continue
+        if entry.kind == "summary":
+            before = [m for m in out if not isinstance(m, SystemMessage)]
+            if summary_role(_role(before[-1]) if before else None) == "user":
+                message = HumanMessage(content=message.content, id=message.id)
+        elif isinstance(message, HumanMessage) and out and _is_summary(out[-1]):
+            blocks = [*_blocks(out[-1].content), *_blocks(message.content)]
+            out[-1] = message.model_copy(update={"content": blocks})
+            continue
+        out.append(message)
+    return out
+
+
+def _is_summary(message: AnyMessage) -> bool:
+    return isinstance(message, HumanMessage) and str(message.id).startswith("frs-SQ.")
+
+
+def _blocks(content: str | list[str | dict[Any, Any]]) -> list[str | dict[Any, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [{"type": "text", "text": b} if isinstance(b, str) else b for b in content]
+
+
+def _role(message: BaseMessage) -> Role:
+    return _ROLES.get(message.type) or _chat_role(message)
 
 
 def to_langchain(entry: Message) -> AnyMessage | None:

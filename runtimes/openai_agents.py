@@ -6,7 +6,8 @@ conversation ``session_id``) and `get_items` hands back the distilled thread as 
 items. One entry is one item, kept whole as JSON beside the text FRS shows, and handed back
 exactly as given (ids, status, provider fields); a reasoning item travels with the item that
 follows it, so a squash never leaves one without its following item. A squashed stretch comes
-back as one assistant message holding the summary and its alias. `frs_tools(session)` are the
+back as one message holding the summary and its alias: an assistant message, or a user one
+where the model needs a user turn (`thread_items`). `frs_tools(session)` are the
 FRS tools as function tools, and `session.model_input` (a ``call_model_input_filter``) sends the
 distilled thread on every model call of a run, so a squash takes effect on the very next call.
 """
@@ -30,9 +31,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
 from frs.raw import HOLE, Raw, folded, load_all
-from runtimes.core import Conversation, FrsTools, summary_text
+from runtimes.core import Conversation, FrsTools, summary_role, summary_text
 
-__all__ = ["INTERFACE", "FRSSession", "entry_items", "frs_tools", "item_message"]
+__all__ = ["INTERFACE", "FRSSession", "entry_items", "frs_tools", "item_message", "thread_items"]
 
 #: The FRS interface of every session this adapter keeps (the conversation is the session id).
 INTERFACE = "openai-agents"
@@ -68,7 +69,7 @@ class FRSSession(SessionABC):
         if all(isinstance(entry, Raw) for entry in entries):  # recorded here: parsed at once
             items = [item for items in load_all(cast(list[Raw], entries)) for item in items]
         else:
-            items = [item for entry in entries for item in entry_items(entry)]
+            items = thread_items(entries)
         return items[-limit:] if limit is not None else items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -252,6 +253,52 @@ def entry_items(entry: Message | Raw) -> list[TResponseInputItem]:
         for call in entry.tool_calls
     )
     return items
+
+
+def thread_items(entries: Sequence[Message | Raw]) -> list[TResponseInputItem]:
+    """The entries as the model receives them (`entry_items`), each summary in the role
+    `summary_role` gives it: where the model needs a user turn (first, or after an assistant
+    turn), a user message, merged into the user message right after it (the summary its first
+    part), so a model behind the SDK (Anthropic, Gemini through LiteLLM) gets alternating
+    turns that open with the user's."""
+    out: list[TResponseInputItem] = []
+    summary: dict[str, Any] | None = None  # a user-role summary ending `out`
+    for entry in entries:
+        if isinstance(entry, Message) and entry.kind == "summary":
+            role = summary_role(_last_role(out))
+            out.append(_message(role, summary_text(entry)))
+            summary = cast(dict[str, Any], out[-1]) if role == "user" else None
+            continue
+        items = entry_items(entry)
+        if summary is not None and items and _last_role(items[:1]) == "user":
+            first = cast(dict[str, Any], items[0])
+            parts = [*_parts(summary["content"]), *_parts(first.get("content"))]
+            out[-1] = cast(TResponseInputItem, {**first, "content": parts})
+            items = items[1:]
+        summary = None
+        out.extend(items)
+    return out
+
+
+def _last_role(items: Sequence[TResponseInputItem]) -> str | None:
+    """The role of the last turn `items` give the model (system ones aside), None if none."""
+    for item in reversed(items):
+        plain = cast(dict[str, Any], item)
+        kind = plain.get("type")
+        if kind in (None, "message"):
+            role = plain.get("role")
+            if role in ("system", "developer"):
+                continue
+            return "assistant" if role == "assistant" else "user"
+        return "tool" if isinstance(kind, str) and kind.endswith("_output") else "assistant"
+    return None
+
+
+def _parts(content: Any) -> list[Any]:
+    """A user message's content as input parts."""
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return list(content or [])
 
 
 def _message(role: str, text: str) -> TResponseInputItem:

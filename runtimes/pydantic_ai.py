@@ -4,7 +4,8 @@
 AI's `ProcessHistory` capability) the messages the run has not recorded yet go into the FRS
 session of (interface ``pydantic-ai``, conversation = the run's ``conversation_id``), and the
 model gets the distilled thread instead: squashed stretches as one response holding the
-summary and its alias, every other message exactly as it was recorded (kept whole as JSON:
+summary and its alias (a user prompt where the model needs a user turn: `_thread`), every
+other message exactly as it was recorded (kept whole as JSON:
 thinking parts, signatures, ids, provider details). The run ends by recording its final
 response. The capability also brings the FRS tools (`FRSHistory.toolset`, a `FunctionToolset`),
 so a squash the model makes takes effect on its very next request.
@@ -47,7 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
 from frs.raw import Raw
-from runtimes.core import Conversation, FrsTools, SharedStore, summary_text
+from runtimes.core import Conversation, FrsTools, SharedStore, summary_role, summary_text
 
 __all__ = ["INTERFACE", "MARK", "FRSHistory"]
 
@@ -277,12 +278,27 @@ def _envelope(request: ModelRequest) -> dict[str, Any]:
 def _thread(entries: Sequence[Message | Raw]) -> list[ModelMessage]:
     """The entries as model messages, in order: recorded ones exactly as recorded (the parts
     of one request together again), a summary as a response holding it with its alias, one
-    recorded elsewhere (frs-mcp) as the message it stands for; each marked."""
+    recorded elsewhere (frs-mcp) as the message it stands for; each marked. A summary goes in
+    the role `summary_role` gives it: where the model needs a user turn (first, or after a
+    response), a request with it as a user prompt, merged into the request right after it (its
+    first part), so requests and responses alternate from a request on."""
     out: list[ModelMessage] = []
     envelope: str | None = None
+    summary: ModelRequest | None = None  # a user-role summary ending `out`
     for entry in entries:
         message = _entry_message(entry)
         message.metadata = {**(message.metadata or {}), MARK: True}
+        if isinstance(entry, Message) and entry.kind == "summary":
+            summary = None
+            if summary_role(_last_role(out)) == "user":
+                when = message.timestamp or _EPOCH
+                prompt = UserPromptPart(summary_text(entry), timestamp=when)
+                message = summary = ModelRequest(
+                    [prompt], timestamp=when, metadata=message.metadata
+                )
+            out.append(message)
+            envelope = None
+            continue
         if isinstance(message, ModelRequest) and isinstance(entry, Raw):
             same = _request_key(entry.text())
             if envelope == same and isinstance(out[-1], ModelRequest):
@@ -291,8 +307,23 @@ def _thread(entries: Sequence[Message | Raw]) -> list[ModelMessage]:
             envelope = same
         else:
             envelope = None
-        out.append(message)
+        if summary is not None and isinstance(message, ModelRequest):
+            message.parts = [*summary.parts, *message.parts]
+            out[-1] = message
+        else:
+            out.append(message)
+        summary = None
     return out
+
+
+def _last_role(messages: Sequence[ModelMessage]) -> str | None:
+    """The role of the last turn `messages` give the model (system prompts aside)."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return "assistant"
+        if not all(isinstance(part, SystemPromptPart) for part in message.parts):
+            return "user"
+    return None
 
 
 def _request_key(raw: str) -> str:

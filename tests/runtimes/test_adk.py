@@ -151,9 +151,10 @@ class TestSquashThroughTheTools:
         assert (after[1].parts[0].text or "").startswith("[Summary of 2 messages (SQ.1@")
         assert summary in (after[1].parts[0].text or "")
         assert dumped(after[:1]) == dumped(before[:1])
-        # The calls after it are the contents ADK built, thought signatures and all.
-        assert after[2].parts is not None
-        assert after[2].parts[0].thought_signature == b"sig-squash"
+        # The model turn after it is the content ADK built, thought signatures and all, with
+        # the summary as its first part: Gemini's turns alternate.
+        assert [part.thought_signature for part in after[1].parts] == [None, b"sig-squash"]
+        assert_gemini_turns(after)
         # A call without a squash keeps the whole of the last input as its prefix.
         assert dumped(next_turn[: len(after)]) == dumped(after)
         for request in model.received:
@@ -250,8 +251,9 @@ class TestSquashThroughTheTools:
         assert_paired(before)
         assert "FAILED" not in text(after)
         assert "ran a and b" in text(after)
-        assert len(after) == 4
+        assert len(after) == 3  # the summary is the first part of the model turn after it
         assert_paired(after)
+        assert_gemini_turns(after)
 
 
 class TestSquashThroughFrsMcp:
@@ -276,10 +278,13 @@ class TestSquashThroughFrsMcp:
         assert after[1].parts is not None
         assert (after[1].parts[0].text or "").startswith("[Summary of 2 messages (SQ.1@")
         assert dumped(after[:1]) == dumped(before[:1])
+        # The answer after it is the model turn it opens (Gemini's turns alternate).
+        assert [part.text for part in after[1].parts][1:] == ["Found it."]
         assert dumped(after[2:]) == dumped(
-            [says("Found it."), types.Content(role="user", parts=[types.Part(text="Thanks")])]
+            [types.Content(role="user", parts=[types.Part(text="Thanks")])]
         )
         assert_paired(after)
+        assert_gemini_turns(after)
 
 
 class TestRecording:
@@ -336,3 +341,44 @@ class TestReadme:
         )
         assert_paired(second)
         assert (tmp_path / "frs.db").is_file()
+
+
+def assert_gemini_turns(contents: Sequence[types.Content]) -> None:
+    """What Gemini takes: the first content user-role, then model and user turns in turn."""
+    roles = [content.role for content in contents]
+    assert roles, "no contents"
+    assert roles[0] == "user", roles
+    assert all(role == ("user" if n % 2 == 0 else "model") for n, role in enumerate(roles)), roles
+
+
+class TestASquashThatOpensTheThread:
+    async def test_is_sent_as_the_user_turn_merged_with_the_next_and_keeps_its_bytes(
+        self, tmp_path: Path
+    ) -> None:
+        model = ScriptedLlm(
+            script=[
+                says("Found it."),
+                call("frs_compress_range", b"sig-squash", start=1, end=2, summary="Asked why."),
+                says("Fixing."),
+                says("Done."),
+            ]
+        )
+        async with FRSModelCallback(tmp_path / "frs.db") as frs:
+            agent = Agent(frs, model)
+            session = await agent.start()
+            await agent.ask(session, "Why?")
+            await agent.ask(session, "Fix it")
+            await agent.ask(session, "Thanks")
+        after, following = model.received[2].contents, model.received[3].contents
+
+        assert after[0].role == "user"
+        assert after[0].parts is not None
+        opening = [part.text or "" for part in after[0].parts]
+        assert opening[0].startswith("[Summary of 2 messages (SQ.1@")
+        assert "Asked why." in opening[0]
+        assert opening[1:] == ["Fix it"]
+        assert "Why?" not in text(after)
+        for request in model.received:
+            assert_gemini_turns(request.contents)
+            assert_paired(request.contents)
+        assert dumped(following[: len(after)]) == dumped(after)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -277,3 +278,51 @@ class TestReadme:
         assert [m.content for m in second[-2:]] == ["A race in Syncer.flush.", "Fix it."]
         assert_paired(second)
         assert (tmp_path / "frs.db").is_file()
+
+
+def assert_anthropic_turns(messages: Sequence[BaseMessage]) -> None:
+    """What Anthropic's API takes (through langchain-anthropic): system messages first, then a
+    user message, and no two assistant nor two human messages in a row."""
+    turns = [m for m in messages if m.type != "system"]
+    assert turns, "no messages"
+    assert isinstance(turns[0], HumanMessage), [m.type for m in turns]
+    for before, message in pairwise(turns):
+        assert not (isinstance(before, AIMessage) and isinstance(message, AIMessage)), turns
+        assert not (isinstance(before, HumanMessage) and isinstance(message, HumanMessage)), turns
+
+
+class TestASquashThatOpensTheThread:
+    async def test_is_sent_as_the_user_turn_merged_with_the_next_and_keeps_its_bytes(
+        self, tmp_path: Path
+    ) -> None:
+        model = ScriptedChatModel(
+            messages=iter(
+                [
+                    "Found it.",
+                    call("frs_compress_range", "call_squash", start=1, end=2, summary="Asked why."),
+                    "Fixing.",
+                    "Done.",
+                ]
+            )
+        )
+        async with FRSMiddleware(tmp_path / "frs.db") as frs:
+            agent = create_agent(model, tools=[run_tests], middleware=[frs])
+            first = await agent.ainvoke({"messages": [HumanMessage("Why?")]}, config("t1"))
+            second = await agent.ainvoke(
+                {"messages": [*first["messages"], HumanMessage("Fix it")]}, config("t1")
+            )
+            await agent.ainvoke(
+                {"messages": [*second["messages"], HumanMessage("Thanks")]}, config("t1")
+            )
+        after, following = model.received[2], model.received[3]
+
+        opening = after[0]
+        assert isinstance(opening, HumanMessage)
+        assert str(opening.content).count("[Summary of 2 messages (SQ.1@") == 1
+        assert "Asked why." in str(opening.content)
+        assert "Fix it" in str(opening.content)
+        assert "Why?" not in text(after)
+        for received in model.received:
+            assert_anthropic_turns(received)
+            assert_paired(received)
+        assert dumped(following[: len(after)]) == dumped(after)

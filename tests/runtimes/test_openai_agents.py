@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,48 @@ def test_run_sync_twice_continues_the_thread(tmp_path: Path) -> None:
     second = Runner.run_sync(agent, "again", session=session, run_config=config)
     assert second.final_output == "two"
     assert [item.get("content") for item in plain(model.calls[-1].input)][::2] == ["hi", "again"]
+
+
+def assert_anthropic_turns(items: list[dict[str, Any]]) -> None:
+    """What Anthropic takes once the items are turns: the first a user message, and no two
+    user messages nor two assistant messages in a row (calls and results pair as turns)."""
+    turns = [i for i in items if i.get("role") not in ("system", "developer")]
+    assert turns, "no items"
+    assert turns[0].get("role") == "user", turns[:1]
+    for before, item in pairwise(turns):
+        roles = (before.get("role"), item.get("role"))
+        assert roles not in (("user", "user"), ("assistant", "assistant")), (before, item)
+
+
+class TestASquashThatOpensTheThread:
+    async def test_is_sent_as_the_user_turn_merged_with_the_next_and_keeps_its_bytes(
+        self, tmp_path: Path
+    ) -> None:
+        model = ScriptedModel()
+        model.extend(
+            [
+                [assistant_message("Found it.", item_id="m1")],
+                squash_step(
+                    "frs_compress_range", {"start": 1, "end": 2, "summary": "Asked why."}, "c_sq"
+                ),
+                [assistant_message("Fixing.", item_id="m2")],
+                [assistant_message("Done.", item_id="m3")],
+            ]
+        )
+        async with FRSSession("chat-1", tmp_path / "frs.db") as session:
+            agent = agent_for(session, model)
+            for question in ("Why?", "Fix it.", "Thanks"):
+                await Runner.run(agent, question, session=session, run_config=config(session))
+        after, following = seen(model.calls[2]), seen(model.calls[3])
+
+        opening = after[0]
+        assert opening["role"] == "user"
+        first, second = opening["content"]
+        assert first["text"].startswith("[Summary of 2 messages (SQ.1@")
+        assert first["text"].endswith("] Asked why.")
+        assert second["text"] == "Fix it."
+        assert "Why?" not in texts(after)
+        for call in model.calls:
+            assert_anthropic_turns(seen(call))
+            assert calls_paired(seen(call))
+        assert json.dumps(following[: len(after)]) == json.dumps(after)

@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -256,3 +257,46 @@ class TestASquashTakesEffectOnTheNextRequest:
         assert paired(after)
         assert json.dumps(wire(after[:1])) == json.dumps(wire(first[:1]))
         assert "case_42 PASSED" in originals
+
+
+def assert_alternating(messages: list[ModelMessage]) -> None:
+    """What Anthropic and Gemini take: a request (user turn) first, then responses and
+    requests in turn."""
+    kinds = [type(message).__name__ for message in messages]
+    assert kinds, "no messages"
+    assert kinds[0] == "ModelRequest", kinds
+    assert all(
+        kind == ("ModelRequest" if n % 2 == 0 else "ModelResponse") for n, kind in enumerate(kinds)
+    ), kinds
+
+
+class TestASquashThatOpensTheThread:
+    async def test_is_sent_as_the_user_turn_merged_with_the_next_and_keeps_its_bytes(
+        self, tmp_path: Path
+    ) -> None:
+        script = Script(
+            ModelResponse([TextPart("Found it.")]),
+            squash("frs_compress_range", {"start": 1, "end": 2, "summary": "Asked why."}, "c_sq"),
+            ModelResponse([TextPart("Fixing.")]),
+            ModelResponse([TextPart("Done.")]),
+        )
+        history = FRSHistory(tmp_path / "frs.db")
+        try:
+            agent = agent_for(history, script)
+            for question in ("Why?", "Fix it.", "Thanks"):
+                await agent.run(question, conversation_id="chat-1")
+        finally:
+            await history.close()
+        after, following = script.received[2], script.received[3]
+
+        assert isinstance(after[0], ModelRequest)
+        prompts = [str(p.content) for p in after[0].parts if isinstance(p, UserPromptPart)]
+        assert len(prompts) == len(after[0].parts)
+        assert prompts[0].startswith("[Summary of 2 messages (SQ.1@")
+        assert prompts[0].endswith("] Asked why.")
+        assert prompts[1:] == ["Fix it."]
+        assert "Why?" not in text(after)
+        for received in script.received:
+            assert_alternating(received)
+            assert paired(received)
+        assert json.dumps(wire(following[: len(after)])) == json.dumps(wire(after))
