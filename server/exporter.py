@@ -20,6 +20,7 @@ from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
 from server.deps import open_deps
 from server.progress import Progress
 from server.settings import Settings, resolve_database
+from storage import DatabaseRefused
 from storage.postgres import is_postgres, redact
 
 QUIET_BELOW = 2_000  # messages or lines; smaller exports print no progress lines
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    except FrsError as exc:
+    except (FrsError, DatabaseRefused) as exc:  # refused: another app's file, a newer schema
         print(f"frs-mcp export: {exc}", file=sys.stderr)
         return 2
     try:

@@ -11,6 +11,7 @@ to name the limit. Which hosts may bind and be named is `server.hosts`.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
 import socket
@@ -104,6 +105,22 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def listen_failure(host: str, port: int, error: OSError) -> str:
+    """The one line for a port that cannot be bound: what the system said, and the fix."""
+    said = f"cannot listen on {host}:{port}: {error}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"{said}. Another process holds the port: pass --port 0 to take a free one (the "
+            f"log says which), or find the process with `ss -ltnp 'sport = :{port}'` (Linux) "
+            f"or `lsof -nP -iTCP:{port} -sTCP:LISTEN` (macOS)."
+        )
+    if error.errno == errno.EACCES and 0 < port < 1024:
+        return f"{said}. Ports below 1024 need privileges: pass a port above 1023, or --port 0."
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"{said}. {host} is not an address of this machine: pass one that is, or 127.0.0.1."
+    return said
 
 
 # --- Host and Origin (DNS rebinding) -------------------------------------------------------------

@@ -21,10 +21,10 @@ import anyio
 from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
 from storage.header import read_header
 from storage.migrations import (
-    APPLICATION_ID,
     MIGRATIONS,
     ForeignDatabase,
     SchemaTooNew,
+    foreign_reason,
     migrate,
 )
 
@@ -192,18 +192,15 @@ async def _refuse_unusable(file: Path) -> None:
     header = read_header(file)
     if header is None:
         return  # new, empty, or not SQLite: the read-write open says which, in its words
-    if header.application_id not in (0, APPLICATION_ID):
-        raise ForeignDatabase(
-            str(file), f"its application_id is 0x{header.application_id:08x}, not frs-mcp's"
-        )
+    reason = foreign_reason(header.application_id, set())
+    if reason is not None:
+        raise ForeignDatabase(str(file), reason)
     if header.user_version > len(MIGRATIONS):
         raise SchemaTooNew(found=header.user_version, supported=len(MIGRATIONS))
     if header.application_id == 0:
-        # Not stamped: new, from an frs-mcp before the stamp, or another application's.
-        tables = await _tables(file)
-        if tables and not {"sessions", "messages"} <= tables:
-            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
-            raise ForeignDatabase(str(file), f"it holds other tables ({shown})")
+        reason = foreign_reason(0, await _tables(file))
+        if reason is not None:
+            raise ForeignDatabase(str(file), reason)
 
 
 async def _tables(file: Path) -> set[str]:
@@ -247,18 +244,25 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
 
 async def connect_database(path: str | os.PathLike[str]) -> Database:
     """`open_database` for a caller that closes the database itself (`Database.close`), as a
-    runtime does whose session outlives any one `async with`."""
+    runtime does whose session outlives any one `async with`. The log line says whether the
+    file was created or opened, by its absolute path. (The command line refuses a missing
+    folder other than the default database's before this: `server.locations`.)"""
     where = str(path)
+    existed = True
     if where != MEMORY:
-        file = Path(where).expanduser()  # noqa: ASYNC240 - once at startup, before serving
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            # mkdir says "File exists" when a file stands where a folder should be.
-            raise NotADirectoryError(
-                f"{file.parent} is not a folder (a file of that name is in the way)"
-            ) from None
+        # Absolute: the log names the file whatever folder the host started us in.
+        file = Path(where).expanduser().absolute()  # noqa: ASYNC240 - once, before serving
+        if not file.parent.is_dir():
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                # mkdir says "File exists" when a file stands where a folder should be.
+                raise NotADirectoryError(
+                    f"{file.parent} is not a folder (a file of that name is in the way)"
+                ) from None
+            log.info("created folder %s", file.parent)
         where = str(file)
+        existed = file.exists()
         await _refuse_unusable(file)
     try:
         writer = await _connect(where)
@@ -273,7 +277,9 @@ async def connect_database(path: str | os.PathLike[str]) -> Database:
                 raise store_error(exc) from exc
         db = Database(where, writer, reader)
         version = await migrate(db)
-        log.info("database %s ready (schema version %d)", where, version)
+        # "ready" stays last but one: the line other tools and tests look for.
+        done = "opened" if existed else "created"
+        log.info("database %s %s, ready (schema version %d)", where, done, version)
         return db
     except BaseException:
         with anyio.CancelScope(shield=True):

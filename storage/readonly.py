@@ -20,7 +20,7 @@ import anyio
 
 from frs.errors import StoreUnavailable
 from storage.db import BUSY_TIMEOUT_MS, store_error
-from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew
+from storage.migrations import MIGRATIONS, SchemaTooNew, foreign_reason
 from storage.reads import SqliteReader
 
 
@@ -57,29 +57,36 @@ def _uri(path: Path) -> str:
 
 
 async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
+    """Refuse what the viewer cannot show, with the advice that fits what the server would do
+    with the same file: start it to create or migrate the schema only where it would."""
     rows = list(await conn.execute_fetchall("pragma user_version"))
     found = int(rows[0][0]) if rows else 0
-    newest = len(MIGRATIONS)
-    if found > newest:
-        raise SchemaTooNew(found=found, supported=newest)
-    if found == 0:
-        raise NotReadable(
-            f"{path} holds no frs-mcp data (schema version 0: never migrated, or not an frs-mcp "
-            f"database). Start the server on it once (frs-mcp --db {path}) to create the "
-            "schema, or pass the --db file your server uses."
-        )
     stamp = list(await conn.execute_fetchall("pragma application_id"))
-    if stamp and int(stamp[0][0]) not in (0, APPLICATION_ID):
-        raise NotReadable(
-            f"{path} is not an frs-mcp database (its application_id is "
-            f"0x{int(stamp[0][0]):08x}). Pass the --db file your frs-mcp server uses."
-        )
+    application_id = int(stamp[0][0]) if stamp else 0
     tables = {
         str(row[0])
         for row in await conn.execute_fetchall(
             "select name from sqlite_master where type = 'table'"
         )
     }
+    newest = len(MIGRATIONS)
+    # In the server's order (`storage.db._refuse_unusable`): the stamp, the version, the tables.
+    stamped = foreign_reason(application_id, set())
+    if stamped is None and found > newest:
+        raise SchemaTooNew(found=found, supported=newest)
+    reason = stamped or foreign_reason(application_id, tables)
+    if reason is not None:
+        # The server refuses it too ("not an frs-mcp database"): no advice to start it there.
+        raise NotReadable(
+            f"{path} is not an frs-mcp database: {reason}. Pass the --db file your frs-mcp "
+            "server uses."
+        )
+    if found == 0:
+        raise NotReadable(
+            f"{path} holds no frs-mcp data yet (schema version 0). Start the server on it "
+            f"once (frs-mcp --db {path}) to create the schema, or pass the --db "
+            "file your server uses."
+        )
     if not {"sessions", "messages", "changes"} <= tables:
         shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
         raise NotReadable(

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp
 from frs import StoreError
 from server.guards import BearerGuard, HostGuard
 from server.hosts import HostPolicy, unsafe_bind
-from server.http import bind_socket
+from server.http import bind_socket, listen_failure
 from server.settings import resolve_database
 from server.tenants import TokensFileError, tenants_of
 from server.web.app import Readable, viewer_of
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     except OSError as exc:
-        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+        return _fail(listen_failure(args.host, args.port, exc))
     database = resolve_database(args.db)
     with sock:
         try:

@@ -190,7 +190,7 @@ class TestRefusals:
         assert "no database at" in missing.stderr
         assert not (tmp_path / "none.db").exists()
         assert never.returncode == 2
-        assert "never migrated" in never.stderr
+        assert "holds no frs-mcp data yet (schema version 0)" in never.stderr
         assert "frs-mcp --db" in never.stderr
         assert future.returncode == 2
         assert "schema version 99" in future.stderr
@@ -204,7 +204,28 @@ class TestRefusals:
             conn.commit()
         run = frs_mcp("web", "--db", str(foreign), "--port", "0")
         assert run.returncode == 2
-        assert "is not an frs-mcp database (schema version 3, tables: notes)" in run.stderr
+        assert "is not an frs-mcp database: it holds other tables (notes)" in run.stderr
+
+    def test_the_viewer_does_not_advise_starting_the_server_on_a_file_the_server_refuses(
+        self, tmp_path: Path
+    ) -> None:
+        # Another application's unversioned file: the viewer used to advise "Start the server on
+        # it once (frs-mcp --db …)", which then answered "is not an frs-mcp database".
+        foreign = tmp_path / "other.db"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("create table notes (id integer primary key)")
+            conn.commit()
+        viewer = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        served = frs_mcp("--db", str(foreign), "export", "latest")
+        chat = tmp_path / "chat.jsonl"
+        chat.write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
+        imported = frs_mcp("--db", str(foreign), "import", str(chat))
+        assert viewer.returncode == served.returncode == imported.returncode == 2
+        for run in (viewer, served, imported):
+            assert "is not an frs-mcp database: it holds other tables (notes)" in run.stderr
+            assert "Traceback" not in run.stderr
+        assert "Start the server" not in viewer.stderr
+        assert "frs-mcp --db" not in viewer.stderr
 
     def test_another_applications_stamped_database_is_refused(self, tmp_path: Path) -> None:
         # Stamped as its own (a GeoPackage), with tables named like ours: the stamp decides.
@@ -217,7 +238,7 @@ class TestRefusals:
             conn.commit()
         run = frs_mcp("web", "--db", str(foreign), "--port", "0")
         assert run.returncode == 2
-        assert "is not an frs-mcp database (its application_id is 0x47504b47)" in run.stderr
+        assert "is not an frs-mcp database: its application_id is 0x47504b47" in run.stderr
 
     def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
         run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
