@@ -47,6 +47,7 @@ from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
 from server.sockets import SocketLimits, guarded_protocol
 from server.web.app import viewer_of
+from storage.postgres import redact
 
 log = logging.getLogger(__name__)
 
@@ -278,4 +279,4 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
             http=guarded_protocol(options.sockets),
         )
         await _Server(config, deps.events.close).serve(sockets=[sock])
-    log.info("stopped; database %s closed", settings.database)
+    log.info("stopped; database %s closed", redact(settings.database))

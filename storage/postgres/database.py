@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 
@@ -181,8 +183,8 @@ async def open_postgres(
         )
     except refused as exc:
         raise StoreUnavailable(
-            f"cannot reach the PostgreSQL server ({exc}). Check that it runs and that the "
-            "connection string (host, port, user, password, database) is right."
+            f"cannot reach the PostgreSQL server ({scrub(str(exc), dsn)}). Check that it runs "
+            "and that the connection string (host, port, user, password, database) is right."
         ) from exc
     try:
         try:
@@ -197,10 +199,31 @@ async def open_postgres(
             await pool.close()
 
 
+_SECRET_PARAMS = re.compile(r"(?i)((?:^|[?&\s])(?:ssl)?password=)('[^']*'|[^&\s]*)")
+
+
 def redact(dsn: str) -> str:
-    """The connection string without its password, for messages and logs."""
+    """The database as it may be shown (messages, logs, banners): a connection string without
+    its secrets (the password of `user:password@`, a `password=` or `sslpassword=` parameter,
+    in URL or keyword form), anything else (a SQLite path) as given. Every line that names
+    the database goes through it."""
     scheme, sep, rest = dsn.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not at or ":" not in userinfo:
-        return dsn
-    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+    if sep:
+        authority, slash, tail = rest.partition("/")
+        userinfo, at, host = authority.rpartition("@")
+        if at and ":" in userinfo:
+            authority = f"{userinfo.split(':', 1)[0]}:***@{host}"
+        dsn = f"{scheme}{sep}{authority}{slash}{tail}"
+    return _SECRET_PARAMS.sub(r"\1***", dsn)
+
+
+def scrub(text: str, dsn: str) -> str:
+    """`text` (a driver's error) with every secret of `dsn` replaced by `***`."""
+    secrets = [m[2].strip("'") for m in _SECRET_PARAMS.finditer(dsn)]
+    _, sep, rest = dsn.partition("://")
+    userinfo, at, _ = rest.partition("/")[0].rpartition("@")
+    if sep and at and ":" in userinfo:
+        secrets.append(userinfo.split(":", 1)[1])
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***").replace(unquote(secret), "***")
+    return redact(text)

@@ -54,9 +54,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrsProcess]:
 
 @asynccontextmanager
 async def connect(
-    server: FrsProcess, secret: str, wire: Wire, name: str = "agent"
+    server: FrsProcess,
+    secret: str,
+    wire: Wire,
+    name: str = "agent",
+    extra: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {secret}"}
+    headers = {"Authorization": f"Bearer {secret}", **(extra or {})}
     info = Implementation(name=name, version="1")
     if wire == "sse":
         async with Client(sse_client(server.sse_url, headers=headers), client_info=info) as c:
@@ -341,6 +345,24 @@ class TestTwoAgentsOneToken:
         ):
             seen = await twins_write(one, two, "stateless")
         assert seen == (expected("one", "stateless"), expected("two", "stateless"))
+
+    async def test_a_made_up_mcp_session_id_on_stateless_calls_is_no_connection(
+        self, server: FrsProcess
+    ) -> None:
+        """The SDK ignores `Mcp-Session-Id` on a 2026-07-28 request, so the server does too: a
+        made-up id takes no place in the table of connections' choices (a flood of them once
+        flushed another tenant's agents' choices, `frs.env.Chosen`). The call with it shares
+        its scope's current session exactly as a call without it does."""
+        made_up = {"mcp-session-id": "f" * 32}
+        async with connect(server, ALICE, "streamable", "twin-made-up", made_up) as faker:
+            await call(faker, "frs_session", action="start", title="chosen under a made-up id")
+            async with connect(server, ALICE, "streamable", name="twin-made-up") as plain:
+                await call(plain, "frs_session", action="start", title="the scope's current")
+            recorded = [{"role": "user", "content": "where does this go"}]
+            await call(faker, "frs_record", messages=recorded)
+            view = await call(faker, "frs_view_thread")
+        assert view.splitlines()[0] == 'Thread "the scope\'s current"'
+        assert "[1] User: where does this go" in view
 
     async def test_over_the_stateless_era_start_and_use_say_to_pass_session_id(
         self, server: FrsProcess
