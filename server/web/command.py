@@ -63,7 +63,7 @@ def viewer_app(
     header, or from the cookie a browser got at /login), Host and Origin."""
     app = viewer_of(store)
     if tenants:
-        app = CookieLogin(BearerGuard(app, tenants), tenants)
+        app = CookieLogin(app, BearerGuard(app, tenants), tenants)
     return HostGuard(app, HostPolicy.for_server(host, port, allowed), port)
 
 

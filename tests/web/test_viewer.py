@@ -22,6 +22,9 @@ from tests.web.sample import Sample, write_sample
 
 pytestmark = pytest.mark.slow
 
+ANN = "ann-secret-0123456789"
+LOCAL = "local-secret-0123456789"
+
 
 def get(
     url: str, token: str | None = None, host: str | None = None
@@ -257,13 +260,13 @@ class TestTenants:
     ) -> None:
         path, ids = sample
         tokens = tmp_path / "tokens"
-        tokens.write_text("ann " + "a" * 20 + "\n")
+        tokens.write_text(f"ann {ANN}\n")
         tokens.chmod(0o600)
-        with viewer(path, "--tokens", str(tokens), "--token", "l" * 20) as base:
+        with viewer(path, "--tokens", str(tokens), "--token", LOCAL) as base:
             wrong = get(base + "/", "w" * 20)
-            ann = get(base + "/", "a" * 20)
-            ann_thread = get(f"{base}/s/{ids.session}", "a" * 20)
-            local = get(base + "/", "l" * 20)
+            ann = get(base + "/", ANN)
+            ann_thread = get(f"{base}/s/{ids.session}", ANN)
+            local = get(base + "/", LOCAL)
         assert wrong[0] == 401
         # The sample's sessions are the local tenant's: ann has none, and cannot open one.
         assert ann[0] == 200
@@ -273,11 +276,11 @@ class TestTenants:
         assert "Parser work" not in ann_thread[2]
         assert "Parser work" in local[2]
 
-    def test_a_browser_gives_the_token_once_and_keeps_it_in_a_strict_cookie(
+    def test_a_browser_gives_the_token_once_and_gets_a_session_cookie_not_the_token(
         self, tmp_path: Path, sample: tuple[Path, Sample]
     ) -> None:
         path, _ = sample
-        token = "t0ken-" + "x" * 20
+        token = LOCAL
         with viewer(path, "--token", token) as base:
             asked = send(base + "/")
             form = send(base + "/login")
@@ -285,19 +288,56 @@ class TestTenants:
             login = send(base + "/login", b"token=" + token.encode())
             cookie = login[1]["set-cookie"].split(";", 1)[0]
             inside = send(base + "/", headers={"Cookie": cookie})
-            forged = send(base + "/", headers={"Cookie": "frs_viewer_token=nope"})
+            forged = send(base + "/", headers={"Cookie": "frs_viewer_session=" + token})
+            over_tls = send(
+                base + "/login", b"token=" + token.encode(), {"X-Forwarded-Proto": "https"}
+            )
+            out = send(base + "/logout", b"", headers={"Cookie": cookie})
+            after = send(base + "/", headers={"Cookie": cookie})
         assert asked[0] == 303
         assert asked[1]["location"] == "/login"
         assert form[0] == 200
         assert 'type="password" name="token"' in form[2]
+        assert "only this server reads" not in form[2]
+        assert "random session cookie" in form[2]
         assert refused[0] == 401
         assert "not a token this viewer accepts" in refused[2]
         assert login[0] == 303
-        assert "HttpOnly" in login[1]["set-cookie"]
-        assert "SameSite=Strict" in login[1]["set-cookie"]
+        attributes = login[1]["set-cookie"]
+        assert token not in attributes  # the cookie is a random session id, not the secret
+        assert cookie.startswith("frs_viewer_session=")
+        assert len(cookie.split("=", 1)[1]) >= 40
+        assert "HttpOnly" in attributes
+        assert "SameSite=Strict" in attributes
+        assert "Max-Age=43200" in attributes
+        assert "Secure" not in attributes  # plain http: a Secure cookie would never come back
+        assert "; Secure" in over_tls[1]["set-cookie"]
         assert inside[0] == 200
         assert "Parser work" in inside[2]
-        assert forged[0] == 401
+        assert "Log out" in inside[2]
+        assert forged[0] == 303  # the token itself is no cookie: sent to the login form
+        assert out[0] == 303
+        assert out[1]["location"] == "/login"
+        assert "Max-Age=0" in out[1]["set-cookie"]
+        assert after[0] == 303  # the session ended on the server, not only in the browser
+        assert after[1]["location"] == "/login"
+
+    def test_guessing_the_token_is_throttled_per_address(self, sample: tuple[Path, Sample]) -> None:
+        """Ten wrong tokens, then every try, the right token too, waits: 429 and Retry-After
+        (one more try each 30 s), at the form and in the `Authorization` header alike, so
+        guessing goes at two tries a minute, not a thousand a second."""
+        path, _ = sample
+        with viewer(path, "--token", LOCAL) as base:
+            wrong = [send(base + "/login", f"token=guess-{n}".encode())[0] for n in range(10)]
+            right = send(base + "/login", b"token=" + LOCAL.encode())
+            header = get(base + "/", LOCAL)
+        assert wrong == [401] * 10
+        assert right[0] == 429
+        assert 1 <= int(right[1]["retry-after"]) <= 30
+        assert "Too many wrong tokens" in right[2]
+        assert "set-cookie" not in {k.lower() for k in right[1]}
+        assert header[0] == 429  # the header is no way around it
+        assert "Too many wrong tokens" in header[2]
 
 
 class TestBesideAWriter:
