@@ -43,13 +43,13 @@ async def held_upload(server: FrsProcess) -> tuple[SocketStream, bytes]:
     reads, is told `100 Continue`; a refused one is told 503 at once. Its first line, read
     until one of the two arrives (no timeout is waited out)."""
     sock = await anyio.connect_tcp("127.0.0.1", server.port)
-    head = (
+    request = (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
         f"Authorization: Bearer {ALICE}\r\nContent-Type: application/json\r\n"
         "Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n"
         "Content-Length: 200\r\n\r\n"
     )
-    await sock.send(head.encode())
+    await sock.send(request.encode())
     got = b""
     with anyio.fail_after(30):
         while b"\r\n\r\n" not in got:
