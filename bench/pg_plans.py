@@ -77,6 +77,11 @@ class _TracingStore:
         async with self.db.snapshot() as conn:
             yield PgReader(_Recorder(conn, self.op, self.seen))
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[PgReader]:
+        async with self.db.searching(seconds) as conn:
+            yield PgReader(_Recorder(conn, self.op, self.seen))
+
 
 async def explain_hot_statements(dsn: str, sid: SessionId, size: int) -> dict[str, Any]:
     """Every distinct statement of the hot operations on session `sid` and its plan."""

@@ -77,6 +77,11 @@ class _TracingStore:
         async with self.db.snapshot() as conn:
             yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
+        async with self.db.searching(seconds) as conn:
+            yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
+
 
 def _flags(plan: list[str]) -> list[str]:
     flagged = []

@@ -286,3 +286,8 @@ class Store(Protocol):
     def snapshot(self) -> AbstractAsyncContextManager[ThreadReader]:
         """One consistent read of the store: from its first read on, no commit is seen."""
         ...
+
+    def searching(self, seconds: float) -> AbstractAsyncContextManager[ThreadReader]:
+        """A snapshot for a search (`ThreadReader.search_sessions`): where a long search holds
+        up no other read, its statements stopped after `seconds` (`errors.SearchTooSlow`)."""
+        ...

@@ -28,3 +28,9 @@ class SqliteStore:
     async def snapshot(self) -> AsyncIterator[SqliteReader]:
         async with self.db.snapshot() as conn:
             yield SqliteReader(conn)
+
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
+        """A snapshot for a search: on a connection of its own, stopped after `seconds`."""
+        async with self.db.searching(seconds) as conn:
+            yield SqliteReader(conn)

@@ -38,3 +38,9 @@ class PgStore:
     async def snapshot(self) -> AsyncIterator[PgReader]:
         async with self.db.snapshot() as conn:
             yield PgReader(conn)
+
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[PgReader]:
+        """A snapshot for a search: a capped share of the pool, stopped after `seconds`."""
+        async with self.db.searching(seconds) as conn:
+            yield PgReader(conn)

@@ -22,7 +22,14 @@ from urllib.parse import unquote
 
 import anyio
 
-from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
+from frs.errors import (
+    SearchTooSlow,
+    StoreConflict,
+    StoreError,
+    StoreFull,
+    StoreReadOnly,
+    StoreUnavailable,
+)
 from storage.postgres.schema import current_version, migrate
 from storage.postgres.text import decode_text, encode_text
 
@@ -79,6 +86,9 @@ class PgDatabase:
         self.pool = pool
         self._write_lock = anyio.Lock()
         self._errors = _engine_errors()
+        # Searches take at most a quarter of the pool, so however many run, the other reads
+        # and the writes always find a connection.
+        self._search_slots = anyio.Semaphore(max(1, pool.get_max_size() // 4))
 
     @asynccontextmanager
     async def _connection(self, begin: str) -> AsyncIterator[Any]:
@@ -123,6 +133,20 @@ class PgDatabase:
         """A read-only transaction whose reads all see the state of its first one."""
         async with self._connection("begin isolation level repeatable read read only") as c:
             yield c
+
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[Any]:
+        """A snapshot for a search, within the searches' share of the pool, its statements
+        cancelled by the server after `seconds` (`SearchTooSlow`)."""
+        begin = "begin isolation level repeatable read read only"
+        async with self._search_slots, self._connection(begin) as conn:
+            await conn.execute(f"set local statement_timeout = {max(1, int(seconds * 1000))}")
+            try:
+                yield conn
+            except self._errors as exc:
+                if getattr(exc, "sqlstate", "") == "57014":  # query_canceled
+                    raise SearchTooSlow(seconds) from exc
+                raise
 
     async def close(self) -> None:
         with anyio.CancelScope(shield=True):

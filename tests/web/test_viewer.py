@@ -93,6 +93,32 @@ class TestPages:
         assert "Parser work" not in by_text
         assert "No session matches." in nothing
 
+    async def test_a_search_past_its_time_bound_is_stopped_with_a_page_that_says_so(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """A search reads on a connection of its own and SQLite interrupts it at
+        `--search-seconds` (2 s by default): a 200-character search over megabytes once held
+        the only reader for seconds while every other page waited."""
+        path, _ = sample
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db), Limits())
+            await service.start_session("Long one")
+            said = [NewMessage("user", f"{n} " + "lorem ipsum " * 200) for n in range(2000)]
+            await service.record(said)
+        query = "/?q=" + "a%20phrase%20found%20nowhere%20" * 8
+        with viewer(path, "--search-seconds", "0.000001") as base:
+            stopped = await anyio.to_thread.run_sync(get, base + query)
+            listed = await anyio.to_thread.run_sync(get, base + "/")
+        with viewer(path) as base:
+            found = await anyio.to_thread.run_sync(get, base + "/?q=1999%20lorem")
+        assert stopped[0] == 400
+        assert "took longer than 1e-06 s and was stopped" in stopped[2]
+        assert "Search for a longer or rarer phrase" in stopped[2]
+        assert listed[0] == 200
+        assert "Long one" in listed[2]
+        assert found[0] == 200
+        assert "Long one" in found[2]
+
     def test_a_thread_shows_the_models_numbering_and_nested_squashes_with_their_sizes(
         self, sample: tuple[Path, Sample]
     ) -> None:
