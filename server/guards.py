@@ -252,7 +252,11 @@ class RewordLimits:
             if held and message["type"] == "http.response.body":
                 start = held.pop()
                 text = self.texts[start["status"]]
-                await _send_reworded(send, start, message, text, await body.request_id())
+                # A body over the limit is not read on to find its id: a client announcing
+                # more than the limit and sending nothing would hold the answer until its
+                # body timed out (408) instead of getting its 413 at once.
+                read = start["status"] != 413
+                await _send_reworded(send, start, message, text, await body.request_id(read))
                 return
             await send(message)
 
@@ -278,10 +282,11 @@ class RequestBody:
             self.more = bool(message.get("more_body", False))
         return message
 
-    async def request_id(self) -> str | int | None:
-        """The JSON-RPC id of a single request, reading what the app left of a small body;
-        None for a batch, a body too large or not JSON."""
-        while self.more and len(self.kept) <= _ID_BYTES:
+    async def request_id(self, read: bool = True) -> str | int | None:
+        """The JSON-RPC id of a single request, reading what the app left of a small body
+        (unless not `read`: then from what was read); None for a batch, a body too large or
+        not JSON."""
+        while read and self.more and len(self.kept) <= _ID_BYTES:
             if (await self.receive())["type"] != "http.request":
                 break
         if self.more or len(self.kept) > _ID_BYTES:

@@ -257,9 +257,15 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        # A page shows a tenant's sessions: no cache, shared or the browser's own, keeps it.
+        static = "/static/" in str(scope.get("path", ""))
+
         async def with_headers(message: AsgiMessage) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+                headers = [*message.get("headers", []), *HEADERS]
+                if not static and not any(k.lower() == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
             await send(message)
 
         await self.app(scope, receive, with_headers)

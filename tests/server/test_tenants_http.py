@@ -498,6 +498,24 @@ class TestSessionIdsAreNotLogged:
         assert not re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-", logged), logged
 
 
+class TestFrsSessionIdsAreNotLogged:
+    async def test_a_failed_tool_or_resource_logs_neither_the_id_nor_the_error_text(
+        self, server: FrsProcess
+    ) -> None:
+        """The SDK logs a failed tool's error text and a failed resource's URI at INFO; both
+        held the session id asked for."""
+        asked = "5e55101d0bad"
+        async with connect(server, BOB, "streamable-legacy") as bob:
+            failed = await bob.call_tool("frs_view_thread", {"session_id": asked})
+            with pytest.raises(MCPError):
+                await bob.read_resource(f"frs://sessions/{asked}/thread")
+        assert failed.is_error
+        assert asked in text(failed)  # the client is told which id was not found
+        assert "Tool 'frs_view_thread' failed; the client was told why" in server.stderr
+        assert "Resource 'frs://sessions/<session id>/thread' failed" in server.stderr
+        assert asked not in server.stderr
+
+
 class TestResponseCacheHints:
     """2026-07-28 lets a client (or a gateway serving many users) cache list and read results
     for `ttlMs`, shared across users when `cacheScope` is public. Every tenant's lists and

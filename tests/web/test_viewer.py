@@ -119,6 +119,22 @@ class TestPages:
         assert found[0] == 200
         assert "Long one" in found[2]
 
+    def test_pages_are_never_cached_and_the_static_files_may_be(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            pages = [get(base + p) for p in ("/", f"/s/{ids.session}", "/?q=parser", "/s/x")]
+            static = get(base + "/static/viewer.css")
+        assert [(status, headers.get("cache-control")) for status, headers, _ in pages] == [
+            (200, "no-store"),
+            (200, "no-store"),
+            (200, "no-store"),
+            (404, "no-store"),
+        ]
+        assert static[0] == 200
+        assert static[1].get("cache-control") != "no-store"
+
     def test_a_thread_shows_the_models_numbering_and_nested_squashes_with_their_sizes(
         self, sample: tuple[Path, Sample]
     ) -> None:
