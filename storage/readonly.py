@@ -20,6 +20,7 @@ import anyio
 
 from frs.errors import StoreUnavailable
 from storage.db import BUSY_TIMEOUT_MS, read_bounded, store_error
+from storage.header import read_header
 from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew
 from storage.reads import SqliteReader
 
@@ -64,10 +65,12 @@ class ReadOnlyStore:
                     await self._conn.rollback()
 
 
-async def _open(file: Path) -> aiosqlite.Connection:
-    """A read-only connection to `file`."""
+async def _open(file: Path, immutable: bool = False) -> aiosqlite.Connection:
+    """A read-only connection to `file` (`immutable`: one that takes no locks and creates no
+    files, for a file it will only refuse)."""
+    uri = _uri(file) + ("&immutable=1" if immutable else "")
     try:
-        conn = await aiosqlite.connect(_uri(file), uri=True, isolation_level=None)
+        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         raise store_error(exc) from exc
     try:
@@ -135,9 +138,20 @@ async def open_readonly(path: str | os.PathLike[str]) -> AsyncIterator[ReadOnlyS
             f"no database at {file}: start frs-mcp once to create it, or pass --db with the "
             "file your server uses (default $FRS_DB, else ~/.local/share/frs-mcp/frs.db)."
         )
-    conn = await _open(file)
+    # A file about to be refused (its header, read from the bytes, names another version or
+    # another application) is checked on an immutable connection, which creates no -wal or
+    # -shm beside a WAL-mode file: the refusal leaves it exactly as it was.
+    header = read_header(file)
+    refused = header is not None and (
+        header.user_version != len(MIGRATIONS) or header.application_id not in (0, APPLICATION_ID)
+    )
+    conn = await _open(file, immutable=refused)
     try:
         await _check_version(conn, file)
+        if refused:  # the header and the engine disagree: read it as any other
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+            conn = await _open(file)
     except sqlite3.Error as exc:
         with anyio.CancelScope(shield=True):
             await conn.close()

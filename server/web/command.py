@@ -24,6 +24,7 @@ from server.guards import BearerGuard, HostGuard
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import bind_socket
 from server.settings import resolve_database
+from server.sockets import SocketLimits, guarded_protocol
 from server.tenants import TokensFileError, tenants_of
 from server.web.app import SEARCH_SECONDS, Readable, viewer_of
 from server.web.login import CookieLogin
@@ -124,7 +125,15 @@ async def _serve(
             file=sys.stderr,
             flush=True,
         )
-        config = uvicorn.Config(app, log_config=None, lifespan="off", access_log=False)
+        # The transports' socket limits (`server.sockets`): a cap on open sockets, header, body
+        # and keep-alive timeouts, so idle or slow sockets cannot use up the process's files.
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            lifespan="off",
+            access_log=False,
+            http=guarded_protocol(SocketLimits()),
+        )
         await uvicorn.Server(config).serve(sockets=[sock])
 
 

@@ -264,6 +264,48 @@ class TestRefusals:
         assert run.returncode == 2
         assert "is not an frs-mcp database (its application_id is 0x47504b47)" in run.stderr
 
+    @pytest.mark.parametrize("version", [0, 3, 99])
+    def test_a_refused_wal_mode_file_is_left_byte_for_byte_with_nothing_beside_it(
+        self, tmp_path: Path, version: int
+    ) -> None:
+        """Any connection to a WAL-mode file, a read-only one too, creates its -wal and -shm;
+        a file the viewer refuses is checked without one."""
+        foreign = tmp_path / "other.db"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("pragma journal_mode = wal")
+            conn.execute("create table notes (id integer primary key)")
+            conn.execute(f"pragma user_version = {version}")
+            conn.commit()
+        before = foreign.read_bytes()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+        run = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        assert run.returncode == 2, run.stderr
+        assert "Traceback" not in run.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+        assert foreign.read_bytes() == before
+
+    async def test_idle_sockets_at_the_cap_are_closed_to_let_a_browser_in(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """The transports' socket limits hold here too: at 256 open sockets the oldest that
+        sent nothing is closed (503) for the newcomer, instead of idle sockets piling up until
+        the process runs out of files."""
+        path, _ = sample
+        with viewer(path) as base:
+            port = int(base.rsplit(":", 1)[1])
+            idle = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(257)]
+            try:
+                got = b""
+                with anyio.fail_after(30):
+                    while b"\r\n" not in got:
+                        got += await idle[0].receive()
+                page = await anyio.to_thread.run_sync(get, base + "/")
+            finally:
+                for sock in idle:
+                    await sock.aclose()
+        assert got.startswith(b"HTTP/1.1 503 "), got
+        assert page[0] == 200
+
     def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
         run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
         assert run.returncode == 2
