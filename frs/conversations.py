@@ -38,12 +38,13 @@ class HostKey:
     meta: tuple[str, ...] = ()  # a path into a tools/call request's `_meta`
 
 
-#: Every host known to name its conversations, first match wins. Gemini CLI and OpenCode pass
-#: none of these today (no environment variable, no `_meta` key, no header with the
-#: conversation).
+#: Every host known to name its conversations, first match wins. OpenCode names it only on its
+#: model requests (`x-session-affinity`, its `ses_…` id, for an OpenAI-compatible provider),
+#: never to the MCP servers it starts; Gemini CLI nowhere.
 HOST_KEYS: tuple[HostKey, ...] = (
     HostKey("claude-code", env="CLAUDE_CODE_SESSION_ID", header="x-claude-code-session-id"),
     HostKey("codex", header="session-id", meta=("x-codex-turn-metadata", "session_id")),
+    HostKey("opencode", header="x-session-affinity"),
 )
 
 

@@ -6,6 +6,9 @@ have their own modules (`frs.render`, `frs.errors`); everything else the model s
 
 from __future__ import annotations
 
+import math
+
+from frs.economics import SLOW_PAYBACK_CALLS, SLOW_PAYBACK_TOKENS, payback_calls
 from frs.escaping import escape_inline
 from frs.focus import LayerClosed, LayerOpened
 from frs.model import Session
@@ -136,6 +139,24 @@ def squashed(done: Squashed) -> str:
         f'Originals: get_alias(alias="{sq.alias}"); undo: frs_restore(alias="SQ.{sq.n}"). '
         f"Tokens ~{sq.tokens_before:,} → ~{sq.tokens_after:,} (saved ~{saved:,}). "
         f"The thread now has {plural(done.live_count, 'entry')} · revision {done.revision}"
+        + _payback(done)
+    )
+
+
+def _payback(done: Squashed) -> str:
+    """A word on a squash that pays back slowly where the prompt is cached (`frs.economics`):
+    where the model is sent squashes (the gateway, a runtime), an old span with much after it
+    breaks the cache for all of that."""
+    if done.after_tokens is None or done.after_tokens < SLOW_PAYBACK_TOKENS:
+        return ""
+    sq = done.squash
+    calls = payback_calls(sq.tokens_before, sq.tokens_after, done.after_tokens)
+    if calls is None or calls <= SLOW_PAYBACK_CALLS:
+        return ""
+    return (
+        f". Where the prompt is cached, this pays back only after ~{math.ceil(calls):,} more "
+        f"model calls: the ~{done.after_tokens:,} tokens after it are written to the cache "
+        "again once; squash recent stretches, or more at once, to pay back sooner"
     )
 
 

@@ -37,6 +37,9 @@ class Squashed:
     replaced: str  # "positions 3–5" or "numbers 3–5"
     live_count: int
     revision: int
+    #: Estimated tokens of the entries after the summary (an upper bound past
+    #: `AFTER_READ` entries): what a prompt cache writes again when it is first sent.
+    after_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +82,10 @@ async def compress_ranges(
         m.change = "squashed " + "; ".join(
             f"{planned[i].named} into SQ.{done[i].n}" for i in sorted(done)
         )
+        positions = [_now_at(r, planned) for r in planned]
+        after = [await _after_tokens(m, position) for position in positions]
     return tuple(
-        Squashed(m.session.id, done[i], _now_at(r, planned), r.named, *_counts(m.session))
+        Squashed(m.session.id, done[i], positions[i], r.named, *_counts(m.session), after[i])
         for i, r in enumerate(planned)
     )
 
@@ -110,7 +115,7 @@ async def compress_last(
         named = span_name("position", first, live)
         squash = await squash_window(m, window, text, LAST_FIX)
         m.change = f"squashed {named} into SQ.{squash.n}"
-    return Squashed(m.session.id, squash, first, named, *_counts(m.session))
+    return Squashed(m.session.id, squash, first, named, *_counts(m.session), 0)
 
 
 async def _check_inside_layer(m: Mutation, count: int) -> None:
@@ -264,6 +269,22 @@ def _now_at(done: Range, planned: Sequence[Range]) -> int:
     """Where a range's summary sits after the call: moved up by what the ranges before it
     gave up."""
     return done.first - sum(len(r.window) - 1 for r in planned if r.first < done.first)
+
+
+#: Entries after a squash read to size them; past this many, the thread's whole size stands
+#: in for them (an upper bound: the economics then say it pays back slowly, which it does).
+AFTER_READ = 2_000
+
+
+async def _after_tokens(m: Mutation, position: int) -> int:
+    """Estimated tokens of the entries after `position`, as the mutation leaves them."""
+    after = m.session.live_count - position
+    if after <= 0:
+        return 0
+    if after > AFTER_READ:
+        return m.session.live_tokens
+    entries = await m.tx.entries_at(m.session.id, position + 1, after)
+    return sum(entry.tokens for entry in entries)
 
 
 def _counts(session: Session) -> tuple[int, int]:

@@ -19,6 +19,7 @@ from server import exporter, importer
 from server.app import build_server
 from server.cli import parser
 from server.deps import open_deps
+from server.gateway import command as gateway
 from server.hosts import HostPolicy, unsafe_bind
 from server.http import HttpOptions, bind_socket, serve_http
 from server.logs import hide_session_ids
@@ -56,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exporter.run(args)
     if args.command == "web":
         return web.run(args)
+    if args.command == "gateway":
+        return gateway.run(args)
     try:
         settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first

@@ -31,7 +31,10 @@ back as a compact numbered view (frs_view_thread), and squash stretches you no l
 verbatim into your own summaries (frs_compress_range, frs_compress_last). Nothing is lost: every \
 original stays retrievable with get_alias and any squash can be undone with frs_restore. This \
 server cannot shorten the host's own transcript; the savings are in what you re-read (the view \
-instead of raw output) and in what a runtime or a fresh chat builds from the view."""
+instead of raw output) and in what a runtime or a fresh chat builds from the view. When the host \
+talks to its model through `frs-mcp gateway`, the gateway records the conversation for you (do \
+not call frs_record for it) and sends your squashes to the model instead of what they replaced, \
+from the next call on; a session it records says so in its view."""
 
 
 class FrsServer(MCPServer[Deps]):

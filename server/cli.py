@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server import exporter, importer
+from server.gateway import command as gateway
 from server.http import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
 from server.web import command as web
@@ -227,6 +228,18 @@ def _commands(p: argparse.ArgumentParser) -> None:
             help="serve a read-only web viewer of the sessions (http://127.0.0.1:8766/)",
             description="Serve a read-only web viewer of the database's sessions: threads "
             "with their squashes, the audit trail, search. It never writes to the database.",
+        )
+    )
+    gateway.configure(
+        commands.add_parser(
+            "gateway",
+            parents=[common],
+            help="proxy a host's model API (http://127.0.0.1:8767): record the conversation, "
+            "send squashes instead of what they replaced",
+            description="Serve an HTTP proxy between a host (Claude Code, ...) and its model "
+            "API. It records each conversation into its own session and sends the agent's "
+            "squashes instead of the messages they replaced; anything it cannot read goes "
+            "upstream exactly as the host sent it.",
         )
     )
 

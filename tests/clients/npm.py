@@ -1,8 +1,10 @@
-"""The npm packages pinned in tests/clients (independent MCP clients, the MCPB CLI) and the Node
-that runs them.
+"""The npm packages pinned in tests/clients (independent MCP clients, the MCPB CLI) or in another
+folder with its own package.json and package-lock.json (tests/hosts: the agent hosts), and the
+Node that runs them.
 
-`install()` runs `npm ci` into .cache/npm-clients (gitignored) once per lock file, stamping the
-lock's hash there; concurrent runs wait on a file lock. `node()` picks the Node: the system
+`install()` runs `npm ci` into .cache/npm-clients (gitignored; `install(folder, cache)` for
+another pinned set) once per lock file, stamping the lock's hash there; concurrent runs wait on a
+file lock. `node()` picks the Node: the system
 `node` if it is at least MIN_NODE, else the binary of the npm package built for this machine.
 package.json lists one such package per platform as an optional dependency, and each declares
 its `os` and `cpu`, so npm installs only the one that runs here.
@@ -52,36 +54,37 @@ class NodeMissing(Exception):
     """Node, npm or a pinned package is not usable here; the message says what to do."""
 
 
-def _digest() -> str:
+def _digest(manifests: Path) -> str:
     h = hashlib.sha256()
     for name in MANIFESTS:
-        h.update((HERE / name).read_bytes())
+        h.update((manifests / name).read_bytes())
     return h.hexdigest()
 
 
-def install() -> Path:
-    """The folder holding node_modules with every pinned package; runs `npm ci` if needed."""
+def install(manifests: Path = HERE, cache: Path = CACHE) -> Path:
+    """The folder (`cache`) holding node_modules with every package pinned in `manifests`;
+    runs `npm ci` there if needed."""
     npm = shutil.which("npm")
     if npm is None:
         raise NodeMissing(
             f"npm is not on PATH, so the pinned npm packages cannot be installed: "
             f"{install_hint('20')}"
         )
-    CACHE.mkdir(parents=True, exist_ok=True)
-    stamp = CACHE / ".installed"
-    wanted = _digest()
-    with (CACHE / ".lock").open("w") as lock:
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp = cache / ".installed"
+    wanted = _digest(manifests)
+    with (cache / ".lock").open("w") as lock:
         # Several test runs may share the tree; one installs, the others wait for it.
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text() == wanted and (CACHE / "node_modules").is_dir():
-            return CACHE
+        if stamp.exists() and stamp.read_text() == wanted and (cache / "node_modules").is_dir():
+            return cache
         stamp.unlink(missing_ok=True)
         for name in MANIFESTS:
-            shutil.copyfile(HERE / name, CACHE / name)
+            shutil.copyfile(manifests / name, cache / name)
         try:
             done = subprocess.run(
                 [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
-                cwd=CACHE,
+                cwd=cache,
                 capture_output=True,
                 text=True,
                 timeout=INSTALL_TIMEOUT,
@@ -96,7 +99,7 @@ def install() -> Path:
                 f"reachable?):\n{done.stderr[-4000:]}"
             )
         stamp.write_text(wanted)
-    return CACHE
+    return cache
 
 
 def version_of(node: str) -> tuple[int, ...] | None:

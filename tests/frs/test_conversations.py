@@ -37,8 +37,9 @@ class TestCodex:
         meta = {"x-codex-turn-metadata": json.dumps({"session_id": "s-2"})}
         assert from_meta(meta) == Conversation("codex", "s-2")
 
-    def test_the_gateway_reads_codexs_session_header(self) -> None:
+    def test_the_gateway_reads_codexs_and_opencodes_session_headers(self) -> None:
         assert from_headers({"Session-Id": "s-3"}) == Conversation("codex", "s-3")
+        assert from_headers({"X-Session-Affinity": "ses_1"}) == Conversation("opencode", "ses_1")
 
     @pytest.mark.parametrize(
         "meta",

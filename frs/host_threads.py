@@ -1,0 +1,115 @@
+"""A host conversation as the gateway records it: one session per (interface, conversation).
+
+`load_thread` reads what the gateway needs to match a request and rewrite it: every stored
+message's key (live, or inside a live squash, nested squashes unfolded) and each live
+squash with the keys of the originals it stands for. `record_new` appends the units of a
+request that are not stored yet. Keys are kept in `interface_message_id` (`frs.matching`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frs import recording, sessions
+from frs.env import Env
+from frs.matching import Unit, messages_of
+from frs.model import Message, Session, SessionId
+from frs.ports import ThreadReader
+from frs.recording import Recorded
+from frs.rewriting import LiveSquash
+
+
+@dataclass(frozen=True, slots=True)
+class StoredThread:
+    """A conversation's session as the gateway matches requests against it."""
+
+    session: Session
+    keys: frozenset[str]  # every stored original's key
+    first_key: str | None  # the key of its first recorded message, if the gateway keyed it
+    squashes: tuple[LiveSquash, ...]
+
+
+async def find_thread(env: Env, interface: str, conversation: str) -> StoredThread | None:
+    """The conversation's session and keys, or None when it has no session yet."""
+    async with env.store.snapshot() as reader:
+        session = await reader.find_conversation(env.scope.tenant, interface, conversation)
+        if session is None:
+            return None
+        return await load_thread(reader, session)
+
+
+async def find_session(env: Env, interface: str, conversation: str) -> Session | None:
+    """Only the session row: cheap enough to ask on every request (its revision says
+    whether a kept `StoredThread` is still current)."""
+    async with env.store.snapshot() as reader:
+        return await reader.find_conversation(env.scope.tenant, interface, conversation)
+
+
+async def load_thread(reader: ThreadReader, session: Session) -> StoredThread:
+    entries = (
+        await reader.entries_at(session.id, 1, session.live_count) if session.live_count else []
+    )
+    keys: set[str] = set()
+    firsts: list[tuple[int, str]] = []
+    squashes: list[LiveSquash] = []
+    for entry in entries:
+        if entry.kind != "summary" or entry.squash_n is None:
+            _keep(entry, keys, firsts)
+            continue
+        members = await _originals(reader, session.id, entry.squash_n)
+        member_keys = set()
+        for member in members:
+            _keep(member, keys, firsts)
+            if member.interface_message_id:
+                member_keys.add(member.interface_message_id)
+        squash = await reader.squash(session.id, entry.squash_n)
+        # A squash of messages the gateway never keyed cannot be found in a request.
+        if squash is not None and len(member_keys) == len(members):
+            squashes.append(
+                LiveSquash(
+                    squash.n, squash.alias, squash.summary, squash.covered, frozenset(member_keys)
+                )
+            )
+    first = min(firsts)[1] if firsts else None
+    return StoredThread(session, frozenset(keys), first, tuple(squashes))
+
+
+def _keep(message: Message, keys: set[str], firsts: list[tuple[int, str]]) -> None:
+    key = message.interface_message_id
+    if key:
+        keys.add(key)
+        firsts.append((message.number or 0, key))
+
+
+async def _originals(reader: ThreadReader, session_id: SessionId, n: int) -> list[Message]:
+    """The original messages squash n stands for, in thread order, nested squashes unfolded."""
+    out: list[Message] = []
+    for member in await reader.squash_members(session_id, n):
+        if member.kind == "summary" and member.squash_n is not None:
+            out.extend(await _originals(reader, session_id, member.squash_n))
+        else:
+            out.append(member)
+    return out
+
+
+#: The goal a session the gateway creates starts with: the view shows it to the model, so it
+#: neither records the conversation again nor wonders where the thread came from.
+RECORDED_GOAL = (
+    "Recorded by frs-mcp gateway from the host's model calls: no frs_record needed; "
+    "a squash replaces its messages in what the model is sent from the next call on."
+)
+
+
+async def ensure_session(env: Env, interface: str, conversation: str, title: str) -> Session:
+    """The conversation's session, created (with this title and `RECORDED_GOAL`) the first
+    time; one another edge created first (the MCP server the host started) is used as it is."""
+    started = await sessions.start(env, title, RECORDED_GOAL, "position", interface, conversation)
+    return started.session
+
+
+async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> Recorded | None:
+    """Record these units (already known to be new) in one transaction; None for none."""
+    if not units:
+        return None
+    return await recording.record(env, messages_of(units), session_id)

@@ -1,0 +1,83 @@
+"""Reminders to squash, because an untrained model rarely squashes on its own.
+
+When what a conversation sends the model crosses a threshold (every `step` tokens), one short
+reminder goes at the end of the newest user message: how much finished, squashable material
+there is (tool results of turns that are over, not squashed yet) and the calls that show and
+squash it. A reminder is made once per crossing and then frozen: the same text, on the same
+message (found by its key), in every later request, so a prompt cache breaks once for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from frs.matching import Unit
+from frs.wire import WireRequest
+
+DEFAULT_STEP = 60_000  # tokens sent between two reminders
+
+
+@dataclass(frozen=True, slots=True)
+class Nudge:
+    """A reminder made once: the key of the unit it follows, and its text."""
+
+    after: str
+    text: str
+    level: int  # the threshold it answered: `level` × step tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Finished tool output not squashed yet: how many results, how many tokens."""
+
+    results: int
+    tokens: int
+
+
+def sent_tokens(units: Sequence[Unit], squashed: Collection[str]) -> int:
+    """Estimated tokens of the units a request sends (those of squashes sent aside)."""
+    return sum(unit.tokens for unit in units if unit.key not in squashed)
+
+
+def candidates(
+    request: WireRequest, units: Sequence[Unit], squashed: Collection[str]
+) -> Candidates:
+    """Tool results of the turns that are over (before the last user message that is not
+    results), not in a squash already sent: what a squash would take first."""
+    turn = _turn_start(request)
+    finished = [
+        unit
+        for unit in units
+        if unit.new.role == "tool" and unit.message < turn and unit.key not in squashed
+    ]
+    return Candidates(len(finished), sum(unit.tokens for unit in finished))
+
+
+def due(total: int, step: int, last_level: int) -> int | None:
+    """The threshold level `total` tokens has crossed beyond `last_level`, or None."""
+    level = total // step
+    return level if level > last_level else None
+
+
+def nudge_text(total: int, found: Candidates) -> str:
+    """The reminder: what the conversation sends, what is finished, and what to call."""
+    return (
+        f"[FRS reminder] This conversation now sends the model about {_k(total)} tokens on "
+        f"every call; {found.results} finished tool results of earlier turns hold about "
+        f"{_k(found.tokens)} of them. frs_view_thread shows them with their positions; "
+        "frs_compress_range(from, to, summary) replaces a finished stretch with your summary "
+        "in what the model is sent from the next call on (get_alias keeps the originals)."
+    )
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:.0f}k" if tokens >= 1000 else str(tokens)
+
+
+def _turn_start(request: WireRequest) -> int:
+    for i in range(len(request.messages) - 1, -1, -1):
+        message = request.messages[i]
+        if message.role == "user" and not any(b.kind == "tool_result" for b in message.blocks):
+            return i
+    return 0

@@ -1,0 +1,206 @@
+"""Which squashes a request carries instead of their originals, decided from the request alone.
+
+A live squash applies when every message it replaced is in the request (found by key, never
+by position), those messages are whole request messages (a squash never cuts one) and none of
+them is in the open tool loop (the assistant's calls and the results that answer them, last in
+the request). Its summary then takes their place: one message of the same role when the span
+starts and ends with one role; else the span goes and the summary is added to the user message
+that borders it (the one before an assistant-first span, the one after an assistant-last
+span), so roles still alternate and tool results still come first after their calls. Adjacent
+spans go as one. The plan depends only on the stored squashes and the messages' keys, so every
+later request renders the same bytes in the same place (a prompt cache breaks once).
+
+Thinking: a signed thinking block binds to everything before it. Blocks of the current turn
+(after the last user message that is not tool results) must reach the model unchanged, so a
+new squash waits while that turn holds thinking, at the latest until the next user turn; when
+a squash is first sent, thinking blocks of earlier turns after its span are left out (the
+providers allow leaving out thinking of earlier turns), and stay left out in every later
+request, up to the message that was last when the squash was first sent (`mark`). A wire
+whose reasoning binds to no prefix (OpenAI's reasoning items: `WireRequest.thinking_signed`
+False) keeps it all as sent: nothing waits for it and nothing of it is left out; reasoning
+inside a squashed span goes with its whole message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from frs.matching import Unit
+from frs.wire import Insertion, Replacement, RewritePlan, WireRequest
+
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSquash:
+    """A squash in the thread now, with the keys of every original it stands for."""
+
+    n: int
+    alias: str  # SQ.n@sha8
+    summary: str
+    covered: int  # original messages it replaced
+    members: frozenset[str]  # their request keys (`frs.matching`), nested squashes unfolded
+
+
+def summary_text(squash: LiveSquash) -> str:
+    """What the model reads in place of a squash's originals: the same bytes every time."""
+    return (
+        f"[FRS squash {squash.alias}: this summary replaces {squash.covered} earlier "
+        f'messages; get_alias("SQ.{squash.n}") returns them whole]\n{squash.summary}'
+    )
+
+
+def plan_rewrite(
+    request: WireRequest,
+    units: Sequence[Unit],
+    squashes: Sequence[LiveSquash],
+    sent: Mapping[int, str],
+) -> RewritePlan:
+    """What to send instead of what the host sent; an empty plan changes nothing.
+
+    `units` are `frs.matching.units_of(request)`; `sent` maps each squash already sent to
+    its mark (the key of the last unit of the request it was first sent in). A squash applied
+    for the first time gets the key of this request's last unit as its mark.
+    """
+    messages = request.messages
+    if request.untouchable or not squashes or not messages:
+        return RewritePlan()
+    where = {unit.key: unit.message for unit in units}
+    keys_of: list[set[str]] = [set() for _ in messages]
+    for unit in units:
+        keys_of[unit.message].add(unit.key)
+    tail = _open_loop(request)
+    turn = _turn_start(request)
+    thinking_now = request.thinking_signed and any(
+        block.kind in _THINKING for message in messages[turn:] for block in message.blocks
+    )
+    spans: list[tuple[int, int, LiveSquash]] = []
+    skipped: list[tuple[int, str]] = []
+    waiting: list[int] = []
+    for squash in squashes:
+        found = [where.get(key) for key in squash.members]
+        at = [i for i in found if i is not None]
+        if len(at) != len(found) or not at:
+            skipped.append((squash.n, "not all its messages are in this request"))
+            continue
+        lo, hi = min(at), max(at)
+        if hi >= tail:
+            skipped.append((squash.n, "it reaches into the open tool loop"))
+            continue
+        if any(not keys_of[i] <= squash.members for i in range(lo, hi + 1)):
+            skipped.append((squash.n, "it covers only part of a request message"))
+            continue
+        if any(messages[i].role == "system" for i in range(lo, hi + 1)):
+            skipped.append((squash.n, "it would take a system message with it"))
+            continue
+        if any(b.kind == "compaction" for i in range(lo, hi + 1) for b in messages[i].blocks):
+            skipped.append((squash.n, "it would take a compaction block with it"))
+            continue
+        if squash.n not in sent and thinking_now:
+            waiting.append(squash.n)
+            continue
+        spans.append((lo, hi, squash))
+    if not spans:
+        return RewritePlan(waiting=tuple(waiting), skipped=tuple(skipped))
+    return _placed(request, spans, units, sent, tuple(waiting), skipped)
+
+
+def _placed(
+    request: WireRequest,
+    spans: list[tuple[int, int, LiveSquash]],
+    units: Sequence[Unit],
+    sent: Mapping[int, str],
+    waiting: tuple[int, ...],
+    skipped: list[tuple[int, str]],
+) -> RewritePlan:
+    messages = request.messages
+    groups: list[tuple[int, int, list[LiveSquash]]] = []
+    for lo, hi, squash in sorted(spans, key=lambda s: s[0]):
+        if groups and lo == groups[-1][1] + 1:
+            groups[-1] = (groups[-1][0], hi, [*groups[-1][2], squash])
+        else:
+            groups.append((lo, hi, [squash]))
+    replacements: list[Replacement] = []
+    insertions: list[Insertion] = []
+    applied: list[LiveSquash] = []
+    for lo, hi, members in groups:
+        texts = tuple(summary_text(s) for s in members)
+        first, last = messages[lo].role, messages[hi].role
+        before, after = _beside(request, lo, -1), _beside(request, hi, +1)
+        if first == last and first != "system":
+            replacements.append(Replacement(lo, hi, first, texts))
+        elif first == "assistant" and before is not None and messages[before].role == "user":
+            replacements.append(Replacement(lo, hi, None))
+            insertions.append(Insertion(before, "last", texts))
+        elif first == "user" and after is not None and messages[after].role == "user":
+            replacements.append(Replacement(lo, hi, None))
+            insertions.append(Insertion(after, "first", texts))
+        else:
+            skipped.extend((s.n, "nothing before it can carry its summary") for s in members)
+            continue
+        applied.extend(members)
+    gone = {i for r in replacements for i in range(r.first, r.last + 1)}
+    where = {unit.key: unit.message for unit in units}
+    fallback = _turn_start(request) - 1
+    last_index = len(messages) - 1
+    dropped: set[tuple[int, int]] = set()
+    for squash in applied if request.thinking_signed else ():
+        hi = max(where[key] for key in squash.members)
+        mark = sent.get(squash.n)
+        upto = last_index if mark is None else where.get(mark, fallback)
+        for i in range(hi + 1, min(upto, last_index) + 1):
+            message = messages[i]
+            if i in gone or message.role != "assistant":
+                continue
+            thinking = [j for j, b in enumerate(message.blocks) if b.kind in _THINKING]
+            # A message of thinking alone cannot lose it (an empty message is refused).
+            if thinking and len(thinking) < len(message.blocks):
+                dropped.update((i, j) for j in thinking)
+    return RewritePlan(
+        replacements=tuple(replacements),
+        insertions=tuple(insertions),
+        dropped=tuple(sorted(dropped)),
+        applied=tuple(s.n for s in applied),
+        waiting=waiting,
+        skipped=tuple(skipped),
+    )
+
+
+def _beside(request: WireRequest, index: int, step: int) -> int | None:
+    """The nearest message before (`step` -1) or after (+1) `index` that is not a system
+    message: the one a removed span's summary can join."""
+    at = index + step
+    while 0 <= at < len(request.messages) and request.messages[at].role == "system":
+        at += step
+    return at if 0 <= at < len(request.messages) else None
+
+
+def _open_loop(request: WireRequest) -> int:
+    """The first message of the open tool loop (the last assistant message, when the last
+    user message holds results), else the last user message: nothing from there on is ever
+    replaced (system messages after it included)."""
+    messages = request.messages
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not users:
+        return 0
+    last = users[-1]
+    if any(b.kind == "tool_result" for b in messages[last].blocks):
+        calls = [i for i in range(last) if messages[i].role == "assistant"]
+        return calls[-1] if calls else last
+    return last
+
+
+def _turn_start(request: WireRequest) -> int:
+    """The index just after the last user message that is not tool results: where the
+    current turn's model output begins (0 when there is no such message)."""
+    for i in range(len(request.messages) - 1, -1, -1):
+        message = request.messages[i]
+        if message.role == "user" and not any(b.kind == "tool_result" for b in message.blocks):
+            return i + 1
+    return 0
+
+
+def mark_of(units: Sequence[Unit]) -> str | None:
+    """The mark a squash first sent with this request keeps: its last unit's key."""
+    return units[-1].key if units else None

@@ -1,0 +1,407 @@
+"""The Anthropic Messages wire: a request body read into `frs.wire` terms, a plan written back.
+
+`parse` finds every message and content block of a `/v1/messages` body with its character
+span; `render` turns a `frs.wire.RewritePlan` into splices of those spans (a message that
+changes is rebuilt from its own blocks' original text plus the summaries; nothing else is
+re-serialised); `problems` checks a body against the rules the API enforces, and is what the
+gateway checks a rewrite with before sending it (and the tests check every request with).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from frs.conversations import from_headers
+from frs.matching import Unit, canonical, fingerprint
+from frs.wire import (
+    BlockKind,
+    Parsed,
+    RewritePlan,
+    Span,
+    Splice,
+    WireBlock,
+    WireMessage,
+    WireRequest,
+    apply_splices,
+    common_prefix,
+)
+from server.gateway.recorder import WireFormat
+from server.gateway.spans import array_items, compact, decode, object_members
+
+#: The header a Claude Code subagent's requests add to their session's.
+AGENT_HEADER = "x-claude-code-agent-id"
+#: Paths this wire rewrites (POST); every other path is forwarded as it came.
+MESSAGES_PATH = "/v1/messages"
+
+_KINDS: dict[str, BlockKind] = {
+    "text": "text",
+    "tool_use": "tool_use",
+    "tool_result": "tool_result",
+    "thinking": "thinking",
+    "redacted_thinking": "redacted_thinking",
+    "compaction": "compaction",
+}
+
+
+def subscription(headers: Mapping[str, str]) -> bool:
+    """Whether the request is signed for a Claude subscription (an OAuth token, not an API
+    key): such requests reach the API exactly as sent, whatever the gateway knows."""
+    auth = headers.get("authorization", "")
+    beta = headers.get("anthropic-beta", "")
+    return auth.lower().startswith("bearer sk-ant-oat") or "oauth-" in beta
+
+
+def named(headers: Mapping[str, str]) -> tuple[str, str] | None:
+    """The conversation a request names in a header (`frs.conversations.HOST_KEYS`, the table
+    the MCP server reads too, so both find one session); a Claude Code subagent
+    (`X-Claude-Code-Agent-Id`) is a conversation of its own, `<session>/<agent>`."""
+    found = from_headers(headers)
+    if found is None:
+        return None
+    agent = headers.get(AGENT_HEADER, "").strip()
+    if found.interface == "claude-code" and agent:
+        return found.interface, f"{found.id}/{agent}"
+    return found.interface, found.id
+
+
+def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
+    """(interface, conversation) of the request: the one it names (`named`), else the first
+    user message's fingerprint; None when there is neither."""
+    given = named(headers)
+    if given is not None:
+        return given
+    found = fingerprint(units)
+    return ("anthropic", found) if found else None
+
+
+def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
+    """The request's messages and blocks with their spans; raises ValueError (or KeyError,
+    TypeError) on a body that is not a Messages request. Each character is decoded once:
+    the messages are read as they are walked, not decoded whole first, and those `previous`
+    already read (the same characters at the same place) are taken over as they are."""
+    kept = _kept(body, previous)
+    array: Span | None = None
+
+    def messages(text: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
+        read: list[WireMessage] = []
+        nonlocal array
+
+        def one(text: str, at: int) -> tuple[WireMessage, int]:
+            index = len(read)
+            if index < len(kept) and kept[index].span.start == at:
+                message = kept[index]
+                read.append(message)
+                return message, message.span.end
+            message, end = _message(text, at)
+            read.append(message)
+            return message, end
+
+        _, array = array_items(text, at, one)
+        return tuple(read), array.end
+
+    top, _ = object_members(body, 0, {"messages": messages})
+    fields = {m.key: m for m in top}
+    if "messages" not in fields:
+        raise ValueError("no messages")
+    tools = fields.get("tools")
+    model = fields["model"].value if "model" in fields else ""
+    return WireRequest(
+        messages=fields["messages"].value,
+        messages_span=array,
+        model=model if isinstance(model, str) else "",
+        has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
+        untouchable="subscription" if subscription(headers) else None,
+    )
+
+
+def _kept(body: str, previous: Parsed | None) -> tuple[WireMessage, ...]:
+    """The previous request's messages that end inside the prefix `body` shares with it."""
+    if previous is None or not previous.request.messages:
+        return ()
+    shared = common_prefix(body, previous.body)
+    kept = [m for m in previous.request.messages if m.span.end <= shared]
+    return tuple(kept)
+
+
+def _message(body: str, at: int) -> tuple[WireMessage, int]:
+    members, span = object_members(body, at, {"content": _content})
+    fields = {m.key: m for m in members}
+    role = fields["role"].value
+    if role not in ("user", "assistant", "system"):
+        raise ValueError("a message role that is not user, assistant or system")
+    content = fields["content"]
+    blocks, array = content.value
+    if array is None:  # one string
+        text = blocks
+        if not isinstance(text, str):
+            raise ValueError("content that is neither a string nor an array")
+        block = WireBlock("text", content.span, text, digest=_hash("t", text))
+        return WireMessage(role, span, (block,), content.span, content_is_text=True), span.end
+    return WireMessage(role, span, blocks, array), span.end
+
+
+def _content(body: str, at: int) -> tuple[tuple[Any, Span | None], int]:
+    if body[at : at + 1] != "[":
+        value, end = decode(body, at)
+        return (value, None), end
+    items, span = array_items(body, at, _block)
+    return (tuple(item.value for item in items), span), span.end
+
+
+def _block(body: str, at: int) -> tuple[WireBlock, int]:
+    value, end = decode(body, at)
+    span = Span(at, end)
+    if not isinstance(value, dict):
+        raise ValueError("a content block that is not an object")
+    kind = _KINDS.get(str(value.get("type")), "other")
+    if kind == "text":
+        text = str(value.get("text", ""))
+        return WireBlock(kind, span, text, digest=_hash("t", text)), end
+    if kind == "tool_use":
+        call = str(value.get("id", ""))
+        block = WireBlock(
+            kind,
+            span,
+            compact(value.get("input", {})),
+            tool_id=call,
+            name=str(value.get("name", "")),
+            digest=_hash("u", call),
+        )
+        return block, end
+    if kind == "tool_result":
+        call = str(value.get("tool_use_id", ""))
+        block = WireBlock(
+            kind,
+            span,
+            _result_text(value.get("content")),
+            tool_id=call,
+            error=bool(value.get("is_error")),
+            digest=_hash("r", call),
+        )
+        return block, end
+    if kind == "thinking":
+        text = str(value.get("thinking", ""))
+        return WireBlock(kind, span, text, digest=_hash("th", str(value.get("signature")))), end
+    if kind == "redacted_thinking":
+        return WireBlock(kind, span, "", digest=_hash("rt", str(value.get("data")))), end
+    return WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value)), end
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            str(part.get("text", "")) if part.get("type") == "text" else f"[{part.get('type')}]"
+            for part in content
+            if isinstance(part, dict)
+        ]
+        return "\n".join(parts)
+    return ""
+
+
+def _hash(*parts: str) -> str:
+    """A block's digest from what identifies it: a text's words, a call's or a result's id (a
+    host may clear an old result's content; it is still that result), a thinking block's
+    signature. Cache markers, which hosts move from call to call, play no part."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+def _digest(block: Mapping[str, Any]) -> str:
+    """Any other block's digest: its JSON without its cache marker."""
+    kept = {k: v for k, v in block.items() if k != "cache_control"}
+    return hashlib.sha256(canonical(kept).encode()).hexdigest()[:32]
+
+
+def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
+    """The assistant message a finished answer holds (a server-sent event stream, or a JSON
+    message), as the next request will carry it; None for anything else (an error, a cut
+    stream: the next request brings the answer then)."""
+    if content_type.startswith("text/event-stream"):
+        blocks = _streamed(raw.decode("utf-8"))
+    elif content_type.startswith("application/json"):
+        message = json.loads(raw)
+        if not isinstance(message, dict) or message.get("type") != "message":
+            return None
+        blocks = message.get("content")
+    else:
+        return None
+    if not isinstance(blocks, list) or not blocks:
+        return None
+    read = tuple(_block(text, 0)[0] for text in (compact(b) for b in blocks))
+    return WireMessage("assistant", Span(0, 0), read)
+
+
+def _streamed(text: str) -> list[dict[str, Any]] | None:
+    """The content blocks an event stream built, or None unless it reached message_stop."""
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    stopped = False
+    for event in text.split("\n\n"):
+        data = "".join(line[6:] for line in event.splitlines() if line.startswith("data: "))
+        if not data:
+            continue
+        item = json.loads(data)
+        kind = item.get("type")
+        if kind == "content_block_start":
+            blocks[item["index"]] = dict(item["content_block"])
+        elif kind == "content_block_delta":
+            block, delta = blocks[item["index"]], item["delta"]
+            match delta.get("type"):
+                case "text_delta":
+                    block["text"] = block.get("text", "") + delta["text"]
+                case "input_json_delta":
+                    partial.setdefault(item["index"], []).append(delta["partial_json"])
+                case "thinking_delta":
+                    block["thinking"] = block.get("thinking", "") + delta["thinking"]
+                case "signature_delta":
+                    block["signature"] = delta["signature"]
+        elif kind == "message_stop":
+            stopped = True
+        elif kind == "error":
+            return None
+    for index, parts in partial.items():
+        joined = "".join(parts)
+        blocks[index]["input"] = json.loads(joined) if joined else {}
+    return [blocks[i] for i in sorted(blocks)] if stopped else None
+
+
+def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
+    """The body with the plan applied: replaced spans spliced, edited messages rebuilt from
+    their blocks' own text; every other character as it was."""
+    messages = request.messages
+    splices: list[Splice] = []
+    for r in plan.replacements:
+        start = messages[r.first].span.start
+        if r.role is None:
+            # The messages and the separator after them go, up to the next message.
+            splices.append(Splice(Span(start, messages[r.last + 1].span.start), ""))
+            continue
+        content = [{"type": "text", "text": text} for text in r.texts]
+        replacement = compact({"role": r.role, "content": content})
+        splices.append(Splice(Span(start, messages[r.last].span.end), replacement))
+    edits: dict[int, tuple[list[str], set[int], list[str]]] = {}
+    for ins in plan.insertions:
+        first, _, last = edits.setdefault(ins.message, ([], set(), []))
+        blocks = [compact({"type": "text", "text": text}) for text in ins.texts]
+        (first if ins.where == "first" else last).extend(blocks)
+    for index, block in plan.dropped:
+        edits.setdefault(index, ([], set(), []))[1].add(block)
+    for index, (first, dropped, last) in edits.items():
+        message = messages[index]
+        if message.content is None:
+            raise ValueError("a message to edit has no content")
+        if message.content_is_text:
+            kept = [compact({"type": "text", "text": message.blocks[0].text})]
+        else:
+            kept = [
+                body[b.span.start : b.span.end]
+                for j, b in enumerate(message.blocks)
+                if j not in dropped
+            ]
+        splices.append(Splice(message.content, "[" + ",".join([*first, *kept, *last]) + "]"))
+    return apply_splices(body, splices)
+
+
+def problems(payload: object) -> list[str]:
+    """What the Messages API would refuse in this request body (decoded JSON), in words; empty
+    when it keeps the rules the gateway must never break: user and assistant messages
+    alternate from a user message (system messages between them aside), no message is empty,
+    every tool call is answered first thing in the next message and every result answers a
+    call of the message just before, call ids are unique, thinking blocks carry their
+    signatures."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+        return ["the body is not an object with a messages array"]
+    found: list[str] = []
+    messages: list[Any] = payload["messages"]
+    seen_ids: set[str] = set()
+    turn = 0  # user and assistant messages so far
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("user", "assistant", "system"):
+            found.append(f"{where} is not a user, assistant or system message")
+            continue
+        if role != "system":
+            expected = "user" if turn % 2 == 0 else "assistant"
+            turn += 1
+            if role != expected:
+                found.append(f"{where} is {role}, roles must alternate from user")
+        blocks = _blocks(message.get("content"))
+        if not blocks:
+            found.append(f"{where} has no content")
+        for j, block in enumerate(blocks):
+            kind = block.get("type")
+            if kind == "tool_use":
+                call = str(block.get("id"))
+                if call in seen_ids:
+                    found.append(f"{where}.content[{j}] repeats tool_use id {call}")
+                seen_ids.add(call)
+            if kind == "thinking" and not (
+                isinstance(block.get("signature"), str) and isinstance(block.get("thinking"), str)
+            ):
+                found.append(f"{where}.content[{j}] is a thinking block without its signature")
+            if kind == "redacted_thinking" and not isinstance(block.get("data"), str):
+                found.append(f"{where}.content[{j}] is redacted thinking without its data")
+        found.extend(_pairing(messages, i, blocks))
+    return found
+
+
+def _blocks(content: object) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [b if isinstance(b, dict) else {"type": None} for b in content]
+    return []
+
+
+def _pairing(messages: list[Any], i: int, blocks: list[dict[str, Any]]) -> list[str]:
+    """Results of message i answer the calls of message i-1, first thing; calls of an
+    assistant message i are all answered by message i+1 (when there is one)."""
+    found: list[str] = []
+    where = f"messages[{i}]"
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if results:
+        kinds = [b.get("type") for b in blocks]
+        if kinds[: len(results)] != ["tool_result"] * len(results):
+            found.append(f"{where} has content before its tool_result blocks")
+        previous = _blocks(messages[i - 1].get("content")) if i > 0 else []
+        called = {str(b.get("id")) for b in previous if b.get("type") == "tool_use"}
+        found.extend(
+            f"{where} answers tool_use {b.get('tool_use_id')}, not called in messages[{i - 1}]"
+            for b in results
+            if str(b.get("tool_use_id")) not in called
+        )
+    calls = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+    if calls and i + 1 < len(messages) and isinstance(messages[i + 1], dict):
+        answered = {
+            str(b.get("tool_use_id"))
+            for b in _blocks(messages[i + 1].get("content"))
+            if b.get("type") == "tool_result"
+        }
+        found.extend(
+            f"{where} calls tool_use {call}, not answered in messages[{i + 1}]"
+            for call in calls
+            if call not in answered
+        )
+    return found
+
+
+def decode_body(body: str) -> object:
+    return json.loads(body)
+
+
+WIRE = WireFormat(
+    name="anthropic",
+    path=MESSAGES_PATH,
+    parse=parse,
+    named=named,
+    answer_of=answer_of,
+    conversation_of=conversation_of,
+    render=render,
+    problems=problems,
+    decode=decode_body,
+)

@@ -1,0 +1,336 @@
+"""The gateway's HTTP core: forward each request to its provider, stream the answer back.
+
+Method, path, query and headers go upstream as the host sent them (hop-by-hop headers and the
+gateway's own token aside); the body too, unless a wire format (`Gateway.wires`) reads it
+and a squash applies (`server.gateway.recorder`). The answer is relayed as it arrives, byte
+for byte and unparsed: JSON, server-sent events (pings and mid-stream errors included), any
+status. Whatever fails in reading, recording or rewriting, the host's own bytes are forwarded
+and the reason is logged (never a body, never a key): the gateway never breaks a call that
+would have worked without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import anyio
+import httpx2
+from starlette.types import Message, Receive, Scope, Send
+
+from server.gateway.recorder import Prepared, Recorder, WireFormat
+from server.tenants import tenant_of
+
+log = logging.getLogger("frs-mcp.gateway")
+
+DEFAULT_ANTHROPIC = "https://api.anthropic.com"
+DEFAULT_OPENAI = "https://api.openai.com"
+#: Paths that go to the OpenAI upstream; every other path goes to Anthropic's.
+OPENAI_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1/embeddings")
+#: The header a remote host sends the gateway's own token in (Authorization is the
+#: provider's key, and passes through).
+TOKEN_HEADER = "x-frs-token"
+#: New units recorded before a call is forwarded; more wait until its answer has streamed.
+EARLY_UNITS = 64
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        TOKEN_HEADER,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    upstream: str  # base URL, no trailing slash
+    wire: WireFormat | None  # the wire that reads a POST to this path; None: never read
+
+
+@dataclass(frozen=True, slots=True)
+class Upstreams:
+    anthropic: str = DEFAULT_ANTHROPIC
+    openai: str = DEFAULT_OPENAI
+
+
+@dataclass(slots=True)
+class Traffic:
+    """What went through, for the log and the tests: bytes and estimated tokens per call."""
+
+    requests: int = 0
+    rewritten: int = 0
+    failed: int = 0  # reads or rewrites that fell back to the original bytes
+    sent_bytes: int = 0  # what hosts sent
+    forwarded_bytes: int = 0  # what went upstream
+    saved_tokens: int = 0  # estimated tokens the rewrites left out, summaries counted
+
+
+class Gateway:
+    """The ASGI app: `routes` picks the upstream and wire format by path."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        upstreams: Upstreams,
+        client: httpx2.AsyncClient,
+        wires: Mapping[str, WireFormat],
+        tenants: Mapping[str, str] | None = None,
+        rewrite: bool = True,
+    ) -> None:
+        self.recorder = recorder
+        self.upstreams = upstreams
+        self.client = client
+        self.wires = dict(wires)
+        self.tenants = dict(tenants or {})
+        self.rewrite = rewrite
+        self.traffic = Traffic()
+        self._recording = 0
+        self._settled = anyio.Event()
+        self._settled.set()
+
+    async def settled(self) -> None:
+        """Wait until every answered request's recording is done (tests, shutdown)."""
+        await self._settled.wait()
+
+    def route(self, path: str) -> Route:
+        """The upstream a path goes to, and the wire format that reads it (`WireFormat.path`
+        equal to it), if any."""
+        wire = next((w for w in self.wires.values() if w.path == path), None)
+        if path.startswith(OPENAI_PATHS):
+            return Route(self.upstreams.openai.rstrip("/"), wire)
+        return Route(self.upstreams.anthropic.rstrip("/"), wire)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        named = {k.lower(): v for k, v in headers}
+        if self.tenants and tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) is None:
+            await _answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+            return
+        body = await _body(receive)
+        route = self.route(scope["path"])
+        prepared = Prepared(body)
+        # A compressed body is forwarded as it came: reading it would mean writing it again.
+        plain = named.get("content-encoding", "identity").lower() == "identity"
+        if plain and route.wire is not None and scope["method"] == "POST":
+            prepared = await self._prepare(route.wire, body, named)
+        self.traffic.requests += 1
+        self.traffic.sent_bytes += len(body)
+        self.traffic.forwarded_bytes += len(prepared.body)
+        if prepared.body is not body:
+            self.traffic.rewritten += 1
+            self.traffic.saved_tokens += prepared.saved_tokens
+            log.info(
+                "%s %s: host sent %d bytes, forwarded %d (~%d tokens fewer: squashes %s)",
+                scope["method"],
+                scope["path"],
+                len(body),
+                len(prepared.body),
+                prepared.saved_tokens,
+                ", ".join(f"SQ.{n}" for n in prepared.plan.applied),
+            )
+        url = route.upstream + scope["path"]
+        if scope.get("query_string"):
+            url += "?" + scope["query_string"].decode("latin-1")
+        forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
+        # Pending from before the answer starts, so `settled` never misses it.
+        if self._recording == 0:
+            self._settled = anyio.Event()
+        self._recording += 1
+        # A few new messages are recorded while the call goes upstream, and the answer's body
+        # waits for them: the frs tools the model calls in its answer then see the thread up
+        # to that answer. A long backlog (a resumed conversation's first call) is recorded
+        # after the answer, off its path.
+        early = prepared.fresh <= EARLY_UNITS
+        tee = Tee() if route.wire is not None and prepared.belongs else None
+        try:
+            async with anyio.create_task_group() as tg:
+                recorded = anyio.Event()
+                if early:
+                    tg.start_soon(self._record_then, prepared, recorded)
+                else:
+                    recorded.set()
+                await self._relay(
+                    scope["method"], url, forwarded, prepared.body, send, tee, recorded
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                if not early:
+                    await self._record(prepared)
+                if tee is not None and route.wire is not None:
+                    await self._record_answer(route.wire, prepared, tee)
+                self._recording -= 1
+                if self._recording == 0:
+                    self._settled.set()
+
+    async def _record_answer(self, wire: WireFormat, prepared: Prepared, tee: Tee) -> None:
+        """Record the answer from the copy of the stream, once it has all reached the host."""
+        raw = tee.complete()
+        if raw is None:
+            return
+        try:
+            answer = wire.answer_of(raw, tee.content_type)
+            if answer is not None:
+                await self.recorder.record_answer(prepared, answer)
+        except Exception as exc:  # the next request brings the answer in any case
+            _log_failure("recording the answer", exc)
+
+    async def _record_then(self, prepared: Prepared, recorded: anyio.Event) -> None:
+        with anyio.CancelScope(shield=True):  # a host that hangs up does not cut a write
+            await self._record(prepared)
+        recorded.set()
+
+    async def _record(self, prepared: Prepared) -> None:
+        try:
+            await self.recorder.record(prepared)
+        except Exception as exc:  # recording never stands between the host and its answer
+            _log_failure("recording", exc)
+
+    async def _prepare(self, wire: WireFormat, body: bytes, headers: Mapping[str, str]) -> Prepared:
+        try:
+            return await self.recorder.prepare(wire, body, headers, rewrite=self.rewrite)
+        except Exception as exc:  # whatever went wrong, the host's bytes go upstream
+            self.traffic.failed += 1
+            _log_failure(f"{wire.name} request", exc)
+            return Prepared(body)
+
+    async def _relay(
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        send: Send,
+        tee: Tee | None = None,
+        recorded: anyio.Event | None = None,
+    ) -> None:
+        request = httpx2.Request(method, url, headers=headers, content=body)
+        started = time.monotonic()
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx2.HTTPError as exc:
+            log.warning("upstream %s unreachable: %s", url.split("?")[0], type(exc).__name__)
+            await _answer(send, 502, f"the gateway could not reach {url.split('?')[0]}")
+            return
+        try:
+            kept = [
+                (k, v)
+                for k, v in response.headers.raw
+                if k.lower().decode("latin-1") not in _HOP or k.lower() == b"content-length"
+            ]
+            await send(
+                {"type": "http.response.start", "status": response.status_code, "headers": kept}
+            )
+            log.debug(
+                "upstream answered %d after %.1f ms",
+                response.status_code,
+                (time.monotonic() - started) * 1000,
+            )
+            if tee is not None:
+                tee.start(response.status_code, response.headers)
+            async for chunk in response.aiter_raw():
+                # The answer's first bytes wait for the request's new messages to be stored
+                # (they are written while the model thinks): a host may act on the answer
+                # before its stream ends, and its frs tools must find them.
+                if recorded is not None:
+                    await recorded.wait()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if tee is not None:
+                    tee.add(chunk)  # a reference kept, read after the answer is sent
+            if recorded is not None:
+                await recorded.wait()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if tee is not None:
+                tee.done = True
+        except httpx2.HTTPError as exc:
+            # The status is already with the host: end its stream; it sees a cut answer, as
+            # it would have from the provider.
+            log.warning("upstream stream broke: %s", type(exc).__name__)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await response.aclose()
+
+
+class Tee:
+    """A copy of an answer's chunks, kept (not read) while they stream to the host, for the
+    answer to be recorded once they have all gone: only a plain, successful answer of at most
+    `LIMIT` bytes is kept."""
+
+    LIMIT = 16 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.content_type = ""
+        self.kept = False
+        self.done = False
+
+    def start(self, status: int, headers: httpx2.Headers) -> None:
+        encoding = headers.get("content-encoding", "identity").lower()
+        self.kept = status == 200 and encoding == "identity"
+        self.content_type = headers.get("content-type", "").lower()
+
+    def add(self, chunk: bytes) -> None:
+        if not self.kept:
+            return
+        self.size += len(chunk)
+        if self.size > self.LIMIT:
+            self.kept, self.chunks = False, []
+            return
+        self.chunks.append(chunk)
+
+    def complete(self) -> bytes | None:
+        """The whole answer, or None when it was not kept or did not end."""
+        return b"".join(self.chunks) if self.kept and self.done else None
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _answer(send: Send, status: int, text: str) -> None:
+    """An error of the gateway's own, in the shape both providers' clients read."""
+    body = json.dumps(
+        {"type": "error", "error": {"type": "gateway_error", "message": f"frs-mcp gateway: {text}"}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _log_failure(what: str, exc: BaseException) -> None:
+    """Why a request went as the host sent it: the error's type and where it was raised;
+    never its message, which could quote a body or a key."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else "?"
+    log.warning("%s: %s at %s; forwarded as the host sent it", what, type(exc).__name__, where)

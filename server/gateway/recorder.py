@@ -1,0 +1,332 @@
+"""What the gateway does with a request it can read: match it, rewrite it, record it.
+
+`Recorder.prepare` parses the body with the request's wire format, finds the conversation's
+session, plans the squashes (`frs.rewriting`) and renders them; the bytes it returns are the
+host's own unless a squash applies and the rewrite passes the wire's checks. `Prepared.record`
+runs after the answer has streamed back: it records what the request added. Each
+conversation has a lock, so two requests of one conversation never match or record at once.
+Which squashes were already sent (and their marks) is kept in memory: after a restart a
+squash is simply sent again as if new, which the rules allow (one more cache write).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import anyio
+
+from frs.env import Env
+from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
+from frs.matching import Unit, answer_unit, new_units, units_of
+from frs.model import Limits, SessionId
+from frs.nudges import DEFAULT_STEP, Nudge, candidates, due, nudge_text, sent_tokens
+from frs.rewriting import mark_of, plan_rewrite
+from frs.text import estimate_tokens, shorten
+from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+
+log = logging.getLogger("frs-mcp.gateway")
+
+_KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
+_PARSED = 32  # conversations whose last request body stays in memory, to read the next faster
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
+
+    name: str
+    path: str  # the path whose POSTs it reads (every other path is forwarded unread)
+    #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
+    parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
+    #: The conversation a request names in its headers (before its body is read), if any.
+    named: Callable[[Mapping[str, str]], tuple[str, str] | None]
+    #: The assistant message a finished answer holds (its bytes, its content type), if any.
+    answer_of: Callable[[bytes, str], WireMessage | None]
+    #: The conversation of a request: the one it names, else one its messages identify.
+    conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
+    render: Callable[[str, WireRequest, RewritePlan], str]
+    #: The rules a rewritten body must keep: what the provider would refuse, in words.
+    problems: Callable[[object], list[str]]
+    decode: Callable[[str], object]
+
+
+@dataclass(slots=True)
+class _Conversation:
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    thread: StoredThread | None = None
+    sent: dict[int, str] = field(default_factory=dict)  # squash n -> its mark
+    nudges: list[Nudge] = field(default_factory=list)  # made once, sent in every request
+    nudged: int = 0  # the threshold level the last reminder answered
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request ready to forward: the bytes to send and what to record afterwards."""
+
+    body: bytes
+    plan: RewritePlan = field(default_factory=RewritePlan)
+    key: tuple[str, str] | None = None
+    units: tuple[Unit, ...] = ()
+    belongs: bool = False  # its messages continue the conversation's thread
+    saved_tokens: int = 0  # estimated: what the rewrite left out less the summaries it added
+    fresh: int = 0  # units not stored yet, when it was prepared
+
+
+class Recorder:
+    def __init__(self, env: Env, nudge_step: int | None = DEFAULT_STEP) -> None:
+        """`nudge_step`: tokens sent between two reminders to squash; None sends none."""
+        self.env = env
+        self.nudge_step = nudge_step
+        self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
+        self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
+
+    def _conversation(self, key: tuple[str, str]) -> _Conversation:
+        found = self._conversations.get(key)
+        if found is None:
+            found = self._conversations[key] = _Conversation()
+            if len(self._conversations) > _KEPT:
+                self._conversations.popitem(last=False)
+        self._conversations.move_to_end(key)
+        return found
+
+    async def prepare(
+        self, wire: WireFormat, body: bytes, headers: Mapping[str, str], rewrite: bool = True
+    ) -> Prepared:
+        """The bytes to forward (the host's, or a rewrite that passed the checks) and what
+        to record; raises on anything unexpected, and the caller then forwards `body`."""
+        text = body.decode("utf-8")
+        named = wire.named(headers)
+        previous = self._parsed.get(named) if named else None
+        request = wire.parse(text, headers, previous)
+        if previous is None:
+            units = tuple(_fit(u, self.env.limits) for u in units_of(request))
+        else:
+            kept = reused(request, previous.request)
+            old = tuple(u for u in previous.units if isinstance(u, Unit))
+            # The units taken over were fitted when they were first read.
+            units = tuple(
+                u if u.message < kept else _fit(u, self.env.limits)
+                for u in units_of(request, old, kept)
+            )
+        key = wire.conversation_of(headers, units)
+        if key is None:
+            return Prepared(body)
+        conversation = self._conversation(key)
+        async with conversation.lock:
+            thread = await self._thread(key, conversation)
+            belongs = _belongs(request, units, thread, key)
+            if named is not None and belongs:  # a side call's body would be no help next time
+                self._parsed[named] = Parsed(text, request, units)
+                self._parsed.move_to_end(named)
+                if len(self._parsed) > _PARSED:
+                    self._parsed.popitem(last=False)
+            fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
+            if not (belongs and thread and rewrite):
+                return Prepared(body, key=key, units=units, belongs=belongs, fresh=fresh)
+            plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
+            if self.nudge_step is not None and request.untouchable is None:
+                plan = _nudged(plan, request, units, thread, conversation, self.nudge_step)
+            _log_plan(wire, plan)
+            if not plan.changes:
+                return Prepared(body, plan, key, units, belongs, fresh=fresh)
+            rewritten = wire.render(text, request, plan)
+            refusal = _refusal(wire, request, text, rewritten)
+            if refusal:
+                log.warning(
+                    "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
+                )
+                return Prepared(body, RewritePlan(), key, units, belongs, fresh=fresh)
+            mark = mark_of(units)
+            for n in plan.applied:
+                if mark is not None:
+                    conversation.sent.setdefault(n, mark)
+            saved = _saved_tokens(text, request, plan)
+            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs, saved, fresh)
+
+    async def record(self, prepared: Prepared) -> int:
+        """Record what the request added to its conversation; the number of units recorded."""
+        if prepared.key is None or not prepared.belongs or not prepared.units:
+            return 0
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            known = thread.keys if thread else frozenset()
+            new = new_units(prepared.units, known)
+            if not new:
+                return 0
+            if thread is None:
+                interface, name = prepared.key
+                session = await ensure_session(self.env, interface, name, _title(prepared.units))
+                session_id: SessionId = session.id
+            else:
+                session_id = thread.session.id
+            done = await record_new(self.env, session_id, new)
+            conversation.thread = _grown(thread, new, done.revision if done else None)
+            return len(new)
+
+    async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
+        """Record the model's answer to a request, read from the stream it sent back, as the
+        next request will carry it (same key); True when it was new."""
+        if prepared.key is None or not prepared.belongs:
+            return False
+        unit = answer_unit(answer, prepared.units)
+        if unit is None:
+            return False
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            if thread is None or unit.key in thread.keys:
+                return False
+            done = await record_new(self.env, thread.session.id, [_fit(unit, self.env.limits)])
+            conversation.thread = _grown(thread, [unit], done.revision if done else None)
+            return True
+
+    async def _thread(
+        self, key: tuple[str, str], conversation: _Conversation
+    ) -> StoredThread | None:
+        """The conversation's stored thread, read again only when its revision moved."""
+        session = await find_session(self.env, *key)
+        if session is None:
+            conversation.thread = None
+            return None
+        kept = conversation.thread
+        if (
+            kept is not None
+            and kept.session.id == session.id
+            and kept.session.revision == session.revision
+        ):
+            return kept
+        conversation.thread = await find_thread(self.env, *key)
+        return conversation.thread
+
+
+def _grown(
+    thread: StoredThread | None, new: Sequence[Unit], revision: int | None
+) -> StoredThread | None:
+    """The kept thread with what this recording added, when that recording is the session's
+    only change since it was read (else None: it is read again next time). Reading a long
+    thread back after every call of the conversation would cost the next call its time."""
+    if thread is None or revision != thread.session.revision + 1:
+        return None
+    keys = thread.keys | {unit.key for unit in new}
+    first = thread.first_key or new[0].key
+    return replace(
+        thread, session=replace(thread.session, revision=revision), keys=keys, first_key=first
+    )
+
+
+def _belongs(
+    request: WireRequest, units: Sequence[Unit], thread: StoredThread | None, key: tuple[str, str]
+) -> bool:
+    """Whether the request continues the conversation's thread, not a side call of the host
+    (a title, a quota check) that shares its session header: it carries tools, and its first
+    message is the thread's first (or the thread has none the gateway keyed)."""
+    if not units or not request.has_tools:
+        return False
+    if thread is None or thread.first_key is None:
+        return True
+    return units[0].key == thread.first_key
+
+
+def _refusal(wire: WireFormat, request: WireRequest, original: str, rewritten: str) -> str | None:
+    """Why a rewrite must not be sent: a change outside the messages array (system, tools,
+    every other field must stay byte for byte), or a rule it breaks that the host's request
+    kept. None when it may go."""
+    array = request.messages_span
+    if array is None:
+        return "the messages were not found"
+    moved = len(rewritten) - len(original)
+    if (
+        rewritten[: array.start] != original[: array.start]
+        or rewritten[array.end + moved :] != original[array.end :]
+    ):
+        return "it changed something outside the messages"
+    found = wire.problems(wire.decode(rewritten))
+    if not found:
+        return None
+    # Rare: only then is the host's own request checked, so its own faults are not ours.
+    new = set(found) - set(wire.problems(wire.decode(original)))
+    return "; ".join(sorted(new)[:3]) if new else None
+
+
+def _nudged(
+    plan: RewritePlan,
+    request: WireRequest,
+    units: Sequence[Unit],
+    thread: StoredThread,
+    conversation: _Conversation,
+    step: int,
+) -> RewritePlan:
+    """The plan with every reminder made so far, each on its own message, and a new one at
+    the end of the newest user message when what is sent crossed the next threshold."""
+    applied = set(plan.applied)
+    squashed = {key for s in thread.squashes if s.n in applied for key in s.members}
+    total = sent_tokens(units, squashed)
+    level = due(total, step, conversation.nudged)
+    last = units[-1] if units else None
+    if level is not None and last is not None and request.messages[last.message].role == "user":
+        text = nudge_text(total, candidates(request, units, squashed))
+        conversation.nudges.append(Nudge(last.key, text, level))
+        conversation.nudged = level
+        log.info("reminder to squash sent at ~%d tokens (level %d)", total, level)
+    where = {unit.key: unit.message for unit in units}
+    gone = {i for r in plan.replacements for i in range(r.first, r.last + 1)}
+    added = tuple(
+        Insertion(where[n.after], "last", (n.text,))
+        for n in conversation.nudges
+        if n.after in where and where[n.after] not in gone
+    )
+    return replace(plan, insertions=plan.insertions + added) if added else plan
+
+
+def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:
+    """Estimated tokens a plan leaves out of the request, less the summaries it adds: only
+    the changed spans are measured, never the whole body."""
+    messages = request.messages
+    gone = [
+        text[messages[r.first].span.start : messages[r.last].span.end] for r in plan.replacements
+    ]
+    gone += [
+        text[b.span.start : b.span.end] for i, j in plan.dropped for b in [messages[i].blocks[j]]
+    ]
+    added = [t for r in plan.replacements for t in r.texts]
+    added += [t for ins in plan.insertions for t in ins.texts]
+    return sum(map(estimate_tokens, gone)) - sum(map(estimate_tokens, added))
+
+
+def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
+    if plan.applied:
+        log.info("%s: sending squashes %s instead of their originals", wire.name, plan.applied)
+    if plan.waiting:
+        log.info("%s: squashes %s wait for the next user turn (thinking)", wire.name, plan.waiting)
+    for n, why in plan.skipped:
+        log.debug("%s: squash %d not applied: %s", wire.name, n, why)
+
+
+#: What Claude Code adds to a user's words for the model, not what the user said.
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def _title(units: Sequence[Unit]) -> str:
+    """The session's title: the first user words, the host's reminders left out."""
+    for unit in units:
+        if unit.new.role == "user":
+            words = " ".join(_REMINDER.sub(" ", unit.new.content).split())
+            return shorten(words, 80) or "Untitled"
+    return "Untitled"
+
+
+def _fit(unit: Unit, limits: Limits) -> Unit:
+    """The unit with content cut to what a message may hold: a long result is recorded
+    with its head and a note, never refused."""
+    room = limits.max_message_chars - sum(len(c.arguments) for c in unit.new.tool_calls) - 200
+    content = unit.new.content
+    if len(content) <= room:
+        return unit
+    cut = max(room, 0)
+    note = f"\n… [{len(content) - cut:,} more characters not recorded by the gateway]"
+    return replace(unit, new=replace(unit.new, content=content[:cut] + note))

@@ -1,0 +1,150 @@
+"""Claude Code, run headless (`claude -p`) against the scripted model, with frs-mcp configured
+by the README's Claude Code snippet.
+
+Each run gets a HOME of its own (Claude Code keeps its settings, transcripts and --resume state
+under ~/.claude), no telemetry, error reports, auto-update or other non-essential traffic, the
+model at ANTHROPIC_BASE_URL and a made-up API key. Claude Code turns its MCP tool search off
+for a base URL that is not Anthropic's; ENABLE_TOOL_SEARCH=true turns it back on, so the model
+sees the frs tools as Anthropic's API users do: names only, until ToolSearch loads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.hosts import pinned, readme
+from tests.hosts.model import Seen, Step, ToolCall, Turn
+
+TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
+PREFIX = "mcp__frs__"
+QUIET = {
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+    # A loaded CI machine may take seconds to start frs-mcp; wait for it rather than run
+    # the conversation without its tools.
+    "MCP_TIMEOUT": "60000",
+}
+
+
+def name(tool: str) -> str:
+    """The name Claude Code gives an frs tool: mcp__<server>__<tool>."""
+    return PREFIX + tool
+
+
+def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
+    return ToolCall(name(tool), arguments)
+
+
+def _load_the_rest(seen: Seen) -> Turn:
+    """After the keyword search: load by name the frs tools "squash" did not bring."""
+    found = {block["tool_name"] for block in seen.result.raw["content"]}
+    assert name("frs_compress_range") in found, found
+    wanted = [name(tool) for tool in ("frs_session", "frs_record", "get_alias")]
+    return Turn.call("ToolSearch", query="select:" + ",".join(t for t in wanted if t not in found))
+
+
+#: How the scripted model finds the frs tools in Claude Code: ToolSearch by keyword ("squash"
+#: finds the squash tool by its words), then by name for the ones the keyword did not bring.
+FIND_TOOLS: list[Step] = [Turn.call("ToolSearch", query="squash"), _load_the_rest]
+
+
+def config() -> str:
+    """The README's Claude Code entry (`.mcp.json`) as pasted, with this checkout's frs-mcp."""
+    return readme.pasted("Claude Code")
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished `claude -p`: its exit code, output and the JSON result it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def result(self) -> dict[str, Any]:
+        try:
+            parsed: dict[str, Any] = json.loads(self.stdout)
+        except ValueError:
+            raise AssertionError(f"claude printed no JSON result: {self.describe()}") from None
+        return parsed
+
+    @property
+    def session_id(self) -> str:
+        return str(self.result["session_id"])
+
+    def describe(self) -> str:
+        return (
+            f"exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}"
+        )
+
+
+@dataclass(frozen=True)
+class ClaudeCode:
+    """Claude Code installed under `root`, with its HOME at `home`, run in `workspace`."""
+
+    root: Path
+    home: Path
+    workspace: Path
+
+    def env(self, model_url: str, tool_search: bool = True) -> dict[str, str]:
+        keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+        env = {key: os.environ[key] for key in keep if key in os.environ}
+        return {
+            **env,
+            **QUIET,
+            "HOME": str(self.home),
+            "ANTHROPIC_BASE_URL": model_url,
+            "ANTHROPIC_API_KEY": "sk-ant-scripted-model",
+            "ENABLE_TOOL_SEARCH": "true" if tool_search else "false",
+        }
+
+    def run(
+        self,
+        model_url: str,
+        prompt: str,
+        *extra: str,
+        mcp: str | None = None,
+        tool_search: bool = True,
+    ) -> Run:
+        """`claude -p PROMPT` with the README's frs entry (or the JSON text `mcp`) as its only
+        MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        config_file = self.home / "mcp.json"
+        config_file.write_text(config() if mcp is None else mcp, encoding="utf-8")
+        command = [
+            *pinned.claude(self.root),
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--mcp-config",
+            str(config_file),
+            "--strict-mcp-config",
+            "--allowedTools",
+            "mcp__frs",
+            *extra,
+        ]
+        try:
+            done = subprocess.run(
+                command,
+                env=self.env(model_url, tool_search),
+                cwd=self.workspace,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"claude -p did not finish in {TIMEOUT} s: {exc}") from None
+        return Run(done.returncode, done.stdout, done.stderr)
