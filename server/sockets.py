@@ -7,12 +7,12 @@ but never times out a socket that has not finished its headers or its body, and 
 dozen clients that connect and send nothing, or a header a byte a minute, or a body shorter
 than its Content-Length, would hold their sockets for ever. `guarded_protocol` is uvicorn's
 h11 protocol with these limits added; every refusal names its limit and the flag that sets
-it. At the connection cap, the oldest socket that is not in a request (it has not sent a whole
-request yet, or sits kept alive between requests) is closed to admit the new one, so sockets
-that connect and wait lock no one out, even for the header timeout; only when every socket is
-in a request is the newcomer refused. Each tenant's share of open requests (`server.shares`)
-leaves an eighth of the sockets out of every share, so one tenant's requests never fill the
-cap and `/health` gets in.
+it. At the connection cap, the oldest socket that has not sent a whole request yet is closed
+to admit the new one, so sockets that connect and wait lock no one out, even for the header
+timeout; only when every socket is in use is the newcomer refused. (A socket kept alive
+between requests is not closed for a newcomer: its client may be sending on it that moment.)
+Each tenant's share of open requests (`server.shares`) leaves an eighth of the sockets out of
+every share, so one tenant's requests never fill the cap and `/health` gets in.
 
 A server reachable from other machines belongs behind a reverse proxy all the same (TLS, rate
 limits); these limits keep a loopback or LAN server usable, they are not a firewall.
@@ -90,14 +90,11 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
                 if oldest.transport.is_closing():
                     continue
                 oldest._disarm()
-                if oldest.cycle is not None:  # kept alive after an answer: closed as at its
-                    oldest.transport.close()  # keep-alive timeout, without a word
-                    return True
                 oldest._refuse(
                     503,
                     "Service Unavailable",
                     f"Closed: the server is at its limit of {limits.max_connections} connections "
-                    "(--max-connections) and this one was in no request. Send the request "
+                    "(--max-connections) and this one had sent no request. Send the request "
                     "right after connecting.",
                 )
                 return True
@@ -131,9 +128,6 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
                 self._arm("headers")  # some of the next request's head has arrived
             else:
                 self._disarm()
-                if state is h11.IDLE and self.cycle is not None and self.cycle.response_complete:
-                    # Kept alive between requests: as good as fresh for making room.
-                    fresh[self] = None
 
         def _arm(self, what: str) -> None:
             if self._deadline is not None and self._waiting_for == what:
