@@ -1,9 +1,11 @@
 """Side by side with what users would pick instead, on this machine in the same run.
 
 1. The OpenAI Agents SDK's `SQLiteSession` (a file database, WAL, default synchronous=FULL, like
-   ours) against frs through its Python API and through MCP over stdio: load 100,000 items in
-   batches of 1,000, then append one item and read the newest 50, round by round in a shuffled
-   order. Items are plain user/assistant messages carrying the same corpus texts on every side.
+   ours) against frs through its Python API, through its adapter for that SDK
+   (`runtimes.openai_agents.FRSSession`, the same `Session` protocol) and through MCP over
+   stdio: load 100,000 items in batches of 1,000, then append one item and read the newest 50,
+   round by round in a shuffled order. Items are plain user/assistant messages carrying the
+   same corpus texts on every side.
 2. The MCP reference server `@modelcontextprotocol/server-sequential-thinking` (npm, pinned in
    bench/package.json) against `frs_record` of one message: per-call latency over stdio, both
    in the 2025-11-25 protocol the reference server's TypeScript SDK speaks, calls interleaved.
@@ -54,6 +56,12 @@ def _sdk_session(path: Path) -> Any:
     return SQLiteSession("bench", str(path))
 
 
+def _frs_session(path: Path) -> Any:
+    from runtimes.openai_agents import FRSSession
+
+    return FRSSession("bench", path)
+
+
 def _sdk_version() -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -75,15 +83,17 @@ async def sqlite_session(
     sdk_sync = probe.execute("pragma synchronous").fetchone()[0]
     sdk_journal = probe.execute("pragma journal_mode").fetchone()[0]
     probe.close()
-    load = {name: Samples() for name in ("SQLiteSession", "frs API", "frs MCP")}
+    load = {name: Samples() for name in ("SQLiteSession", "FRSSession", "frs API", "frs MCP")}
     ops = {
         name: Samples()
         for name in (
             "SQLiteSession get_items(limit=50)",
+            "FRSSession get_items(limit=50)",
             "frs API view(last=50)",
             "frs API store.last_entries(50)",
             "frs MCP frs_view_thread(last=50)",
             "SQLiteSession add_items(1)",
+            "FRSSession add_items(1)",
             "frs API record(1)",
             "frs MCP frs_record(1)",
             "reference: aiosqlite round trip (select 1)",
@@ -92,6 +102,7 @@ async def sqlite_session(
     }
     batch = 1_000
     mcp_sid = await _start_session(folder / "frs-mcp.db", "peers mcp")
+    adapter = _frs_session(folder / "frs-session.db")
     async with (
         AsyncExitStack() as stack,
         open_database(folder / "frs-api.db") as db,
@@ -110,6 +121,7 @@ async def sqlite_session(
             }
             jobs: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
                 ("SQLiteSession", partial(sdk.add_items, sdk_items)),
+                ("FRSSession", partial(adapter.add_items, sdk_items)),
                 ("frs API", partial(service.record, news, api_sid)),
                 ("frs MCP", partial(call, client, "frs_record", mcp_args)),
             ]
@@ -136,6 +148,7 @@ async def sqlite_session(
 
         round_ops: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
             ("SQLiteSession get_items(limit=50)", lambda: sdk.get_items(limit=50)),
+            ("FRSSession get_items(limit=50)", lambda: adapter.get_items(limit=50)),
             ("frs API view(last=50)", lambda: service.view(ViewOptions(last=50), api_sid)),
             ("frs API store.last_entries(50)", last_entries),
             ("reference: aiosqlite round trip (select 1)", hop_aiosqlite),
@@ -147,6 +160,10 @@ async def sqlite_session(
             (
                 "SQLiteSession add_items(1)",
                 lambda: sdk.add_items([{"role": one_role, "content": one_text}]),
+            ),
+            (
+                "FRSSession add_items(1)",
+                lambda: adapter.add_items([{"role": one_role, "content": one_text}]),
             ),
             (
                 "frs API record(1)",
@@ -169,6 +186,7 @@ async def sqlite_session(
                 else:
                     await ops[name].time(op)
     sdk.close()
+    await adapter.close()
     log("peers: SQLiteSession done")
     load_rows = {
         name: {
@@ -182,6 +200,21 @@ async def sqlite_session(
     def p50(name: str) -> float | None:
         return op_rows[name].get("p50")
 
+    def p99(name: str) -> float | None:
+        return op_rows[name].get("p99")
+
+    # The worst case: each side's p99 (the slowest 1% of rounds), side by side.
+    worst = {
+        "read last 50: FRSSession / SQLiteSession": ratio(
+            p99("FRSSession get_items(limit=50)"), p99("SQLiteSession get_items(limit=50)")
+        ),
+        "append 1: FRSSession / SQLiteSession": ratio(
+            p99("FRSSession add_items(1)"), p99("SQLiteSession add_items(1)")
+        ),
+        "load 1,000-item batch: FRSSession / SQLiteSession": ratio(
+            load_rows["FRSSession"].get("p99"), load_rows["SQLiteSession"].get("p99")
+        ),
+    }
     return {
         "openai_agents": version,
         "items": items,
@@ -192,8 +225,18 @@ async def sqlite_session(
             "frs": "journal_mode=WAL, synchronous=2 (FULL)",
         },
         "load": load_rows,
+        "worst_ratios": worst,
         "ops": op_rows,
         "ratios": {
+            "read last 50: FRSSession / SQLiteSession": ratio(
+                p50("FRSSession get_items(limit=50)"), p50("SQLiteSession get_items(limit=50)")
+            ),
+            "append 1: FRSSession / SQLiteSession": ratio(
+                p50("FRSSession add_items(1)"), p50("SQLiteSession add_items(1)")
+            ),
+            "load 1,000-item batch: FRSSession / SQLiteSession": ratio(
+                load_rows["FRSSession"].get("p50"), load_rows["SQLiteSession"].get("p50")
+            ),
             "read last 50: frs API view / SQLiteSession": ratio(
                 p50("frs API view(last=50)"), p50("SQLiteSession get_items(limit=50)")
             ),

@@ -18,8 +18,9 @@ import asyncpg
 
 from bench.latency import SUMMARY
 from bench.threads import STEP
-from frs import NewMessage, ReasoningService, SessionId, ViewOptions
-from storage.postgres import PgDatabase, PgReader, PgTx, open_postgres
+from frs import Message, NewMessage, ReasoningService, SessionId, ViewOptions
+from frs.raw import Raw
+from storage.postgres import PgDatabase, PgReader, PgStore, PgTx, open_postgres
 
 _SEQ_SCAN = re.compile(r"Seq Scan on (\w+)")
 BIG = 10_000
@@ -81,6 +82,12 @@ class _TracingStore:
     async def searching(self, seconds: float) -> AsyncIterator[PgReader]:
         async with self.db.searching(seconds) as conn:
             yield PgReader(_Recorder(conn, self.op, self.seen))
+
+    async def newest_entries(
+        self, tenant: str, interface: str, conversation: str, count: int | None
+    ) -> list[Message | Raw]:
+        # One statement outside a transaction; not a plan this bench lists.
+        return await PgStore(self.db).newest_entries(tenant, interface, conversation, count)
 
 
 async def explain_hot_statements(dsn: str, sid: SessionId, size: int) -> dict[str, Any]:

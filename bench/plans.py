@@ -17,8 +17,9 @@ from typing import Any
 
 from bench.latency import SUMMARY
 from bench.tokens import view_fields, view_options
-from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
-from storage import open_database
+from frs import Message, NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs.raw import Raw
+from storage import SqliteStore, open_database
 from storage.db import Database
 from storage.reads import SqliteReader
 from storage.writes import SqliteTx
@@ -81,6 +82,12 @@ class _TracingStore:
     async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
         async with self.db.searching(seconds) as conn:
             yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
+
+    async def newest_entries(
+        self, tenant: str, interface: str, conversation: str, count: int | None
+    ) -> list[Message | Raw]:
+        # One statement outside a transaction; not a plan this bench lists.
+        return await SqliteStore(self.db).newest_entries(tenant, interface, conversation, count)
 
 
 def _flags(plan: list[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import hostile
+from bench import hostile, session
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -448,11 +448,12 @@ def _peers(section: dict[str, Any]) -> list[str]:
     else:
         out += [
             f"OpenAI Agents SDK {sdk['openai_agents']} `SQLiteSession` (file database) against"
-            f" frs through its Python API (`ReasoningService` + `storage.open_database`) and"
-            f" through MCP over stdio. {sdk['items']:,} items loaded on each side in batches of"
-            f" {sdk['batch']:,} (the three interleaved batch by batch), then {sdk['rounds']}"
-            " rounds of: read the newest 50, append 1 item. Items are plain user/assistant"
-            " messages with the same corpus texts on every side. Durability:"
+            f" frs through its Python API (`ReasoningService` + `storage.open_database`), through"
+            " its adapter for the SDK (`runtimes.openai_agents.FRSSession`, the same `Session`"
+            f" protocol) and through MCP over stdio. {sdk['items']:,} items loaded on each side"
+            f" in batches of {sdk['batch']:,} (the four interleaved batch by batch), then"
+            f" {sdk['rounds']} rounds of: read the newest 50, append 1 item. Items are plain"
+            " user/assistant messages with the same corpus texts on every side. Durability:"
             f" SQLiteSession {sdk['durability']['SQLiteSession']};"
             f" frs {sdk['durability']['frs']}.",
             "",
@@ -474,6 +475,13 @@ def _peers(section: dict[str, Any]) -> list[str]:
             + ".",
             "",
         ]
+        if sdk.get("worst_ratios"):
+            out += [
+                "Worst-case ratios (p99 against p99): "
+                + "; ".join(f"{k} **{_x(v)}**" for k, v in sdk["worst_ratios"].items())
+                + ".",
+                "",
+            ]
     if "unavailable" in st:
         out += [f"Sequential thinking: {st['unavailable']}.", ""]
     elif st:
@@ -577,6 +585,7 @@ def render(results: dict[str, Any]) -> str:
         *_scaling_note(latency),
         *_throughput(results.get("throughput", {})),
         *_tokens(results.get("tokens", {})),
+        *session.render(results.get("session", {})),
         *_cache(results.get("cache", {})),
         *_peers(results.get("peers", {})),
         *_memory(results.get("memory", {}), latency),

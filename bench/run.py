@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
-Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, cache,
-peers, web, postgres, hostile.
+Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
+cache, peers, web, postgres, hostile.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -31,6 +31,7 @@ from bench import (
     plans,
     postgres,
     report,
+    session,
     throughput,
     tokens,
     web,
@@ -47,6 +48,7 @@ SECTIONS = (
     "latency",
     "throughput",
     "tokens",
+    "session",
     "cache",
     "peers",
     "web",
@@ -142,6 +144,10 @@ async def measure(
         t = time.perf_counter()
         checks = [verified(encoding) for encoding in PINNED_SHA256]
         stamp("tokens", await tokens.run(folder, corpus, load_tokenizer(), log, checks), t)
+    if "session" in sections:
+        t = time.perf_counter()
+        encodings = [verified(encoding) for encoding in PINNED_SHA256]
+        stamp("session", await session.run(folder, corpus, encodings, log), t)
     if "cache" in sections:
         t = time.perf_counter()
         stamp("cache", await cache.run(folder, pool, settings["cache_trials"]), t)

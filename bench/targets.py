@@ -80,7 +80,21 @@ def _peer_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
     if not ratios:
         return [_row("Python API vs SQLiteSession", sdk.get("unavailable", "not measured"), None)]
     items = f"{sdk['items']:,}"
+    worst = sdk.get("worst_ratios", {})
     out = []
+    for key, label, bar in (
+        ("read last 50: FRSSession / SQLiteSession", "get_items(limit=50)", 1.5),
+        ("load 1,000-item batch: FRSSession / SQLiteSession", "add_items of 1,000", 1.5),
+    ):
+        r = ratios.get(key)
+        if key in ratios:
+            out.append(
+                _row(
+                    f"FRSSession {label} at {items} items ≤ {bar}× SQLiteSession (p50)",
+                    f"{r}× (p99 against p99: {worst.get(key)}×)",
+                    r is not None and r <= bar,
+                )
+            )
     for key, label in (
         ("read last 50: frs API view / SQLiteSession", "read last 50 (frs view)"),
         ("append 1: frs API / SQLiteSession", "append 1 item"),

@@ -41,6 +41,7 @@ class Tokenizer:
     note: str
     count: Callable[[str], int]
     bpe: bool
+    encode: Callable[[str], list[int]] | None = None  # token ids, for a BPE tokenizer
 
 
 def estimator() -> Tokenizer:
@@ -80,6 +81,7 @@ def verified(encoding: str) -> Tokenizer:
         f"its vocabulary file's SHA-256 equals the one tiktoken pins ({pinned[:12]}…)",
         count,
         True,
+        bpe.encode_ordinary,
     )
 
 

@@ -44,7 +44,7 @@ from frs.model import (
     ToolCall,
 )
 from frs.plans import PlanUpdated
-from frs.recording import Recorded
+from frs.recording import Recorded, Removed
 from frs.service import ReasoningService
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
 from frs.sources import SourceChanged, SourceStates
@@ -78,6 +78,7 @@ __all__ = [
     "PositionOutOfRange",
     "ReasoningService",
     "Recorded",
+    "Removed",
     "Restored",
     "Role",
     "Session",

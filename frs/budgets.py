@@ -27,13 +27,14 @@ from frs.layout import (
     spans,
     stamp,
 )
-from frs.render import Entry, checkpoint_line
+from frs.model import FocusLayer
+from frs.render import Entry, checkpoint_line, plural
 from frs.selection import Request, Selection
 from frs.text import estimate_tokens
 
 _LEAST_ENTRY_TOKENS = 5
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
-_MARKER = "… older entries left out here (the last line says which)"
+_MARKER = "… entries left out here (the last line says which)"
 _PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget
 _POSITIONS = 'numbering="position", '
 
@@ -104,6 +105,8 @@ def _pins(pinned: Pinned, candidates: Candidates, shape: Fit) -> bool:
     """Whether the task is not shown as an entry of its own (left out, or in a group line)."""
     if pinned.task is None or not candidates.count:
         return False
+    if shape.head and pinned.task.position <= candidates.position(shape.head - 1):
+        return False  # a one-line card of the head
     top = shape.first + shape.count("group")
     return top >= candidates.count or pinned.task.position < candidates.position(top)
 
@@ -158,12 +161,20 @@ async def _assemble(
     """The budgeted view of the fitted candidates, with every option the caller asked for."""
     grouped = shape.count("group")
     top = shape.first + grouped  # the first candidate shown as an entry of its own
-    groups = await _group_lines(request, candidates, shape, top)
+    head, placed = await _head_lines(request, candidates, shape.head)
+    groups = await _group_lines(request, candidates, shape.first, top, shape.per_group)
     entries, trailing, counts = await _entries(request, candidates, shape, top)
-    left_out = candidates.positions(0, shape.first)
-    figures = (shape.count("whole"), shape.count("card"), shape.count("line"), grouped)
+    left_out = candidates.positions(shape.head, shape.first)
+    figures = (
+        shape.count("whole"),
+        shape.count("card"),
+        shape.count("line") + shape.head,
+        grouped,
+    )
     note = _note(request, budget, figures, left_out, [])
-    shown = [candidates.position(i) for i in range(shape.first, candidates.count)]
+    shown = [
+        candidates.position(i) for i in (*range(shape.head), *range(shape.first, candidates.count))
+    ]
     scope = candidates.selection.scope
     footer = footer_line(
         request.session,
@@ -179,21 +190,43 @@ async def _assemble(
     left_behind = [
         layer
         for layer in request.frame.layers
-        if shape.first + grouped and layer.start_ord < first_ord
+        if shape.first + grouped and layer.start_ord < first_ord and layer not in placed
     ]
     lines = request.header()
     if _pins(pinned, candidates, shape):
         lines.extend(pinned.task_lines)
     lines.extend(focus_heading(layer) for layer in left_behind)
-    if shape.first:
+    lines.extend(head)
+    if shape.first > shape.head:
         lines.append(_MARKER)
     return "\n".join([*lines, *groups, *entries, *trailing, footer])
 
 
-async def _group_lines(request: Request, candidates: Candidates, shape: Fit, hi: int) -> list[str]:
-    """The group lines of candidates `shape.first`..`hi - 1`, each with the checkpoints inside."""
+async def _head_lines(
+    request: Request, candidates: Candidates, head: int
+) -> tuple[list[str], list[FocusLayer]]:
+    """The oldest candidates as one-line cards, as the line region showed them, each open
+    layer's goal above its first; and the layers whose goal they placed."""
     lines: list[str] = []
-    index, size = shape.first, shape.per_group
+    placed: list[FocusLayer] = []
+    for index in range(head):
+        shown = await candidates.shown(index)
+        await candidates.size(index, "line")  # renders and keeps the lines
+        for layer in request.frame.layers:
+            if layer not in placed and layer.start_ord <= shown.message.ord_last:
+                placed.append(layer)
+                lines.append(focus_heading(layer))
+        entry = Entry(label(shown.message, shown.position, request.mode), shown.message)
+        lines.extend(candidates.lines(entry, index, "line"))
+    return lines, placed
+
+
+async def _group_lines(
+    request: Request, candidates: Candidates, lo: int, hi: int, size: int
+) -> list[str]:
+    """The group lines of candidates `lo`..`hi - 1`, each with the checkpoints inside."""
+    lines: list[str] = []
+    index = lo
     while index < hi:
         end = index
         block = (candidates.anchor(index) - 1) // size
@@ -256,7 +289,8 @@ def _note(
     out and the call that shows them. Short: at small budgets it is a tenth of the view."""
     whole, cards, lines, grouped = counts
     shown = [f"{whole:,} whole"]
-    shown += [f"{n:,} {what}" for n, what in ((cards, "cards"), (lines, "one-line")) if n]
+    shown += [plural(cards, "card")] if cards else []
+    shown += [f"{lines:,} one-line"] if lines else []
     shown += [f"{grouped:,} grouped"] if grouped else []
     text = f"Budget ~{budget:,} tokens: {', '.join(shown)}"
     positions = left_out or widest

@@ -138,7 +138,10 @@ def tier_lines(entry: Entry, tier: Tier, preview: int) -> list[str]:
         line = one_line(entry, LINE_CHARS)
         if entry.reply:
             line = REPLY_INDENT + line
-        return [*entry.headings, line, *(checkpoint_line(m) for m in entry.checkpoints)]
+        shrunk = [*entry.headings, line, *(checkpoint_line(m) for m in entry.checkpoints)]
+        # A message as short as its one-line card ("yes", "ok") is shown as it is.
+        whole = render_entry(entry, min(preview, CARD_CHARS))
+        return whole if weigh(whole) <= weigh(shrunk) else shrunk
     return render_entry(entry, preview if tier == "whole" else min(preview, CARD_CHARS))
 
 

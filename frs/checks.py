@@ -19,6 +19,7 @@ from frs.errors import (
     SummaryTooLarge,
 )
 from frs.model import ROLES, Limits, Message, NewMessage, Session
+from frs.raw import MARK, is_folded_well
 from frs.text import check_text, estimate_tokens
 
 
@@ -60,6 +61,22 @@ def check_new_messages(messages: Sequence[NewMessage], limits: Limits) -> None:
         ):
             if optional is not None:
                 check_field(optional, f"{where}.{label}", limits)
+        # Only a folded form (frs.raw.folded) holds a NUL: first, then a template.
+        if (
+            message.raw is not None
+            and "\x00" in message.raw
+            and not (message.raw.startswith(MARK) and is_folded_well(message.raw))
+        ):
+            raise InvalidContent(
+                f"{where}.raw holds a NUL character, so it is not JSON text; send the "
+                "items as JSON (json.dumps escapes NUL as \\u0000)."
+            )
+        if message.raw is not None and len(message.raw) > 2 * limits.max_message_chars:
+            raise InvalidContent(
+                f"{where}.raw has {len(message.raw):,} characters; a runtime's own item may have "
+                f"at most {2 * limits.max_message_chars:,} (twice the message limit). Record "
+                "the item without its raw copy, or raise --max-message-chars."
+            )
         if message.created_at is not None:
             try:
                 datetime.fromisoformat(message.created_at)

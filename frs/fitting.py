@@ -2,11 +2,12 @@
 
 From the newest entry back, a view over its budget shows the newest entries whole (at most a
 tenth of the room, entry by entry), then entries as cards, then as one-line cards, then group
-lines of `PER_GROUP` entries; the oldest are left out. The cards, the one-line cards and the
-groups start on fixed blocks of positions, and a region's start moves only when the region
-overflows, a whole block at a time. So most appends change nothing above the newest entries,
-and the rare one that moves a start changes the view only from there on: a prompt cache over
-the view keeps hitting.
+lines of `PER_GROUP` entries; once the oldest entry no longer fits as a one-line card, the
+oldest entries keep that form in a fixed share of the room (the head) and the span after them
+is left out. The cards, the one-line cards and the groups start on fixed blocks of positions,
+and a region's start moves only when the region overflows, a whole block at a time. So most
+appends change nothing above the newest entries, the rare one that moves a start changes the
+view only from there on, and none changes the head: a prompt cache over the view keeps hitting.
 
 `fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
 this module knows nothing of rendering; `frs.candidates` is the sizer a view uses.
@@ -14,17 +15,22 @@ this module knows nothing of rendering; `frs.candidates` is the sizer a view use
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 Tier = Literal["whole", "card", "line", "group"]
 # Below this room for entries, most of it goes to group lines (see `Shape`).
 _SMALL_ROOM = 2_500
-# Typical estimated tokens of a card, a one-line card and a group line: they size the blocks a
-# region starts on, so that a region's start moves about once per half of what it holds.
+# Typical estimated tokens of a card, a one-line card (with its facts: 50 on the corpus) and a
+# group line: they size the blocks a region starts on, so that a region's start moves about
+# once per half of what it holds.
 _CARD_TOKENS = 90
-_LINE_TOKENS = 38
+_LINE_TOKENS = 50
 _GROUP_TOKENS = 48
+# The share of the room the oldest entries keep as one-line cards once the thread outgrows it:
+# what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
+# than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
+_HEAD_SHARE = 0.75
 #: Entries a group line stands for: groups start on positions 1, 9, 17, …
 PER_GROUP = 8
 
@@ -69,6 +75,8 @@ class Shape:
     group_block: int
     per_group: int  # entries a group line stands for: groups start on positions 1, 1 + this, …
     newest_card: float  # room the newest entry may take as a card
+    spread: float = 1.0  # what a line block is under what its region holds
+    group_spread: float = 1.0
 
     @classmethod
     def for_room(cls, room: float) -> Shape:
@@ -81,7 +89,22 @@ class Shape:
             # being filled, and the newest entry is a card only when a small one fits.
             shares, spread, group_spread, newest = (0.03, 0.04, 0.30), 1.0, 1.0, 0.07
         whole, card, line = (room * share for share in shares)
-        group, per_group, newest_card = room - whole - card - line, PER_GROUP, room * newest
+        group = room - whole - card - line
+        return cls.of(whole, card, line, group, spread, group_spread, room * newest)
+
+    @classmethod
+    def of(
+        cls,
+        whole: float,
+        card: float,
+        line: float,
+        group: float,
+        spread: float,
+        group_spread: float,
+        newest_card: float,
+    ) -> Shape:
+        """The shape of these rooms, its blocks sized by what each region holds."""
+        per_group = PER_GROUP
         # A block is what its region holds, divided by a spread: after a move the region still
         # holds part of its room, and the next move comes only once a block's worth arrived.
         line_block = _power_of_two(line / _LINE_TOKENS / spread, per_group, 256)
@@ -96,6 +119,8 @@ class Shape:
             _power_of_two(groups, line_block, 4096),
             per_group,
             newest_card,
+            spread,
+            group_spread,
         )
 
 
@@ -109,12 +134,15 @@ def _power_of_two(value: float, low: int, high: int) -> int:
 @dataclass(frozen=True, slots=True)
 class Fit:
     """Which candidates a budgeted view shows and how: `first` is the index of the oldest
-    shown (those before are left out); `tiers` holds one tier per shown candidate, and runs of
-    "group" stand for group lines of the aligned blocks of `per_group` positions they fall in."""
+    shown after the left-out span; `tiers` holds one tier per candidate from `first` on, and
+    runs of "group" stand for group lines of the aligned blocks of `per_group` positions they
+    fall in. The `head` oldest candidates, when any, are one-line cards above the span."""
 
     first: int
     tiers: tuple[Tier, ...]
     per_group: int = 8
+    # Candidates 0..head-1 are one-line cards above the left-out span (head..first-1).
+    head: int = 0
 
     def count(self, tier: Tier) -> int:
         return self.tiers.count(tier)
@@ -122,11 +150,54 @@ class Fit:
 
 async def fit(sizer: Sizer, room: float) -> Fit | None:
     """The tiers of a view whose entries get `room` estimated tokens; None when not even the
-    newest candidate fits as a one-line card."""
+    newest candidate fits as a one-line card.
+
+    Once the oldest entry no longer fits as a one-line card, the oldest entries keep that
+    form in a fixed share of the room (the head), and the span left out is the one after
+    them: the entries shown one by one before the thread outgrew the room are the head's,
+    byte for byte, and what the thread adds later changes the view only below the head."""
     last = sizer.count - 1
     if last < 0:
         return Fit(0, ())
     shape = Shape.for_room(room)
+    plain = await _walk(sizer, shape)
+    if plain is None or (plain.first == 0 and plain.tiers[0] != "group"):
+        return plain
+    head, used = await _head_lines(sizer, room * _HEAD_SHARE, last)
+    if not head:
+        return plain
+    taken = min(shape.group, used)
+    headed = Shape.of(
+        shape.whole,
+        shape.card,
+        max(0.0, shape.line - used + taken),
+        shape.group - taken,
+        shape.spread,
+        shape.group_spread,
+        shape.newest_card,
+    )
+    walked = await _walk(sizer, headed, head)
+    if walked is None:
+        return plain
+    return replace(walked, head=head)
+
+
+async def _head_lines(sizer: Sizer, room: float, limit: int) -> tuple[int, float]:
+    """How many of the oldest candidates (before `limit`) fit `room` as one-line cards, and
+    what they take."""
+    used = 0.0
+    for index in range(limit):
+        size = await sizer.size(index, "line")
+        if used + size > room:
+            return index, used
+        used += size
+    return limit, used
+
+
+async def _walk(sizer: Sizer, shape: Shape, bottom: int = 0) -> Fit | None:
+    """One walk from the newest candidate back to `bottom` (the first it may show), each
+    region in its room."""
+    last = sizer.count - 1
     newest = await _newest_tier(sizer, last, shape)
     if newest is None:
         return None
@@ -135,14 +206,14 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     # The newest entries whole, entry by entry: this part changes with every append anyway.
     index = last - 1
     whole_left = shape.whole - min(used, shape.whole)
-    while index >= 0 and (size := await sizer.size(index, "whole")) <= whole_left:
+    while index >= bottom and (size := await sizer.size(index, "whole")) <= whole_left:
         tiers.append("whole")
         whole_left -= size
         index -= 1
     # A newest entry larger than its share takes the rest from the cards, then the lines.
     over = max(0.0, used - shape.whole)
     card_room = max(0.0, shape.card - over)
-    start = await _region_start(sizer, index, "card", card_room, shape.card_block)
+    start = await _region_start(sizer, index, "card", card_room, shape.card_block, bottom=bottom)
     tiers.extend("card" for _ in range(index - start + 1))
     index = start - 1
     # The regions above keep their room whatever the newest entry takes (else their starts
@@ -153,12 +224,16 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     # The one-line cards hold the group being filled (the entries after the last whole group)
     # when they can: a group line then changes only once its group is complete.
     filling = index
-    while filling > 0 and _group_of(sizer, filling - 1, shape) == _group_of(sizer, index, shape):
+    while filling > bottom and _group_of(sizer, filling - 1, shape) == _group_of(
+        sizer, index, shape
+    ):
         filling -= 1
-    start = await _region_start(sizer, index, "line", line_room, shape.line_block, floor=filling)
+    start = await _region_start(
+        sizer, index, "line", line_room, shape.line_block, floor=filling, bottom=bottom
+    )
     tiers.extend("line" for _ in range(index - start + 1))
     index = start - 1
-    start = await _groups_start(sizer, index, shape, group_room)
+    start = await _groups_start(sizer, index, shape, group_room, bottom)
     tiers.extend("group" for _ in range(index - start + 1))
     return Fit(start, tuple(reversed(tiers)), shape.per_group)
 
@@ -183,7 +258,13 @@ async def _newest_tier(sizer: Sizer, last: int, shape: Shape) -> tuple[Tier, flo
 
 
 async def _region_start(
-    sizer: Sizer, end: int, tier: Tier, room: float, block: int, floor: int | None = None
+    sizer: Sizer,
+    end: int,
+    tier: Tier,
+    room: float,
+    block: int,
+    floor: int | None = None,
+    bottom: int = 0,
 ) -> int:
     """The smallest index whose position starts a block (or is the first candidate, or
     `floor`) such that the entries from it to `end` fit `room` in `tier`; `end + 1` when none
@@ -191,31 +272,31 @@ async def _region_start(
     blocks."""
     start = end + 1
     used = 0.0
-    for index in range(end, -1, -1):
+    for index in range(end, bottom - 1, -1):
         used += await sizer.size(index, tier)
         if used > room:
             break
-        if index in (0, floor) or _starts_block(sizer.anchor(index), block):
+        if index in (bottom, floor) or _starts_block(sizer.anchor(index), block):
             start = index
     return start
 
 
-async def _groups_start(sizer: Sizer, end: int, shape: Shape, room: float) -> int:
+async def _groups_start(sizer: Sizer, end: int, shape: Shape, room: float, bottom: int = 0) -> int:
     """Like `_region_start`, for group lines: the region holds whole groups of `per_group`
-    positions and starts on a block."""
+    positions and starts on a block (or at `bottom`, the first candidate it may take)."""
     block, size = shape.group_block, shape.per_group
     start = end + 1
     used = 0.0
     hi = end
-    while hi >= 0:
+    while hi >= bottom:
         lo = hi
         group = (sizer.anchor(hi) - 1) // size
-        while lo > 0 and (sizer.anchor(lo - 1) - 1) // size == group:
+        while lo > bottom and (sizer.anchor(lo - 1) - 1) // size == group:
             lo -= 1
         used += await sizer.group_size(lo, hi)
         if used > room:
             break
-        if lo == 0 or _starts_block(sizer.anchor(lo), block):
+        if lo == bottom or _starts_block(sizer.anchor(lo), block):
             start = lo
         hi = lo - 1
     return start

@@ -69,6 +69,9 @@ class NewMessage:
     run_id: str | None = None
     interface_message_id: str | None = None
     created_at: str | None = None
+    # A runtime's own item(s) this message was made from, as JSON text, handed back exactly as
+    # given (`runtimes`); None for messages recorded through the tools.
+    raw: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,7 @@ class Message:
     covered: int = 1  # original messages this entry stands for (a summary: all it replaced)
     squash_n: int | None = None  # a summary: the n of its squash (alias SQ.n)
     squash_sha256: str | None = None  # a summary: the hash of its squash's originals
+    raw: str | None = None  # a runtime's own item(s), JSON (NewMessage.raw)
 
     @property
     def lane(self) -> str:

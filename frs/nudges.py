@@ -44,12 +44,17 @@ def candidates(
     request: WireRequest, units: Sequence[Unit], squashed: Collection[str]
 ) -> Candidates:
     """Tool results of the turns that are over (before the last user message that is not
-    results), not in a squash already sent: what a squash would take first."""
+    results), not in a squash already sent: what a squash would take first. Results that load
+    tools are not counted: a squash keeps them (`frs.rewriting`)."""
     turn = _turn_start(request)
+    kept = {b.tool_id for m in request.messages for b in m.blocks if b.pinned and b.tool_id}
     finished = [
         unit
         for unit in units
-        if unit.new.role == "tool" and unit.message < turn and unit.key not in squashed
+        if unit.new.role == "tool"
+        and unit.message < turn
+        and unit.key not in squashed
+        and unit.new.tool_call_id not in kept
     ]
     return Candidates(len(finished), sum(unit.tokens for unit in finished))
 

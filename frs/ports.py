@@ -39,6 +39,7 @@ from frs.model import (
     Source,
     Squash,
 )
+from frs.raw import Raw
 
 
 class ThreadReader(Protocol):
@@ -219,6 +220,11 @@ class ThreadTx(ThreadReader, Protocol):
         """Store new messages (live ones become entries at their ords) and their call ids."""
         ...
 
+    async def remove_entry(self, session_id: SessionId, message: Message) -> None:
+        """Delete `message`, the newest entry and an original, with its call ids and the
+        thinking recorded after it (at its ord), as if it had never been recorded."""
+        ...
+
     async def apply_squash(
         self,
         session_id: SessionId,
@@ -290,4 +296,12 @@ class Store(Protocol):
     def searching(self, seconds: float) -> AbstractAsyncContextManager[ThreadReader]:
         """A snapshot for a search (`ThreadReader.search_sessions`): where a long search holds
         up no other read, its statements stopped after `seconds` (`errors.SearchTooSlow`)."""
+
+    async def newest_entries(
+        self, tenant: str, interface: str, conversation: str, count: int | None
+    ) -> list[Message | Raw]:
+        """The newest `count` entries (all of them when None) of the tenant's session of this
+        conversation, in thread order, each as its `Raw` items when it has them (all a runtime
+        needs of it), else as the Message; [] when there is no such session. One consistent
+        read, without a transaction held open: a runtime's read before every model call."""
         ...

@@ -14,11 +14,13 @@ from functools import partial
 
 from frs.checks import check_new_messages
 from frs.env import Env
+from frs.errors import InvalidRequest
 from frs.model import Limits, Message, NewMessage, Session, SessionId
 from frs.mutation import mutation
 from frs.pairing import Pairing, call_ids
 from frs.ports import ThreadReader
 from frs.render import plural
+from frs.sessions import find as find_session
 from frs.text import estimate_tokens, message_body, sha256_hex
 
 #: `progress(done, total)`: called as long work advances; it must return at once.
@@ -86,6 +88,54 @@ async def record(
         m.session.revision,
         tuple(batch.pairing.warnings),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    session_id: SessionId
+    message: Message  # as it was stored, `raw` included
+    revision: int
+
+
+async def remove_newest(
+    env: Env, session_id: SessionId | None = None, expected_revision: int | None = None
+) -> Removed | None:
+    """Take the newest entry back out of the thread, as if it had never been recorded (with
+    the thinking recorded after it); None, and nothing changed, when the thread is empty.
+
+    For a runtime whose session protocol pops its last item (the OpenAI Agents SDK rewinds a
+    retried turn so). Its number is not reused. The newest entry must be an original: a
+    summary is refused (InvalidRequest) -- restore its squash first.
+    """
+    async with env.store.snapshot() as reader:
+        found = await find_session(env, reader, session_id)
+        if found is None or found.live_count == 0:
+            return None
+    async with mutation(env, found.id, expected_revision) as m:
+        session = m.session
+        newest = await m.tx.entries_at(session.id, session.live_count, 1)
+        if not newest:
+            raise InvalidRequest("The thread changed while removing its newest entry; retry.")
+        message = newest[0]
+        if message.kind == "summary":
+            raise InvalidRequest(
+                f"The newest entry is a summary (SQ.{message.squash_n}); only a recorded "
+                f"message can be taken back. Restore the squash first (frs_restore "
+                f"SQ.{message.squash_n}), or leave the thread as it is."
+            )
+        await m.tx.remove_entry(session.id, message)
+        lanes = dict(session.lanes)
+        lanes[message.lane] = lanes.get(message.lane, 0) - 1
+        m.session = replace(
+            session,
+            live_count=session.live_count - 1,
+            live_tokens=session.live_tokens - message.tokens,
+            lanes=lanes,
+            recorded=session.recorded - 1,
+            recorded_tokens=session.recorded_tokens - message.tokens,
+        )
+        m.change = f"removed message {message.number}"
+    return Removed(session.id, message, m.session.revision)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,4 +222,5 @@ def stored_message(
         answers=answers,
         run_id=new.run_id,
         interface_message_id=new.interface_message_id,
+        raw=new.raw,
     )

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from frs.annotations import annotate_call
-from frs.escaping import escape, escape_inline, escape_name
+from frs.escaping import escape, escape_inline, escape_name, escape_value
+from frs.mentions import error_line, paths
 from frs.model import Checkpoint, Message, PlanStep, ToolCall
 from frs.text import minify_json, shorten
 
@@ -35,6 +36,11 @@ _GIST_CHARS = 60
 # many calls by name, each name cut to this many characters, then how many more.
 _LINE_CALLS = 3
 _LINE_NAME_CHARS = 40
+# And the file paths it names, a few of them, and a tool result's first error line.
+_LINE_PATHS = 4
+_CARD_PATHS = 8
+_LINE_PATH_CHARS = 80
+_LINE_ERROR_CHARS = 90
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +98,19 @@ def card(text: str, cap: int) -> list[str]:
         used += len(line)
     tail.reverse()
     omitted = len(lines) - len(head) - len(tail)
-    middle = [f"… {omitted:,} lines …"] if omitted else []
+    middle = [f"… {plural(omitted, 'line')} …"] if omitted else []
     return head + middle + tail
+
+
+def _card_files(content: str, shown: str) -> list[str]:
+    """`files: src/a.py, src/b.py +3 files`: the paths a card's cut middle named, so the card
+    still says which files the message was about."""
+    new = [p for p in paths([content]) if p not in shown]
+    if not new:
+        return []
+    listed = ", ".join(shorten(p, _LINE_PATH_CHARS) for p in new[:_CARD_PATHS])
+    more = len(new) - _CARD_PATHS
+    return [f"files: {listed}" + (f" +{plural(more, 'file')}" if more > 0 else "")]
 
 
 def _body_lines(message: Message, preview_chars: int) -> tuple[str, list[str]]:
@@ -103,7 +120,8 @@ def _body_lines(message: Message, preview_chars: int) -> tuple[str, list[str]]:
         content = minify_json(content)
     if len(content) > preview_chars:
         size = f"{len(message.content):,} chars · M.{message.number}@{message.sha8}"
-        return size, card(content, preview_chars)
+        shown = card(content, preview_chars)
+        return size, shown + _card_files(content, "\n".join(shown))
     lines = split_lines(content)
     return lines[0], lines[1:]
 
@@ -185,6 +203,9 @@ def _run_lines(entry: Entry, preview_chars: int) -> list[str]:
             first, rest = _body_lines(member, preview_chars)
             texts = [first, *rest] if first or rest else []
             if not lines:
+                # The entry opens on its first line with text, not on blank ones.
+                while texts and not texts[0].strip():
+                    texts = texts[1:]
                 lines.append(_marker(entry, "Assistant", texts[0] if texts else ""))
                 texts = texts[1:]
             lines.extend(INDENT + escape(text) for text in texts)
@@ -214,7 +235,9 @@ def one_line(entry: Entry, width: int = 100) -> str:
     role = ROLE_LABEL[message.role]
     if message.role == "tool" and message.name:
         role += " " + _line_name(message.name)
-    return f"{_marker(entry, role, '')} {escape(first)}{_line_calls(message)} · M.{message.number}"
+    calls = _line_calls(message)
+    facts = _line_facts(message, first + calls)
+    return f"{_marker(entry, role, '')} {escape(first)}{calls}{facts} · M.{message.number}"
 
 
 def _line_name(name: str) -> str:
@@ -222,11 +245,32 @@ def _line_name(name: str) -> str:
 
 
 def _line_calls(message: Message) -> str:
-    """` [tool_use:a] [tool_use:b] [tool_use:c] +197 calls`: the first calls by name."""
+    """` [tool_use:bash, command:pytest -x] [tool_use:b] … +197 calls`: the first calls by
+    name and telling argument (what an agent looks for again: the file, the command)."""
     calls = message.tool_calls
-    shown = "".join(f" [tool_use:{_line_name(c.name)}]" for c in calls[:_LINE_CALLS])
+    shown = "".join(
+        " " + annotate_call(ToolCall(c.id, shorten(c.name, _LINE_NAME_CHARS), c.arguments))
+        for c in calls[:_LINE_CALLS]
+    )
     more = len(calls) - _LINE_CALLS
     return shown + (f" +{plural(more, 'call')}" if more > 0 else "")
+
+
+def _line_facts(message: Message, shown: str) -> str:
+    """` · src/a.py, src/b.py +3 files · ValueError: bad input`: the file paths the message
+    names that the line does not show yet (the first few, then how many more), and a tool
+    result's first error line."""
+    found = paths([message.content, *(c.arguments for c in message.tool_calls)])
+    new = [p for p in found if p not in shown]
+    text = ""
+    if new:
+        listed = ", ".join(escape_value(shorten(p, _LINE_PATH_CHARS)) for p in new[:_LINE_PATHS])
+        more = len(new) - _LINE_PATHS
+        text += f" · {listed}" + (f" +{plural(more, 'file')}" if more > 0 else "")
+    error = error_line(message.content) if message.role == "tool" else None
+    if error and error[:_GIST_CHARS] not in shown:
+        text += " · " + escape_value(shorten(error, _LINE_ERROR_CHARS))
+    return text
 
 
 def summary_prefix(message: Message) -> str:

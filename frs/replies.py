@@ -15,7 +15,7 @@ from frs.model import Session
 from frs.plans import PlanUpdated
 from frs.ranges import span_name
 from frs.recording import Recorded
-from frs.render import plural
+from frs.render import plan_line, plural
 from frs.sessions import SessionPage
 from frs.sources import SourceChanged, SourceStates
 from frs.squashes import Restored, Squashed
@@ -137,7 +137,7 @@ def squashed(done: Squashed) -> str:
         f"Squashed {done.replaced} ({plural(sq.count, 'entry')}, "
         f"{plural(sq.covered, 'message')}) into a summary at position {done.position}. "
         f'Originals: get_alias(alias="{sq.alias}"); undo: frs_restore(alias="SQ.{sq.n}"). '
-        f"Tokens ~{sq.tokens_before:,} → ~{sq.tokens_after:,} (saved ~{saved:,}). "
+        f"Tokens ~{sq.tokens_before:,} → ~{sq.tokens_after:,} ({_saving(saved)}). "
         f"The thread now has {plural(done.live_count, 'entry')} · revision {done.revision}"
         + _payback(done)
     )
@@ -158,6 +158,13 @@ def _payback(done: Squashed) -> str:
         f"model calls: the ~{done.after_tokens:,} tokens after it are written to the cache "
         "again once; squash recent stretches, or more at once, to pay back sooner"
     )
+
+
+def _saving(saved: int) -> str:
+    """`saved ~7`; a summary no smaller than what it replaced says so instead of `saved ~-2`."""
+    if saved > 0:
+        return f"saved ~{saved:,}"
+    return "no saving" if saved == 0 else f"~{-saved:,} more"
 
 
 def restored(done: Restored) -> str:
@@ -184,9 +191,9 @@ def layer_closed(done: LayerClosed) -> str:
 
 def plan_updated(done: PlanUpdated, checkpoint: str | None) -> str:
     """The plan as it now is, step by step, and the checkpoint added, if any."""
-    shown = " · ".join(f"{step.status}: {step.text}" for step in done.steps) or "no steps"
+    shown = plan_line(done.steps) if done.steps else "Plan: no steps"
     marked = f"; checkpoint {checkpoint.strip()!r} added" if checkpoint else ""
-    return f"Plan: {shown}{marked} · revision {done.session.revision}"
+    return f"{shown}{marked} · revision {done.session.revision}"
 
 
 def source_added(done: SourceChanged) -> str:

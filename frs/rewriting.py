@@ -10,6 +10,15 @@ span), so roles still alternate and tool results still come first after their ca
 spans go as one. The plan depends only on the stored squashes and the messages' keys, so every
 later request renders the same bytes in the same place (a prompt cache breaks once).
 
+Pinned exchanges: a message holding a pinned block (`frs.wire.WireBlock.pinned`: a result that
+loads deferred tools, a container upload), with the call or result it pairs with, stays in
+place, byte for byte, even inside a squashed span: the host's deferred tools (the frs tools
+among them) are callable only while the exchange that loaded them is in the request. The rest
+of the span goes in pieces around it, each placed as above; the first piece carries the summary
+(which says that the exchanges that load tools stay), a later piece that must leave a message
+leaves one pointing at it, and a span that is all pinned still sends its summary after it. A
+squash never vanishes because of a pin.
+
 Thinking: a signed thinking block binds to everything before it. Blocks of the current turn
 (after the last user message that is not tool results) must reach the model unchanged, so a
 new squash waits while that turn holds thinking, at the latest until the next user turn; when
@@ -43,11 +52,14 @@ class LiveSquash:
     members: frozenset[str]  # their request keys (`frs.matching`), nested squashes unfolded
 
 
-def summary_text(squash: LiveSquash) -> str:
-    """What the model reads in place of a squash's originals: the same bytes every time."""
+def summary_text(squash: LiveSquash, kept: bool = False) -> str:
+    """What the model reads in place of a squash's originals: the same bytes every time.
+    `kept`: its span holds exchanges that stay in place (they load tools), said so the model
+    knows why they are still there."""
+    note = "; the exchanges that load tools stay where they were" if kept else ""
     return (
         f"[FRS squash {squash.alias}: this summary replaces {squash.covered} earlier "
-        f'messages; get_alias("SQ.{squash.n}") returns them whole]\n{squash.summary}'
+        f'messages; get_alias("SQ.{squash.n}") returns them whole{note}]\n{squash.summary}'
     )
 
 
@@ -106,6 +118,51 @@ def plan_rewrite(
     return _placed(request, spans, units, sent, tuple(waiting), skipped)
 
 
+def _pinned(request: WireRequest) -> frozenset[int]:
+    """The messages a squash keeps in place: those holding a pinned block
+    (`frs.wire.WireBlock.pinned`), with the messages of the calls they answer and of the
+    results that answer their calls (a kept call keeps its result, and so on)."""
+    messages = request.messages
+    holding: dict[str, set[int]] = {}
+    for i, message in enumerate(messages):
+        for block in message.blocks:
+            if block.tool_id and block.kind in ("tool_use", "tool_result"):
+                holding.setdefault(block.tool_id, set()).add(i)
+    todo = [i for i, m in enumerate(messages) if any(b.pinned for b in m.blocks)]
+    kept: set[int] = set()
+    while todo:
+        i = todo.pop()
+        if i in kept:
+            continue
+        kept.add(i)
+        for block in messages[i].blocks:
+            if block.tool_id:
+                todo.extend(holding.get(block.tool_id, ()))
+    return frozenset(kept)
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """Messages lo..hi of a squash's span that go (its pinned messages split the span)."""
+
+    lo: int
+    hi: int
+    squash: LiveSquash
+    first: bool  # the squash's first piece: it carries the summary
+
+
+def _pieces(lo: int, hi: int, squash: LiveSquash, pinned: frozenset[int]) -> list[_Piece]:
+    runs: list[tuple[int, int]] = []
+    for i in range(lo, hi + 1):
+        if i in pinned:
+            continue
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return [_Piece(a, b, squash, k == 0) for k, (a, b) in enumerate(runs)]
+
+
 def _placed(
     request: WireRequest,
     spans: list[tuple[int, int, LiveSquash]],
@@ -115,41 +172,78 @@ def _placed(
     skipped: list[tuple[int, str]],
 ) -> RewritePlan:
     messages = request.messages
-    groups: list[tuple[int, int, list[LiveSquash]]] = []
-    for lo, hi, squash in sorted(spans, key=lambda s: s[0]):
-        if groups and lo == groups[-1][1] + 1:
-            groups[-1] = (groups[-1][0], hi, [*groups[-1][2], squash])
+    pinned = _pinned(request)
+    pieces: list[_Piece] = []
+    whole: list[tuple[int, int, LiveSquash]] = []  # spans every message of which is pinned
+    keeps = {s.n for lo, hi, s in spans if any(i in pinned for i in range(lo, hi + 1))}
+    for lo, hi, squash in spans:
+        found = _pieces(lo, hi, squash, pinned)
+        if found:
+            pieces.extend(found)
         else:
-            groups.append((lo, hi, [squash]))
+            whole.append((lo, hi, squash))
+    groups: list[tuple[int, int, list[_Piece]]] = []
+    for piece in sorted(pieces, key=lambda p: p.lo):
+        if groups and piece.lo == groups[-1][1] + 1:
+            groups[-1] = (groups[-1][0], piece.hi, [*groups[-1][2], piece])
+        else:
+            groups.append((piece.lo, piece.hi, [piece]))
     replacements: list[Replacement] = []
     insertions: list[Insertion] = []
-    applied: list[LiveSquash] = []
+    failed: set[int] = set()
+    changed: dict[int, int] = {}  # squash n -> the first message it changes
     for lo, hi, members in groups:
-        texts = tuple(summary_text(s) for s in members)
+        texts = tuple(summary_text(p.squash, p.squash.n in keeps) for p in members if p.first)
         first, last = messages[lo].role, messages[hi].role
         before, after = _beside(request, lo, -1), _beside(request, hi, +1)
+        at = lo
         if first == last and first != "system":
-            replacements.append(Replacement(lo, hi, first, texts))
+            # A message must stand here; a later piece of a squash says where its summary is.
+            replacements.append(Replacement(lo, hi, first, texts or _continued(members)))
         elif first == "assistant" and before is not None and messages[before].role == "user":
             replacements.append(Replacement(lo, hi, None))
-            insertions.append(Insertion(before, "last", texts))
+            if texts:
+                insertions.append(Insertion(before, "last", texts))
+                at = before
         elif first == "user" and after is not None and messages[after].role == "user":
             replacements.append(Replacement(lo, hi, None))
-            insertions.append(Insertion(after, "first", texts))
+            if texts:
+                insertions.append(Insertion(after, "first", texts))
         else:
-            skipped.extend((s.n, "nothing before it can carry its summary") for s in members)
+            failed.update(p.squash.n for p in members)
             continue
-        applied.extend(members)
+        for p in members:
+            changed[p.squash.n] = min(changed.get(p.squash.n, at), at)
+    for lo, hi, squash in whole:
+        # Nothing of it can go: its summary is still sent, after the exchange it kept.
+        text = (summary_text(squash, squash.n in keeps),)
+        if messages[hi].role == "user":
+            insertions.append(Insertion(hi, "last", text))
+            changed[squash.n] = hi
+        elif (before := _beside(request, lo, -1)) is not None and messages[before].role == "user":
+            insertions.append(Insertion(before, "last", text))
+            changed[squash.n] = before
+        else:
+            failed.add(squash.n)
+    if failed:
+        # A squash applies whole or not at all: the plan is made again without it.
+        kept_spans = [s for s in spans if s[2].n not in failed]
+        reasons = [(n, "nothing before it can carry its summary") for n in sorted(failed)]
+        if not kept_spans:
+            return RewritePlan(waiting=waiting, skipped=(*skipped, *reasons))
+        return _placed(request, kept_spans, units, sent, waiting, [*skipped, *reasons])
+    applied = [s for _, _, s in sorted(spans, key=lambda s: s[0])]
     gone = {i for r in replacements for i in range(r.first, r.last + 1)}
+    last_index = len(messages) - 1
     where = {unit.key: unit.message for unit in units}
     fallback = _turn_start(request) - 1
-    last_index = len(messages) - 1
     dropped: set[tuple[int, int]] = set()
     for squash in applied if request.thinking_signed else ():
-        hi = max(where[key] for key in squash.members)
         mark = sent.get(squash.n)
         upto = last_index if mark is None else where.get(mark, fallback)
-        for i in range(hi + 1, min(upto, last_index) + 1):
+        # Every message after the first one it changes (its kept exchanges too) has a new
+        # prefix: the signatures of their thinking no longer hold.
+        for i in range(changed[squash.n] + 1, min(upto, last_index) + 1):
             message = messages[i]
             if i in gone or message.role != "assistant":
                 continue
@@ -165,6 +259,13 @@ def _placed(
         waiting=waiting,
         skipped=tuple(skipped),
     )
+
+
+def _continued(members: Sequence[_Piece]) -> tuple[str, ...]:
+    """The text of a message that stands for a later piece of squashes whose summaries were
+    sent before it (an exchange they kept lies between)."""
+    aliases = ", ".join(dict.fromkeys(p.squash.alias for p in members))
+    return (f"[FRS squash {aliases}: more of what its summary above replaces]",)
 
 
 def _beside(request: WireRequest, index: int, step: int) -> int | None:

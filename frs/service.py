@@ -22,7 +22,7 @@ from frs.focus import LayerClosed, LayerOpened
 from frs.model import Limits, NewMessage, Numbering, PlanStep, Scope, Session, SessionId
 from frs.plans import PlanUpdated
 from frs.ports import FileReader, Store, ThreadReader
-from frs.recording import Progress, Recorded
+from frs.recording import Progress, Recorded, Removed
 from frs.selection import check_view_options
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
 from frs.sources import SourceChanged, SourceStates
@@ -88,6 +88,9 @@ class ReasoningService:
     async def use_session(self, session_id: SessionId) -> Session:
         return await sessions.use(self.env, session_id)
 
+    async def set_aside(self, session_id: SessionId) -> Session:
+        return await sessions.set_aside(self.env, session_id)
+
     async def list_sessions(self, limit: int = 50, offset: int = 0) -> SessionPage:
         return await sessions.page(self.env, limit, offset)
 
@@ -116,6 +119,11 @@ class ReasoningService:
         progress: Progress | None = None,
     ) -> Recorded:
         return await recording.record(self.env, messages, session_id, expected_revision, progress)
+
+    async def remove_newest(
+        self, session_id: SessionId | None = None, expected_revision: int | None = None
+    ) -> Removed | None:
+        return await recording.remove_newest(self.env, session_id, expected_revision)
 
     async def view(self, options: ViewOptions, session_id: SessionId | None = None) -> str:
         """The numbered rendering of the thread (DESIGN §5); reads only the entries it shows."""

@@ -95,6 +95,26 @@ async def start(
     return SessionStarted(session, created=found is None)
 
 
+async def set_aside(env: Env, session_id: SessionId) -> Session:
+    """Detach a session from its conversation, keeping it whole: its conversation key gains
+    ` (set aside at <time>)`, so get-or-create on the conversation starts a new session, and
+    this one stays findable by id and in the list. A session of no conversation is unchanged.
+    """
+    async with env.store.transaction() as tx:
+        session = await get(env, tx, session_id)
+        if session.conversation is None:
+            return session
+        now = env.clock()
+        aside = replace(
+            session,
+            conversation=f"{session.conversation} (set aside at {now})",
+            revision=session.revision + 1,
+            updated_at=now,
+        )
+        await tx.save_session(aside, "set aside from its conversation")
+    return aside
+
+
 async def use(env: Env, session_id: SessionId) -> Session:
     """Make an existing session current."""
     async with env.store.transaction() as tx:

@@ -40,6 +40,11 @@ class WireBlock:
     tool_id: str | None = None  # a call's id, or the id of the call a result answers
     name: str | None = None  # a call's tool name
     error: bool = False  # a result the host marked as an error
+    #: What the model must go on seeing where it is: a result that loads deferred tools
+    #: (Anthropic's `tool_reference`s, the Responses API's `tool_search_output`), a file put
+    #: into a code-execution container. A squash keeps the exchange holding it in place
+    #: (`frs.rewriting`): without it the model would lose tools it needs, the frs tools too.
+    pinned: bool = False
     #: What the block says, hashed so it is stable across requests: no cache markers.
     digest: str = ""
 

@@ -81,6 +81,7 @@ def friendly_validation(text: str) -> str | None:
         if found is None or path is None:
             return None
         message, given = found.group(1), found.group(2)
+        message = message.removeprefix("Value error, ")  # our validators' own words follow
         shown = f" (got {given})" if given and len(given) <= 60 else ""
         problems.append(f"{path}: {message}{shown}")
     if not problems:

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 
 from frs import FrsError
+from frs.render import plural
 from frs.transcripts import parse_transcript
 from server.deps import open_deps
 from server.progress import Progress
@@ -40,9 +41,11 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
             numbered += len(recorded.positions)
             revision = recorded.revision
             progress.update(done)
+    thinking = done - numbered
+    # Thinking blocks come on top of the numbered messages, not out of them.
+    extra = f" and {plural(thinking, 'thinking block')} (not numbered)" if thinking else ""
     return (
-        f"Imported {numbered:,} {'message' if numbered == 1 else 'messages'} "
-        f"({done - numbered} thinking) from {path.name} into "
+        f"Imported {plural(numbered, 'message')}{extra} from {path.name} into "
         f'session {session.id} "{session.title}" · revision {revision}'
     )
 

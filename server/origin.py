@@ -1,10 +1,10 @@
 """Refuse to run with someone else's `frs`, `storage` or `server` package.
 
-frs-mcp installs three top-level packages with common names. Another distribution that ships
+frs-mcp installs four top-level packages with common names. Another distribution that ships
 one of them either overwrote our files in site-packages, or comes earlier on sys.path; either
 way frs-mcp would die far from the cause (`cannot import name 'Database' from 'storage'`) or
 run someone else's code. So importing this module checks, before anything imports `storage`,
-that each of the three is ours: it lies beside this file's package, and its `__init__.py`
+that each of the four is ours: it lies beside this file's package, and its `__init__.py`
 carries our `__distribution__` marker. If not, it names the other distribution and the fix on
 stderr and exits with status 2. `server/__init__.py` and `server/__main__.py` import it first.
 
@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 
 DISTRIBUTION = "frs-mcp"
-PACKAGES = ("frs", "storage", "server")
+PACKAGES = ("frs", "storage", "server", "runtimes")
 FIX = (
     "Install frs-mcp in an environment of its own: in its source checkout, `uv tool install .` "
     "or `pipx install .` makes one."
 )
 _MARKER = re.compile(r'^__distribution__ = "frs-mcp"$', re.MULTILINE)
-_ROOT = Path(__file__).resolve().parents[1]  # where our three packages sit side by side
+_ROOT = Path(__file__).resolve().parents[1]  # where our four packages sit side by side
 
 
 def _origin(name: str) -> Path | None:

@@ -1,6 +1,6 @@
 """storage: SQLite persistence for frs (aiosqlite): schema, migrations, the store."""
 
-from storage.db import Database, open_database
+from storage.db import Database, connect_database, open_database
 from storage.files import LocalFiles
 from storage.migrations import (
     APPLICATION_ID,
@@ -21,6 +21,7 @@ __all__ = [
     "LocalFiles",
     "SchemaTooNew",
     "SqliteStore",
+    "connect_database",
     "migrate",
     "open_database",
 ]

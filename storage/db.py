@@ -113,10 +113,27 @@ class Database:
                 with anyio.CancelScope(shield=True):
                     await conn.close()
 
+    async def fetch(self, sql: str, params: tuple[object, ...]) -> list[sqlite3.Row]:
+        """The rows of one statement run on the reader outside any transaction: SQLite reads
+        one committed state for a statement on its own, in one trip to the connection's
+        thread instead of the three of a snapshot (begin, the query, rollback)."""
+        async with self._read_lock:
+            try:
+                return list(await self._reader.execute_fetchall(sql, params))
+            except sqlite3.Error as exc:
+                raise store_error(exc) from exc
+
     async def user_version(self, conn: aiosqlite.Connection | None = None) -> int:
         async with (conn or self._writer).execute("pragma user_version") as cursor:
             row = await cursor.fetchone()
         return int(row[0]) if row else 0
+
+    def stop(self) -> None:
+        """Stop the connections' threads without an event loop (the interpreter is exiting
+        and nobody closed the database): SQLite finishes or rolls back on its own."""
+        if self._reader is not self._writer:
+            self._reader.stop()
+        self._writer.stop()
 
     async def close(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -276,6 +293,16 @@ async def _connect_read_only(file: Path) -> aiosqlite.Connection:
 @asynccontextmanager
 async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]:
     """Open (creating it and its folder if needed) and migrate the database at `path`."""
+    db = await connect_database(path)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def connect_database(path: str | os.PathLike[str]) -> Database:
+    """`open_database` for a caller that closes the database itself (`Database.close`), as a
+    runtime does whose session outlives any one `async with`."""
     where = str(path)
     if where != MEMORY:
         file = Path(where).expanduser()  # noqa: ASYNC240 - once at startup, before serving
@@ -302,9 +329,10 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
         db = Database(where, writer, reader)
         version = await migrate(db)
         log.info("database %s ready (schema version %d)", where, version)
-        yield db
-    finally:
+        return db
+    except BaseException:
         with anyio.CancelScope(shield=True):
             if reader is not writer:
                 await reader.close()
             await writer.close()
+        raise

@@ -16,7 +16,7 @@ import aiosqlite
 from frs.model import ToolCall
 from frs.originals import part_starts, render_parts
 from frs.text import estimate_tokens, message_body
-from storage.rows import MESSAGE_COLUMNS, message_from_row, qualified
+from storage.rows import MESSAGE_COLUMNS_V7, message_from_row, qualified
 
 
 class Migratable(Protocol):
@@ -267,6 +267,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "alter table squashes add column chars integer not null default 0",
         "create index squash_members_at on squash_members (session_id, n, at)",
     ),
+    (  # 8: a runtime's own item(s) a message was made from (JSON), handed back as given: an
+        # adapter (`runtimes`) returns reasoning items, ids and fields FRS has no column for.
+        "alter table messages add column raw text",
+    ),
 )
 
 
@@ -321,7 +325,7 @@ async def _lay_out_originals(conn: aiosqlite.Connection) -> None:
     """Every squash's members' starts in its rendered originals, and their length, as
     `frs.squashes` now stores them with a new squash; a squash at a time."""
     squashes = await conn.execute_fetchall("select session_id, n from squashes")
-    columns = qualified(MESSAGE_COLUMNS, "m")
+    columns = qualified(MESSAGE_COLUMNS_V7, "m")
     for session_id, n in squashes:
         rows = await conn.execute_fetchall(
             f"select s.seq, {columns} from squash_members s join messages m"

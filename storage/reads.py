@@ -47,6 +47,12 @@ from storage.rows import (
 BLOCK_BITS = 10  # 1024 ords per block
 
 _SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
+#: `Store.newest_entries` in one statement: the conversation's session found inside it.
+NEWEST_OF_CONVERSATION = (
+    f"select {MESSAGE_COLUMNS} from messages where session_id = (select id from sessions"
+    " where tenant = ? and interface = ? and conversation = ?) and live = 1"
+    " order by ord desc limit ?"
+)
 # Ids per `latest_calls` query: well under SQLite's oldest limit of 999 bound parameters, and
 # one query for a typical batch.
 _IDS_PER_QUERY = 500

@@ -22,6 +22,7 @@ from frs.model import (
     StepStatus,
     ToolCall,
 )
+from frs.raw import Raw, fold, unfold
 
 Row = Sequence[Any]
 
@@ -30,10 +31,13 @@ SESSION_COLUMNS = (
     " live_count, live_tokens, live_system, live_user, live_assistant, live_tool, live_summary,"
     " recorded, created_at, updated_at, tenant, recorded_tokens"
 )
-MESSAGE_COLUMNS = (
+#: The message columns a backfill of a migration before 8 may read (`raw` came with 8);
+#: `message_from_row` reads a row of these as a message without a raw item.
+MESSAGE_COLUMNS_V7 = (
     "number, ord, ord_last, live, role, kind, content, name, tool_calls, tool_call_id, answers,"
     " run_id, interface_message_id, created_at, sha256, tokens, covered, squash_n, squash_sha256"
 )
+MESSAGE_COLUMNS = MESSAGE_COLUMNS_V7 + ", raw"
 SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
     " created_at, restored_at, summary, chars"
@@ -101,6 +105,12 @@ def calls_to_json(calls: Sequence[ToolCall]) -> str | None:
     )
 
 
+def newest_from_row(row: Row) -> Message | Raw:
+    """A row of MESSAGE_COLUMNS: its raw items as stored when it has them, else the message."""
+    raw: str | None = row[19]
+    return Raw(raw, row[6]) if raw is not None else message_from_row(row)
+
+
 def message_from_row(row: Row) -> Message:
     calls = (
         tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(row[8]))
@@ -127,6 +137,8 @@ def message_from_row(row: Row) -> Message:
         covered=row[16],
         squash_n=row[17],
         squash_sha256=row[18],
+        # Stored folded (frs.raw): the content is not kept twice.
+        raw=unfold(row[19], row[6]) if len(row) > 19 and row[19] is not None else None,
     )
 
 
@@ -153,6 +165,7 @@ def message_to_row(session_id: str, m: Message) -> tuple[Any, ...]:
         m.covered,
         m.squash_n,
         m.squash_sha256,
+        fold(m.raw, m.content) if m.raw is not None else None,
     )
 
 

@@ -33,8 +33,8 @@ from storage.rows import (
 _INSERT_MESSAGE = (
     "insert into messages (session_id, number, ord, ord_last, live, role, kind, lane, content,"
     " name, tool_calls, tool_call_id, answers, run_id, interface_message_id, created_at, sha256,"
-    " tokens, covered, squash_n, squash_sha256)"
-    " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " tokens, covered, squash_n, squash_sha256, raw)"
+    " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _UPDATE_SESSION = (
     "update sessions set title = ?, goal = ?, numbering = ?, interface = ?, conversation = ?,"
@@ -102,6 +102,21 @@ class SqliteTx(SqliteReader):
                 "insert or ignore into calls (session_id, call_id, number) values (?, ?, ?)", calls
             )
         await self._shift_blocks(session_id, ((m.ord, 1) for m in messages if m.live))
+
+    async def remove_entry(self, session_id: SessionId, message: Message) -> None:
+        # Two statements, so each deletes through its own index (by number; thinking by ord).
+        await self.conn.execute(
+            "delete from messages where session_id = ? and number = ?",
+            (session_id, message.number),
+        )
+        await self.conn.execute(
+            "delete from messages where session_id = ? and kind = 'thinking' and ord = ?",
+            (session_id, message.ord),
+        )
+        await self.conn.execute(
+            "delete from calls where session_id = ? and number = ?", (session_id, message.number)
+        )
+        await self._shift_blocks(session_id, [(message.ord, -1)])
 
     async def _set_live(self, session_id: SessionId, numbers: Iterable[int], live: int) -> None:
         await self.conn.executemany(

@@ -23,7 +23,7 @@ from tests.dists import REPO
 
 pytestmark = [pytest.mark.clients, pytest.mark.slow]
 
-PACKAGES = ("frs", "storage", "server")
+PACKAGES = ("frs", "storage", "server", "runtimes")
 # Building frs-mcp reads README.md and LICENSE too: pyproject.toml names them.
 UV_NEEDS = {"manifest.json", "pyproject.toml", "README.md", "LICENSE"}
 

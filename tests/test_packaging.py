@@ -2,7 +2,7 @@
 
 Both are built offline with the test venv's hatchling, then checked the way a release would be:
 `twine check --strict` (the metadata and README render on the index) and `check-wheel-contents`
-(no stray files, the three top-level packages pyproject declares).
+(no stray files, the four top-level packages pyproject declares).
 """
 
 from __future__ import annotations
@@ -46,15 +46,21 @@ class TestDistributions:
         done = run(sys.executable, "-m", "check_wheel_contents", dists.wheel, cwd=REPO)
         assert done.stdout.strip().endswith(": OK"), done.stdout
 
-    def test_the_wheel_holds_our_three_packages_and_its_metadata_only(self, dists: Dists) -> None:
+    def test_the_wheel_holds_our_four_packages_and_its_metadata_only(self, dists: Dists) -> None:
         names = wheel_names(dists)
         assert {name.split("/", 1)[0] for name in names} == {
             "frs",
             "storage",
             "server",
+            "runtimes",
             "frs_mcp-0.1.0.dist-info",
         }
-        assert {"frs/py.typed", "storage/py.typed", "server/py.typed"} <= names
+        assert {
+            "frs/py.typed",
+            "storage/py.typed",
+            "server/py.typed",
+            "runtimes/py.typed",
+        } <= names
         assert "frs_mcp-0.1.0.dist-info/licenses/LICENSE" in names
         assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
 

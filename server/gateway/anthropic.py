@@ -46,6 +46,12 @@ _KINDS: dict[str, BlockKind] = {
 }
 
 
+#: Blocks a squash keeps where they are (`frs.wire.WireBlock.pinned`): the server-side tool
+#: search's result (its tool_references load deferred tools) and a file put into the
+#: code-execution container.
+_PINNED = frozenset({"tool_search_tool_result", "container_upload"})
+
+
 def subscription(headers: Mapping[str, str]) -> bool:
     """Whether the request is signed for a Claude subscription (an OAuth token, not an API
     key): such requests reach the API exactly as sent, whatever the gateway knows."""
@@ -180,6 +186,7 @@ def _block(body: str, at: int) -> tuple[WireBlock, int]:
             tool_id=call,
             error=bool(value.get("is_error")),
             digest=_hash("r", call),
+            pinned=_loads_tools(value.get("content")),
         )
         return block, end
     if kind == "thinking":
@@ -187,7 +194,18 @@ def _block(body: str, at: int) -> tuple[WireBlock, int]:
         return WireBlock(kind, span, text, digest=_hash("th", str(value.get("signature")))), end
     if kind == "redacted_thinking":
         return WireBlock(kind, span, "", digest=_hash("rt", str(value.get("data")))), end
-    return WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value)), end
+    pinned = value.get("type") in _PINNED
+    block = WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value), pinned=pinned)
+    return block, end
+
+
+def _loads_tools(content: object) -> bool:
+    """Whether a tool result loads deferred tools: Claude Code's ToolSearch (and any
+    client-side tool search) answers with `tool_reference` blocks, which make the tools they
+    name callable from there on."""
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_reference" for part in content
+    )
 
 
 def _result_text(content: object) -> str:
@@ -312,11 +330,19 @@ def problems(payload: object) -> list[str]:
     alternate from a user message (system messages between them aside), no message is empty,
     every tool call is answered first thing in the next message and every result answers a
     call of the message just before, call ids are unique, thinking blocks carry their
-    signatures."""
+    signatures, a deferred tool (`defer_loading`) is called only after a `tool_reference`
+    loaded it (else the model could not have called it, and would not see it now)."""
     if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
         return ["the body is not an object with a messages array"]
     found: list[str] = []
     messages: list[Any] = payload["messages"]
+    tools = payload.get("tools")
+    deferred = {
+        str(t.get("name"))
+        for t in (tools if isinstance(tools, list) else [])
+        if isinstance(t, dict) and t.get("defer_loading") is True
+    }
+    loaded: set[str] = set()
     seen_ids: set[str] = set()
     turn = 0  # user and assistant messages so far
     for i, message in enumerate(messages):
@@ -340,6 +366,13 @@ def problems(payload: object) -> list[str]:
                 if call in seen_ids:
                     found.append(f"{where}.content[{j}] repeats tool_use id {call}")
                 seen_ids.add(call)
+                tool = str(block.get("name"))
+                if tool in deferred and tool not in loaded:
+                    found.append(
+                        f"{where}.content[{j}] calls deferred tool {tool}, which no "
+                        "tool_reference before it loads"
+                    )
+            loaded.update(_references(block))
             if kind == "thinking" and not (
                 isinstance(block.get("signature"), str) and isinstance(block.get("thinking"), str)
             ):
@@ -348,6 +381,21 @@ def problems(payload: object) -> list[str]:
                 found.append(f"{where}.content[{j}] is redacted thinking without its data")
         found.extend(_pairing(messages, i, blocks))
     return found
+
+
+def _references(block: dict[str, Any]) -> set[str]:
+    """The tools a block loads: the tool_references of a tool result (a client-side tool
+    search) or of the server-side tool search's result."""
+    content = block.get("content")
+    if block.get("type") == "tool_search_tool_result" and isinstance(content, dict):
+        content = content.get("tool_references")
+    if block.get("type") not in ("tool_result", "tool_search_tool_result"):
+        return set()
+    return {
+        str(part.get("tool_name"))
+        for part in (content if isinstance(content, list) else [])
+        if isinstance(part, dict) and part.get("type") == "tool_reference"
+    }
 
 
 def _blocks(content: object) -> list[dict[str, Any]]:

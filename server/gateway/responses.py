@@ -150,7 +150,14 @@ def _item(body: str, at: int) -> tuple[runs.Item, int]:
     if kind in OUTPUTS:
         call = str(value.get("call_id", ""))
         block = WireBlock(
-            "tool_result", span, _output_text(value), tool_id=call, digest=_hash("r", call)
+            "tool_result",
+            span,
+            _output_text(value),
+            tool_id=call,
+            digest=_hash("r", call),
+            # A tool search's output carries the definitions of the tools it loads: Codex
+            # sends its MCP tools nowhere else.
+            pinned=kind == "tool_search_output",
         )
         return runs.Item("user", span, (block,)), end
     if kind == "reasoning":
@@ -263,9 +270,13 @@ def problems(payload: object) -> list[str]:
     items that are not objects or of an unknown role, messages with no content or parts of the
     wrong side, a call without its call_id or repeated, an output that answers no call made
     before it, a call no output answers, a reasoning item not followed by the model's item it
-    belongs to (another reasoning item, a user message or an output are not)."""
+    belongs to (another reasoning item, a user message or an output are not), a call in a
+    namespace or of a deferred tool that neither `tools` nor a tool_search_output before it
+    defines (Codex's MCP tools are defined only by the tool search's output)."""
     if not isinstance(payload, dict) or "input" not in payload:
         return ["the body is not an object with an input"]
+    tools = payload.get("tools")
+    defined, deferred = _defined(tools if isinstance(tools, list) else [])
     items = payload["input"]
     if isinstance(items, str):
         return []
@@ -294,7 +305,17 @@ def problems(payload: object) -> list[str]:
                 isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)
             ):
                 found.append(f"{where} is a function_call without its name or arguments")
+            namespace = item.get("namespace")
+            spaced = isinstance(namespace, str) and bool(namespace)
+            tool = namespace if spaced else item.get("name")
+            if (spaced or tool in deferred) and tool not in defined:
+                found.append(
+                    f"{where} calls {tool}, which no tool and no tool_search_output before "
+                    "it defines"
+                )
         elif kind in OUTPUTS:
+            if kind == "tool_search_output":
+                defined |= _defined(item.get("tools") or [])[0]
             call = str(item.get("call_id"))
             made = calls.get(call)
             if made is None or made[1] != OUTPUTS[kind]:
@@ -312,6 +333,16 @@ def problems(payload: object) -> list[str]:
         if call not in answered
     )
     return found
+
+
+def _defined(tools: object) -> tuple[set[str], set[str]]:
+    """The names a tool list makes callable (functions, namespaces), and those it defers."""
+    defined: set[str] = set()
+    deferred: set[str] = set()
+    for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+            (deferred if tool.get("defer_loading") is True else defined).add(tool["name"])
+    return defined, deferred
 
 
 def _message_problems(where: str, item: Mapping[str, Any]) -> list[str]:

@@ -30,6 +30,10 @@ SHORT: dict[str, JsonValue] = {"maxLength": _LIMITS.max_field_chars}
 BATCH: dict[str, JsonValue] = {"maxItems": _LIMITS.max_batch}
 CALLS: dict[str, JsonValue] = {"maxItems": _LIMITS.max_calls}
 STEPS: dict[str, JsonValue] = {"maxItems": _LIMITS.max_plan_steps}
+CONTENT: dict[str, JsonValue] = {"maxLength": _LIMITS.max_message_chars}
+SUMMARY: dict[str, JsonValue] = {"maxLength": _LIMITS.max_summary_chars}
+# Positions, numbers and counts start at 1: published, and checked by the domain's own errors.
+FROM_ONE: dict[str, JsonValue] = {"minimum": 1}
 
 
 def choices(values: tuple[str, ...]) -> dict[str, Any]:
@@ -72,7 +76,7 @@ class MessageIn(BaseModel):
     role: str = Field(
         description="system, user, assistant or tool.", json_schema_extra=choices(ROLES)
     )
-    content: str = Field(default="", description="The message text.")
+    content: str = Field(default="", description="The message text.", json_schema_extra=CONTENT)
     name: str | None = Field(
         default=None, description="For tool messages: the tool's name.", json_schema_extra=SHORT
     )
@@ -141,16 +145,23 @@ class StepIn(BaseModel):
     @classmethod
     def _known_status(cls, value: str) -> str:
         if value not in ("todo", "doing", "done"):
-            raise ValueError(f"status {value!r} is not one of todo, doing, done")
+            # The error adds "(got 'x')": the message names the choices only.
+            raise ValueError("not one of todo, doing, done")
         return value
 
 
 class RangeIn(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    from_: int = Field(alias="from", description="First position (or number) to squash.")
-    to: int = Field(description="Last position (or number) to squash, inclusive.")
-    summary: str = Field(description="Your summary of this range.")
+    from_: int = Field(
+        alias="from",
+        description="First position (or number) to squash.",
+        json_schema_extra=FROM_ONE,
+    )
+    to: int = Field(
+        description="Last position (or number) to squash, inclusive.", json_schema_extra=FROM_ONE
+    )
+    summary: str = Field(description="Your summary of this range.", json_schema_extra=SUMMARY)
 
 
 def numbering_of(value: str | None) -> Numbering | None:

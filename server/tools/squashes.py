@@ -13,6 +13,8 @@ from server.deps import DepsContext, service
 from server.errors import tool_errors
 from server.live import Change, changed, creates
 from server.tools.arguments import (
+    FROM_ONE,
+    SUMMARY,
     NumberingArg,
     RangeIn,
     RevisionArg,
@@ -29,13 +31,25 @@ async def frs_compress_range(
     ctx: DepsContext,
     from_: Annotated[
         int | None,
-        Field(validation_alias="from", description="First position (or number) to squash."),
+        Field(
+            validation_alias="from",
+            description="First position (or number) to squash.",
+            json_schema_extra=FROM_ONE,
+        ),
     ] = None,
     to: Annotated[
-        int | None, Field(description="Last position (or number) to squash, inclusive.")
+        int | None,
+        Field(
+            description="Last position (or number) to squash, inclusive.",
+            json_schema_extra=FROM_ONE,
+        ),
     ] = None,
     summary: Annotated[
-        str | None, Field(description="Your summary; it replaces the range in the view.")
+        str | None,
+        Field(
+            description="Your summary; it replaces the range in the view.",
+            json_schema_extra=SUMMARY,
+        ),
     ] = None,
     ranges: Annotated[
         list[RangeIn] | None,
@@ -71,8 +85,11 @@ async def frs_compress_range(
 
 async def frs_compress_last(
     ctx: DepsContext,
-    count: Annotated[int, Field(description="How many of the newest entries to squash.")],
-    summary: Annotated[str, Field(description="Your summary of them.")],
+    count: Annotated[
+        int,
+        Field(description="How many of the newest entries to squash.", json_schema_extra=FROM_ONE),
+    ],
+    summary: Annotated[str, Field(description="Your summary of them.", json_schema_extra=SUMMARY)],
     expected_revision: RevisionArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, SquashOut]:
@@ -126,7 +143,10 @@ async def frs_focus(
         ),
     ],
     goal: Annotated[str | None, Field(description="open: what this layer is for.")] = None,
-    summary: Annotated[str | None, Field(description="close: what the layer established.")] = None,
+    summary: Annotated[
+        str | None,
+        Field(description="close: what the layer established.", json_schema_extra=SUMMARY),
+    ] = None,
     expected_revision: RevisionArg = None,
     session_id: SessionArg = None,
 ) -> Annotated[CallToolResult, Revision]:

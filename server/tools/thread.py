@@ -14,6 +14,7 @@ from server.live import Change, changed, creates
 from server.progress import with_progress
 from server.tools.arguments import (
     BATCH,
+    FROM_ONE,
     MessageIn,
     NumberingArg,
     RevisionArg,
@@ -83,9 +84,16 @@ async def frs_view_thread(
     last: Annotated[int | None, Field(description="Only the last N entries.", ge=1)] = None,
     from_: Annotated[
         int | None,
-        Field(validation_alias="from", description="First position (or number) to show."),
+        Field(
+            validation_alias="from",
+            description="First position (or number) to show.",
+            json_schema_extra=FROM_ONE,
+        ),
     ] = None,
-    to: Annotated[int | None, Field(description="Last position (or number) to show.")] = None,
+    to: Annotated[
+        int | None,
+        Field(description="Last position (or number) to show.", json_schema_extra=FROM_ONE),
+    ] = None,
     show_plan: Annotated[bool, Field(description="Show the plan line.")] = True,
     show_thinking: Annotated[bool, Field(description="Show thinking blocks.")] = False,
     budget_tokens: Annotated[
@@ -129,9 +137,10 @@ async def frs_view_thread(
     summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
     revision (pass it as expected_revision when you squash) and the whole live thread's
     estimated tokens (not this view's).
-    budget_tokens=N fits the view into N estimated tokens: the task stays on top, the newest
-    entries whole, older ones shrink to cards, one-line cards and group lines [a–b], the
-    oldest are left out; the last line says which and the call that shows them. A whole
+    budget_tokens=N fits the view into N estimated tokens: the newest entries whole, older
+    ones shrink to cards, one-line cards and group lines [a–b]; the oldest (the task among
+    them) stay on top as one-line cards and the span after them is left out; the last line
+    says which and the call that shows them. A whole
     thread over the server's cap is shown that way by default. An append changes such a
     view only near its end, so a prompt cache keeps hitting; last=N moves its first entry
     with every append, while from=<a fixed position> keeps the cache.
@@ -162,7 +171,8 @@ async def get_alias(
     alias: Annotated[
         str,
         Field(
-            description="M.<number> (a message) or SQ.<n> (a squash's originals), @sha8 optional."
+            description="M.<number> (a message), SQ.<n> (a squash's originals) or a source's "
+            "alias (PREFIX.name, as frs_source registered it: H.main, D.readme), @sha8 optional."
         ),
     ],
     offset: Annotated[int, Field(description="Character offset to start from.", ge=0)] = 0,
@@ -174,7 +184,8 @@ async def get_alias(
 ) -> str:
     """Expand an alias: the full text behind a card (M.n), a squash (SQ.n) or a source, paged.
 
-    Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was).
+    Cards in the view show M.n@sha8; summaries show SQ.n@sha8 (what was squashed, as it was);
+    a registered source reads by its own alias (H.main, D.readme: see frs_source).
     Each page says what remains and the exact call for the next one.
     Example: get_alias(alias="SQ.2@0b4f2d11") or get_alias(alias="M.17", offset=20000)
     """

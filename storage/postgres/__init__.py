@@ -6,10 +6,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from storage.postgres.database import PgDatabase, is_postgres, open_postgres, redact
-from storage.postgres.reads import PgReader
+from frs.model import Message
+from frs.raw import Raw
+from storage.postgres.database import (
+    PgDatabase,
+    connect_postgres,
+    is_postgres,
+    open_postgres,
+    redact,
+)
+from storage.postgres.reads import NEWEST_OF_CONVERSATION, PgReader
 from storage.postgres.schema import MIGRATIONS
 from storage.postgres.writes import PgTx
+from storage.rows import newest_from_row
 
 __all__ = [
     "MIGRATIONS",
@@ -17,6 +26,7 @@ __all__ = [
     "PgReader",
     "PgStore",
     "PgTx",
+    "connect_postgres",
     "is_postgres",
     "open_postgres",
     "redact",
@@ -44,3 +54,9 @@ class PgStore:
         """A snapshot for a search: a capped share of the pool, stopped after `seconds`."""
         async with self.db.searching(seconds) as conn:
             yield PgReader(conn)
+
+    async def newest_entries(
+        self, tenant: str, interface: str, conversation: str, count: int | None
+    ) -> list[Message | Raw]:
+        rows = await self.db.fetch(NEWEST_OF_CONVERSATION, tenant, interface, conversation, count)
+        return [newest_from_row(row) for row in reversed(rows)]

@@ -148,6 +148,26 @@ class PgDatabase:
                     raise SearchTooSlow(seconds) from exc
                 raise
 
+    async def fetch(self, sql: str, *params: Any) -> list[Any]:
+        """The rows of one statement outside any transaction (it reads one committed state
+        by itself): one round trip instead of the three of a snapshot."""
+        try:
+            conn = await self.pool.acquire(timeout=CONNECT_TIMEOUT)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"no connection to PostgreSQL came free within {CONNECT_TIMEOUT:.0f} s (the pool"
+                f" holds {self.pool.get_max_size()}; raise FRS_DB_POOL, or check the server)"
+            ) from None
+        except self._errors as exc:
+            raise store_error(exc) from exc
+        try:
+            return list(await conn.fetch(sql, *params))
+        except self._errors as exc:
+            raise store_error(exc) from exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.pool.release(conn)
+
     async def close(self) -> None:
         with anyio.CancelScope(shield=True):
             await self.pool.close()
@@ -192,6 +212,17 @@ async def open_postgres(
 ) -> AsyncIterator[PgDatabase]:
     """Open a pool on the server `dsn` names and migrate its schema; close it on exit. With
     `migrate_schema=False` (the read-only viewer) a schema that is not current is refused."""
+    db = await connect_postgres(dsn, size, migrate_schema)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+async def connect_postgres(
+    dsn: str, size: int | None = None, migrate_schema: bool = True
+) -> PgDatabase:
+    """`open_postgres` for a caller that closes the pool itself (`PgDatabase.close`)."""
     asyncpg = _import_asyncpg()
     size = size or pool_size()
     refused: tuple[type[BaseException], ...] = (*_engine_errors(), ValueError)  # a bad URL
@@ -217,10 +248,11 @@ async def open_postgres(
         except _engine_errors() as exc:
             raise store_error(exc) from exc
         log.info("database %s ready (PostgreSQL schema version %d)", redact(dsn), version)
-        yield PgDatabase(dsn, pool)
-    finally:
+        return PgDatabase(dsn, pool)
+    except BaseException:
         with anyio.CancelScope(shield=True):
             await pool.close()
+        raise
 
 
 _SECRET_PARAMS = re.compile(r"(?i)((?:^|[?&\s])(?:ssl)?password=)('[^']*'|[^&\s]*)")

@@ -53,6 +53,12 @@ _SESSION_BY_CONVERSATION = (
     f"select {SESSION_COLUMNS} from sessions where tenant = $1 and interface = $2"
     " and conversation = $3"
 )
+#: `Store.newest_entries` in one statement: the conversation's session found inside it.
+NEWEST_OF_CONVERSATION = (
+    f"select {MESSAGE_COLUMNS} from messages where session_id = (select id from sessions"
+    " where tenant = $1 and interface = $2 and conversation = $3) and live = 1"
+    " order by ord desc limit $4"
+)
 _CURRENT = (
     "select {columns} from current_sessions c join sessions s on s.id = c.session_id"
     " where c.tenant = $1 and c.client = $2 and s.tenant = c.tenant"

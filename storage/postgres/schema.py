@@ -16,7 +16,7 @@ import anyio
 from frs.errors import StoreUnavailable
 from frs.originals import part_starts, render_parts
 from storage.migrations import SchemaTooNew
-from storage.rows import MESSAGE_COLUMNS, message_from_row, qualified
+from storage.rows import MESSAGE_COLUMNS_V7, message_from_row, qualified
 
 #: Key of the session-level advisory lock migrations run under ("frs-mcp" in ASCII).
 MIGRATION_LOCK = 0x6672732D6D6370
@@ -173,13 +173,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "alter table squashes add column chars bigint not null default 0",
         "create index squash_members_at on squash_members (session_id, n, at)",
     ),
+    (  # 3: SQLite's 8: a runtime's own item(s) a message was made from (JSON), as given
+        "alter table messages add column raw text",
+    ),
 )
 
 
 async def _lay_out_originals(conn: Any) -> None:
     """Every squash's members' starts and its originals' length, as `frs.squashes` stores
     them with a new squash (`storage.migrations._lay_out_originals` for SQLite)."""
-    columns = qualified(MESSAGE_COLUMNS, "m")
+    columns = qualified(MESSAGE_COLUMNS_V7, "m")
     for session_id, n in await conn.fetch("select session_id, n from squashes"):
         rows = await conn.fetch(
             f"select s.seq, {columns} from squash_members s join messages m"

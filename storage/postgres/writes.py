@@ -37,9 +37,9 @@ from storage.rows import (
 _INSERT_MESSAGE = (
     "insert into messages (session_id, number, ord, ord_last, live, role, kind, lane, content,"
     " name, tool_calls, tool_call_id, answers, run_id, interface_message_id, created_at, sha256,"
-    " tokens, covered, squash_n, squash_sha256)"
+    " tokens, covered, squash_n, squash_sha256, raw)"
     " values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
-    " $19, $20, $21)"
+    " $19, $20, $21, $22)"
 )
 _UPDATE_SESSION = (
     "update sessions set title = $1, goal = $2, numbering = $3, interface = $4,"
@@ -137,6 +137,23 @@ class PgTx(PgReader):
                 calls,
             )
         await self._shift_blocks(session_id, ((m.ord, 1) for m in messages if m.live))
+
+    async def remove_entry(self, session_id: SessionId, message: Message) -> None:
+        # Two statements, so each deletes through its own index (by number; thinking by ord).
+        await self.conn.execute(
+            "delete from messages where session_id = $1 and number = $2",
+            session_id,
+            message.number,
+        )
+        await self.conn.execute(
+            "delete from messages where session_id = $1 and kind = 'thinking' and ord = $2",
+            session_id,
+            message.ord,
+        )
+        await self.conn.execute(
+            "delete from calls where session_id = $1 and number = $2", session_id, message.number
+        )
+        await self._shift_blocks(session_id, [(message.ord, -1)])
 
     async def _set_live(self, session_id: SessionId, numbers: Iterable[int], live: int) -> None:
         wanted = list(numbers)

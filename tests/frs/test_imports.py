@@ -10,7 +10,7 @@ from pathlib import Path
 
 import frs
 
-FORBIDDEN = frozenset({"mcp", "aiosqlite", "sqlite3", "anyio", "storage", "server"})
+FORBIDDEN = frozenset({"mcp", "aiosqlite", "sqlite3", "anyio", "storage", "server", "runtimes"})
 FRS_DIR = Path(frs.__file__).parent
 
 
@@ -73,7 +73,14 @@ class TestTheOtherArrows:
         assert package_imports("server", frozenset({"sqlite3", "aiosqlite"})) == []
 
     def test_storage_knows_no_protocol_and_no_edge(self) -> None:
-        assert package_imports("storage", frozenset({"mcp", "server"})) == []
+        assert package_imports("storage", frozenset({"mcp", "server", "runtimes"})) == []
+
+    def test_the_runtime_adapters_use_frs_and_storage_but_not_the_mcp_edge(self) -> None:
+        # The adapters run inside someone's agent: the MCP server is another process.
+        assert package_imports("runtimes", frozenset({"server", "mcp"})) == []
+
+    def test_no_mcp_edge_imports_the_runtime_adapters(self) -> None:
+        assert package_imports("server", frozenset({"runtimes"})) == []
 
 
 class TestTheCheckItself:

@@ -138,7 +138,7 @@ class TestCard:
         lines = ["x" * 700, "middle", "y" * 700]
         assert card("\n".join(lines), 1200) == [
             "x" * 239 + "…",
-            "… 1 lines …",
+            "… 1 line …",  # one line, not "1 lines"
             "y" * 239 + "…",
         ]
 

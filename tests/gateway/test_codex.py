@@ -3,7 +3,10 @@ the scripted model, with frs-mcp as its MCP server on the same database: the gat
 thread (no frs_record) under Codex's `session-id` header, the model's frs tools act on that
 session with nothing typed (the id Codex puts in each tool call's `_meta` is the same), every
 request before the squash reaches the model byte for byte, the squash the model makes is sent
-instead of its originals from the next call on, and every request stays valid."""
+instead of its originals from the next call on, and every request stays valid. The squash
+covers the tool_search exchange that loaded the frs tools: that exchange is still sent (it is
+where Codex defines its MCP tools), so the model still has get_alias and frs_restore and calls
+them; frs_restore puts the originals back."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import itertools
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +46,32 @@ def mcp_table(database: Path) -> str:
     )
 
 
+def frs_tools(body: Any) -> set[str]:
+    """The frs tools a request defines: those of the mcp__frs namespace in the outputs of
+    its tool searches (Codex defines its deferred MCP tools nowhere else)."""
+    return {
+        tool["name"]
+        for item in body["input"]
+        if item.get("type") == "tool_search_output"
+        for space in item.get("tools") or []
+        if space.get("name") == codex.NAMESPACE
+        for tool in space.get("tools") or []
+    }
+
+
+def defined(tool: str, step: Turn) -> Callable[[Seen], Turn]:
+    """`step`, taken only when the request defines the frs tool it calls."""
+
+    def checked(seen: Seen) -> Turn:
+        assert tool in frs_tools(seen.body), frs_tools(seen.body)
+        return step
+
+    return checked
+
+
 def script() -> Script:
     """Find the frs tools, look at the thread twice (the gateway recorded it: nothing typed),
-    squash the first look, read the originals back, end."""
+    squash the tool search and the first look, read the originals back, restore them, end."""
 
     def look_again(seen: Seen) -> Turn:
         view = seen.result.text
@@ -54,12 +81,12 @@ def script() -> Script:
 
     def squash(seen: Seen) -> Turn:
         view = seen.result.text
-        # The first look: its call (the assistant message before) and its result.
+        # From the tool search's call (the assistant message before its result) to the first
+        # look's result.
+        search = int(re.findall(r"\[(\d+)\] Tool \S*tool_search", view)[0])
         result = int(re.findall(r"\[(\d+)\] Tool \S*frs_view_thread", view)[0])
-        return Turn(
-            "Squashing the first look.",
-            (call("frs_compress_range", {"from": result - 1, "to": result, "summary": SUMMARY}),),
-        )
+        arguments = {"from": search - 1, "to": result, "summary": SUMMARY}
+        return Turn("Squashing the first look.", (call("frs_compress_range", arguments),))
 
     return Script(
         [
@@ -67,7 +94,8 @@ def script() -> Script:
             Turn("Looking at the thread.", (call("frs_view_thread", {}),)),
             look_again,
             squash,
-            Turn("", (call("get_alias", {"alias": "SQ.1"}),)),
+            defined("get_alias", Turn("", (call("get_alias", {"alias": "SQ.1"}),))),
+            defined("frs_restore", Turn("", (call("frs_restore", {"alias": "SQ.1"}),))),
             Turn("Done: the race is fixed."),
         ]
     )
@@ -109,26 +137,30 @@ async def test_codex_through_the_gateway_records_and_sends_the_squash(tmp_path: 
         if exchange.path.endswith("/responses") and exchange.method == "POST":
             assert problems(json.loads(exchange.body)) == [], exchange.step
     # Up to the squash (step 3 makes it), every request reached the model exactly as Codex
-    # sent it; from the next one on, the squash is sent.
-    squash_step = 3
+    # sent it; from the next one on, the squash is sent, until frs_restore (step 5 calls it).
+    squash_step, restore_step = 3, 5
     for exchange in steps[: squash_step + 1]:
         assert exchange.body in host_bodies, exchange.step
-    # After it, the first look (its call and output) is not sent; the summary is.
-    first_view = next(
-        item["call_id"]
-        for item in json.loads(steps[2].body)["input"]
-        if item.get("type") == "function_call"
-    )
-    after = [json.loads(e.body) for e in steps[squash_step + 1 :]]
-    assert after, "no request after the squash"
+    first_items = json.loads(steps[2].body)["input"]
+    first_view = next(i["call_id"] for i in first_items if i.get("type") == "function_call")
+    search = next(i for i in first_items if i.get("type") == "tool_search_output")
+    carrying = steps[squash_step + 1 : restore_step + 1]
+    after = [json.loads(e.body) for e in carrying]
+    assert len(after) == 2, "no request after the squash"
     for payload in after:
         sent = json.dumps(payload["input"])
-        # (get_alias's page, the last output, quotes the originals: ids on items only.)
+        # The first look (its call and output) is not sent; the summary is. (get_alias's
+        # page, the last output, quotes the originals: ids on items only.)
         assert first_view not in {item.get("call_id") for item in payload["input"]}
         assert SUMMARY in sent
         assert "FRS squash SQ.1@" in sent
+        # The tool search the squash covers is still sent, as Codex sent it, where it was:
+        # the frs tools stay defined.
+        assert search in payload["input"]
+        assert payload["input"][payload["input"].index(search) - 1]["type"] == "tool_search_call"
+        assert {"get_alias", "frs_restore", "frs_view_thread"} <= frs_tools(payload)
     # Every field but input as Codex sent it; consecutive requests repeat their items.
-    for exchange, payload in zip(steps[squash_step + 1 :], after, strict=True):
+    for exchange, payload in zip(carrying, after, strict=True):
         original = json.loads(next(b for b in host_bodies if _same_turn(b, exchange.body)))
         assert {k: v for k, v in payload.items() if k != "input"} == {
             k: v for k, v in original.items() if k != "input"
@@ -138,20 +170,25 @@ async def test_codex_through_the_gateway_records_and_sends_the_squash(tmp_path: 
     for earlier, later in itertools.pairwise(after):
         assert later["input"][: len(earlier["input"])] == earlier["input"]
     # ... byte for byte: up to the end of the summary (the first change), the bytes match.
-    for one, two in itertools.pairwise(steps[squash_step + 1 :]):
+    for one, two in itertools.pairwise(carrying):
         end = one.body.index(SUMMARY.encode()) + len(SUMMARY)
         assert two.body[:end] == one.body[:end]
+    # After frs_restore the originals are sent again, as Codex sent them.
+    restored = steps[restore_step + 1]
+    assert restored.body in host_bodies
+    assert first_view in {i.get("call_id") for i in json.loads(restored.body)["input"]}
     # The thread was recorded with no frs_record, and get_alias returns the originals.
     assert not any(c.name.endswith("frs_record") for e in entries for c in e.tool_calls)
     # Each answer was recorded once (from the stream; the next request repeats it).
     calls = [c.id for e in entries for c in e.tool_calls]
-    assert len(calls) == len(set(calls)) == 4, calls  # tool_search, view, compress, get_alias
+    # tool_search, view, view, compress, get_alias, restore: all back after the restore.
+    assert len(calls) == len(set(calls)) == 6, calls
     assert [e.tool_call_id for e in entries if e.role == "tool"] == calls
     assert entries[0].role == "user"
     assert "Fix the flaky test" in " ".join(e.content for e in entries[:3])
-    assert any(e.kind == "summary" for e in entries)
     assert "frs_view_thread" in originals.text
     assert "Looking at the thread." in originals.text
+    assert "tool_search" in originals.text
     # The model's own get_alias, with nothing typed, read them back too.
     assert "Looking at the thread." in played.seen_at(squash_step + 2).result.text
 

@@ -868,8 +868,8 @@ SEES: dict[str, str] = {
         "plan, checkpoint='name' to mark this point of the thread, or both."
     ),
     "plan-status": (
-        "Error executing tool frs_plan: invalid arguments: steps.0.status: Value error, status "
-        "'blocked' is not one of todo, doing, done (got 'blocked'). Fix these and call again; the "
+        "Error executing tool frs_plan: invalid arguments: steps.0.status: not one of todo, "
+        "doing, done (got 'blocked'). Fix these and call again; the "
         "tool's input schema gives every field's type and range."
     ),
     "plan-two-lines": (

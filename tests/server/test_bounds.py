@@ -83,3 +83,28 @@ class TestPublishedLimits:
         call = record["$defs"]["ToolCallIn"]["properties"]
         assert call["id"]["maxLength"] == call["name"]["maxLength"] == 512
         assert plan["properties"]["steps"]["maxItems"] == 100
+
+    async def test_texts_publish_their_sizes_and_positions_start_at_one(
+        self, connect: Connect
+    ) -> None:
+        async with connect() as client:
+            record = await schema_of(client, "frs_record")
+            squash = await schema_of(client, "frs_compress_range")
+            last = await schema_of(client, "frs_compress_last")
+            focus = await schema_of(client, "frs_focus")
+            view = await schema_of(client, "frs_view_thread")
+        assert record["$defs"]["MessageIn"]["properties"]["content"]["maxLength"] == 200_000
+        ranged = squash["$defs"]["RangeIn"]["properties"]
+        for schema in (squash["properties"], ranged, last["properties"], focus["properties"]):
+            assert schema["summary"]["maxLength"] == 8_000
+        for schema in (squash["properties"], ranged, view["properties"]):
+            assert schema["from"]["minimum"] == schema["to"]["minimum"] == 1
+        assert last["properties"]["count"]["minimum"] == 1
+
+    async def test_get_alias_names_source_aliases(self, connect: Connect) -> None:
+        async with connect() as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+        described = tools["get_alias"].input_schema["properties"]["alias"]["description"]
+        assert "source" in described
+        assert "H.main" in described
+        assert "source" in (tools["get_alias"].description or "")

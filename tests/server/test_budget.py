@@ -29,7 +29,7 @@ from frs.text import estimate_tokens
 from server import Settings, build_server
 from server.deps import open_deps
 from storage import Database, SqliteStore, open_database
-from tests.calls import call_text, refused, sha8, text_of
+from tests.calls import call_text, refused, text_of
 from tests.conftest import Connect
 
 BIG = 100_000
@@ -37,16 +37,17 @@ SMALL = 300
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 NOTE = re.compile(
     r"^· Budget ~(?P<budget>[\d,]+) tokens: (?P<whole>[\d,]+) whole"
-    r"(?:, (?P<cards>[\d,]+) cards)?(?:, (?P<lines>[\d,]+) one-line)?"
+    r"(?:, (?P<cards>[\d,]+) cards?)?(?:, (?P<lines>[\d,]+) one-line)?"
     r"(?:, (?P<grouped>[\d,]+) grouped)?"
     r"(?:; (?P<left>\d+)(?:–(?P<left_to>\d+)|(?:, \d+)+(?:, … (?P<last>\d+) "
     r"\([\d,]+ entries\))?)? out"
     r"(?:: (?P<call>frs_view_thread\((?P<args>[^)]*)\)))?)? · "
 )
-MARKER = "… older entries left out here (the last line says which)"
+MARKER = "… entries left out here (the last line says which)"
 LANE = r"(?:system|user|assistant|tool|summary)(?: ×\d+)?"
 GROUP_LINE = re.compile(rf"^\[(\d+)(?:–(\d+))?\] ({LANE}(?:, {LANE})*)(?:;| ·|$)")
 ALIAS_END = re.compile(r" · M\.(\d+)$")
+ENTRY_START = re.compile(r"^\[\d+\] ")
 CARD_HEAD = re.compile(r"^\[\d+\] [A-Za-z ]+: [\d,]+ chars · M\.(\d+)@[0-9a-f]{8}$")
 
 
@@ -125,11 +126,12 @@ class Shown:
 
 
 def body_of(view: str) -> list[str]:
-    """The lines after the pinned part: after the marker when the view has one, else from its
-    first group line (a task pinned above group lines is a copy), else after the title."""
+    """The lines after the title, but the marker; when the view's first group line comes
+    before any entry of its own, from that line (a task pinned above group lines is a copy).
+    The head (the oldest entries above the marker) is part of the body (issue 22)."""
     lines = view.split("\n")[:-1]
     if MARKER in lines:
-        return lines[lines.index(MARKER) + 1 :]
+        return [line for line in lines[1:] if line != MARKER]
     first_group = next((i for i, line in enumerate(lines) if GROUP_LINE.match(line)), None)
     return lines[first_group:] if first_group is not None else lines[1:]
 
@@ -164,7 +166,16 @@ def shown_entries(view: str) -> list[Shown]:
 def covered(view: str) -> list[int]:
     """Every position the view shows, in group lines or on its own, in order."""
     spans = [p for first, last in group_spans(view) for p in range(first, last + 1)]
-    return spans + [e.position for e in shown_entries(view)]
+    return sorted(spans + [e.position for e in shown_entries(view)])
+
+
+def split_head(view: str) -> tuple[list[int], list[int]]:
+    """The positions of the oldest entries kept on top (the one-line cards above the marker)
+    and of the rest: a budgeted view leaves out the span after its head (issue 22)."""
+    lines = view.split("\n")[:-1]
+    above = lines[: lines.index(MARKER)] if MARKER in lines else []
+    head = [int(line[1 : line.index("]")]) for line in above if ENTRY_START.match(line)]
+    return head, [p for p in covered(view) if p not in head]
 
 
 def shown_count(view: str) -> int:
@@ -234,9 +245,12 @@ class TestBudget:
         assert int(note["lines"] or 0) == tiers.count("line")
         assert int((note["grouped"] or "0").replace(",", "")) == len(shown) - len(entries)
         left = int(note["left_to"] or note["left"])
-        assert int(note["left"]) == 1
-        assert note["call"] == f"frs_view_thread(from=1, to={left})"
-        assert shown == list(range(left + 1, thread.count + 1)), "contiguous, to the newest"
+        head, rest = split_head(view)
+        assert head == list(range(1, len(head) + 1)), "the oldest entries stay on top"
+        assert all(e.tier == "line" for e in entries if e.position in head)
+        assert int(note["left"]) == len(head) + 1
+        assert note["call"] == f"frs_view_thread(from={len(head) + 1}, to={left})"
+        assert rest == list(range(left + 1, thread.count + 1)), "contiguous, to the newest"
         footer = view.split("\n")[-1]
         assert f" · {thread.count:,} entries · revision " in footer
         assert re.search(r" · revision \d+ · ~[\d.]+[kM]? tokens$", footer)
@@ -262,9 +276,10 @@ class TestBudget:
                 client, "frs_view_thread", **{"from": 99_000, "to": 99_001}
             )
         left = int(budget_note(view)["left_to"])
-        shown = covered(view)
+        head, shown = split_head(view)
         assert BIG - left == len(shown) < 2_000
         assert shown[0] == left + 1
+        assert len(head) < 100
         assert [e.position for e in shown_entries(before_the_cut)] == [99_000, 99_001]
 
     async def test_the_cost_does_not_grow_with_the_part_left_out(
@@ -374,11 +389,14 @@ class TestPinned:
             view = await call_text(client, "frs_view_thread", budget_tokens=3_000)
         lines = view.split("\n")
         marker = lines.index(MARKER)
-        assert lines[1] == f"[2] User: {len(task):,} chars · M.2@{sha8(task)}"
-        assert lines[2].startswith("    Fix the flaky test in sync.py with every detail")
-        assert 2 < marker < 12
-        assert 2 not in covered(view)
-        assert budget_note(view)["call"].startswith("frs_view_thread(from=1, to=")
+        # The oldest entries stay on top as one-line cards (issue 22), the task among them.
+        assert lines[1] == "[1] System: You are careful."
+        assert lines[2].startswith("[2] User: Fix the flaky test in sync.py with every detail")
+        assert lines[2].endswith(" · M.2")
+        assert marker > 2
+        head, _ = split_head(view)
+        assert marker == len(head) + 1
+        assert budget_note(view)["call"].startswith(f"frs_view_thread(from={len(head) + 1}, to=")
 
     async def test_the_goal_of_a_layer_left_out_is_pinned(self, connect: Connect) -> None:
         async with connect() as client:
@@ -393,14 +411,12 @@ class TestPinned:
             )
             planned = await call_text(client, "frs_view_thread", budget_tokens=2_000)
         lines = view.split("\n")
-        assert lines[1:4] == ["[1] User: task", "▸ focus 1: find the race", MARKER]
+        # The head keeps the oldest entries, the goal above the first of its layer.
+        assert lines[1:4] == ["[1] User: task", "▸ focus 1: find the race", lines[3]]
+        assert lines[3].startswith("[2] ")
         assert "revision" in plan
-        assert planned.split("\n")[1:5] == [
-            "Plan: ▶ reproduce",
-            "[1] User: task",
-            "▸ focus 1: find the race",
-            MARKER,
-        ]
+        assert planned.split("\n")[1:5] == ["Plan: ▶ reproduce", *lines[1:4]]
+        assert MARKER in lines
 
     async def test_a_window_pins_nothing(self, connect: Connect, db_path: Path) -> None:
         async with opened(connect, Thread(db_path, SMALL, stored=False)) as client:
@@ -408,8 +424,8 @@ class TestPinned:
                 client, "frs_view_thread", budget_tokens=600, **{"from": 100, "to": 300}
             )
         assert MARKER in view
-        assert view.split("\n")[1] == MARKER
-        assert budget_note(view)["left"] == "100"
+        assert view.split("\n")[1].startswith("[100] ")  # the window's oldest stay on top
+        assert int(budget_note(view)["left"]) > 100
 
 
 class TestSmallThreads:
@@ -458,11 +474,15 @@ class TestSmallThreads:
             left = await call_text(client, "frs_view_thread", **named)
         assert estimate_tokens(view) <= budget
         everything = [e.position for e in shown_entries(whole)]
-        # The newest entries of the window are kept, each once (a group line counts its own).
-        kept = [p for p in everything if p >= covered(view)[0]]
+        # The oldest of the window stay on top and the newest are kept, each once (a group line
+        # counts its own); the call names what lies between.
+        head, rest = split_head(view)
+        assert head == everything[: len(head)]
+        kept = [p for p in everything if p >= rest[0]]
         assert kept == everything[-len(kept) :]
-        assert shown_count(view) == len(kept)
-        assert [e.position for e in shown_entries(left)] == everything[: -len(kept)]
+        assert shown_count(view) == len(head) + len(kept)
+        between = everything[len(head) : -len(kept)]
+        assert [e.position for e in shown_entries(left)] == between
         if window.get("roles"):
             assert "roles=[" in note["args"]
 
@@ -557,8 +577,10 @@ class TestDefaultCap:
         assert estimate_tokens(view) <= 2_000
         note = budget_note(view)
         assert note["budget"] == "2,000"
-        assert note["call"] == f"frs_view_thread(from=1, to={note['left_to']})"
-        assert covered(view)[0] == int(note["left_to"]) + 1
+        head, rest = split_head(view)
+        assert head == list(range(1, len(head) + 1))
+        assert note["call"] == f"frs_view_thread(from={len(head) + 1}, to={note['left_to']})"
+        assert rest[0] == int(note["left_to"]) + 1
         assert entry_lines(view)[-1].startswith("[600] Assistant: ")
         assert len([line for line in whole.split("\n") if line.startswith("[")]) == 600
         assert estimate_tokens(whole) > 2_000
@@ -709,13 +731,18 @@ class TestOptionsInBudgetedViews:
         async with runs_thread(connect) as client:
             view = await call_text(client, "frs_view_thread", budget_tokens=budget, **options)
         assert estimate_tokens(view) <= budget
-        spans = [re.match(r"^ *\[(\d+)(?:–(\d+))?\]", line) for line in entry_lines(view)]
+        lines = view.split("\n")
+        marker = lines.index(MARKER) if MARKER in lines else 0
+        spans = [re.match(r"^ *\[(\d+)(?:–(\d+))?\]", line) for line in lines[marker:]]
         covered = [n for m in spans if m for n in range(int(m[1]), int(m[2] or m[1]) + 1)]
         assert covered == list(range(covered[0], 283))  # contiguous, none twice, to the end
-        if covered[0] > 1:
+        if marker:
+            head = [re.match(r"^ *\[(\d+)\]", line) for line in lines[1:marker]]
+            held = [int(m[1]) for m in head if m]
+            assert held == list(range(1, len(held) + 1)), "the oldest stay on top"
             note = budget_note(view)
             assert note["left_to"] == str(covered[0] - 1)
-            assert note["call"] == f"frs_view_thread(from=1, to={covered[0] - 1})"
+            assert note["call"] == f"frs_view_thread(from={len(held) + 1}, to={covered[0] - 1})"
 
     async def test_with_last_the_note_omits_only_what_the_budget_left_out(
         self, connect: Connect
@@ -725,11 +752,14 @@ class TestOptionsInBudgetedViews:
             tight = await call_text(client, "frs_view_thread", last=60, budget_tokens=400)
         assert [e.position for e in shown_entries(roomy)] == [279, 280, 281, 282]
         assert " out: " not in roomy.split("\n")[-1]
-        first = covered(tight)[0]
+        head, rest = split_head(tight)
+        first = rest[0]
         assert first > 223
+        assert head[0] == 223, "the window's oldest stay on top"
         note = budget_note(tight)
-        assert (note["left"], note["left_to"]) == ("223", str(first - 1))
-        assert note["call"] == f"frs_view_thread(from=223, to={first - 1})"
+        left = head[-1] + 1
+        assert (note["left"], note["left_to"]) == (str(left), str(first - 1))
+        assert note["call"] == f"frs_view_thread(from={left}, to={first - 1})"
 
 
 class TestCapOnLongThreads:
@@ -781,14 +811,23 @@ class TestWindows:
                 client, "frs_compress_range", summary="the first hundred", **{"from": 1, "to": 100}
             )
             view = await call_text(client, "frs_view_thread", budget_tokens=700)
-            named = re.search(r'frs_view_thread\(numbering="position", from=1, to=(\d+)\)', view)
+            named = re.search(
+                r'frs_view_thread\(numbering="position", from=(\d+), to=(\d+)\)', view
+            )
             assert named is not None, view.split("\n")[-1]
+            lo, hi = int(named[1]), int(named[2])
             omitted = await call_text(
-                client, "frs_view_thread", numbering="position", **{"from": 1, "to": int(named[1])}
+                client, "frs_view_thread", numbering="position", **{"from": lo, "to": hi}
             )
         # Position 1 is the summary of numbers 1–100; position p > 1 is number p + 99.
-        assert covered(view)[0] == int(named[1]) + 100
-        assert len(re.findall(r"^\[\d+\] ", omitted, re.M)) == int(named[1])
+        lines = view.split("\n")
+        head = lines[1 : lines.index(MARKER)]
+        assert head[0].startswith("[1–100] Summary of 100 messages")
+        assert len(head) == lo - 1, "the oldest stay on top, the span after them is named"
+        after = re.match(r"^\[(\d+)", lines[lines.index(MARKER) + 1])
+        assert after is not None
+        assert int(after[1]) == hi + 100
+        assert len(re.findall(r"^\[\d+\] ", omitted, re.M)) == hi - lo + 1
 
 
 class TestFitsEveryTime:
@@ -830,7 +869,7 @@ class TestFitsEveryTime:
         assert all(note.startswith("· Budget ~") for note in notes), [
             note for note in notes if not note.startswith("· Budget ~")
         ]
-        assert all(" out: frs_view_thread(from=1, to=" in note for note in notes)
+        assert all(re.search(r" out: frs_view_thread\(from=\d+, to=", note) for note in notes)
 
     @pytest.mark.parametrize(
         "options",

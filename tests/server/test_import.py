@@ -25,7 +25,8 @@ from tests.conftest import Connect
 pytestmark = pytest.mark.slow
 
 IMPORTED = re.compile(
-    r"^Imported (?P<count>[\d,]+) messages \(\d+ thinking\) from (?P<file>\S+) into session "
+    r"^Imported (?P<count>[\d,]+) messages?(?: and (?P<thinking>[\d,]+) thinking blocks?"
+    r" \(not numbered\))? from (?P<file>\S+) into session "
     r'(?P<session>[0-9a-f]+) "(?P<title>[^"]*)" · revision \d+$'
 )
 

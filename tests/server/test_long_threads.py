@@ -204,9 +204,9 @@ class TestTextsThatAgree:
     async def test_a_one_message_squash_reads_summary_of_1_message(self, connect: Connect) -> None:
         async with connect() as client:
             await record(client, *(user(f"{n} " + "word " * 30) for n in range(300)))
-            await call(client, "frs_compress_range", **{"from": 240, "to": 240}, summary="one")
+            await call(client, "frs_compress_range", **{"from": 285, "to": 285}, summary="one")
             budgeted = await view(client, budget_tokens=4_000)
-            whole = await view(client, **{"from": 239, "to": 241})
-        assert "\n[240] Summary of 1 message (SQ.1): one\n" in budgeted, "as a one-line card"
+            whole = await view(client, **{"from": 284, "to": 286})
+        assert "\n[285] Summary of 1 message (SQ.1): one\n" in budgeted, "as a one-line card"
         assert "Summary of 1 messages" not in budgeted + whole
-        assert "[240] Summary of 1 message (SQ.1@" in whole
+        assert "[285] Summary of 1 message (SQ.1@" in whole

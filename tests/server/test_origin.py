@@ -53,9 +53,9 @@ def assert_refused(done: tuple[int, str, str], package: str, distribution: str) 
 
 
 class TestOwnPackages:
-    def test_the_test_environment_imports_our_own_three_packages(self) -> None:
+    def test_the_test_environment_imports_our_own_four_packages(self) -> None:
         assert foreign_packages() == {}
-        assert PACKAGES == ("frs", "storage", "server")
+        assert PACKAGES == ("frs", "storage", "server", "runtimes")
 
     def test_our_wheel_alone_runs(self, wheel: Path, tmp_path: Path) -> None:
         bin_dir = venv(tmp_path / "venv")

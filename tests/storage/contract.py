@@ -41,6 +41,7 @@ from frs.model import (
 )
 from frs.originals import part_starts, render_originals, render_parts
 from frs.ports import Store, ThreadReader, ThreadTx
+from frs.raw import Raw
 
 # -- the backend under test --------------------------------------------------------------------
 
@@ -745,6 +746,89 @@ class TestWindowsAndLanes:
                 assert await reader.last_entries(thread.sid, 100, None) == thread.entries
         assert all(m.kind != "thinking" for m in entries)
         assert t0.content == "z first"
+
+
+class TestRuntimeItems:
+    """What the runtime adapters need: a raw item kept with its message, the newest entries of
+    a conversation in one read, and the newest entry taken back."""
+
+    async def test_a_raw_item_comes_back_exactly_as_stored_with_its_message(
+        self, open_store: OpenStore
+    ) -> None:
+        raw = '{"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA\\u0000=", "é": 1}'
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s")
+                # The third holds its own content: stored once, handed back whole.
+                third = replace(original(3), raw='[{"role": "user", "content": "m3"}]')
+                await thread.record(tx, [replace(original(1), raw=raw), original(2), third])
+            async with store.snapshot() as reader:
+                first, second, again = await reader.entries_at(thread.sid, 1, 3)
+                by_number = await reader.message(thread.sid, 1)
+        assert (first.raw, second.raw, again.raw) == (raw, None, third.raw)
+        assert by_number == first == thread.entries[0]
+        assert again == third
+
+    async def test_newest_entries_of_a_conversation_are_the_tenants_newest_in_thread_order(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s", "agents", "c1")
+                await thread.record(
+                    tx,
+                    [
+                        replace(m, raw=f'[{{"n": {m.number}}}]') if m.ord % 3 else m
+                        for m in originals(1, 30)
+                    ],
+                )
+                await thread.squash_ords(tx, 26, 28)  # summary 31 among the newest
+                other = await Thread.start(tx, "t", "agents", "c2")
+                await other.record(tx, originals(1, 3, tag="other"))
+
+            def shown(entries: Sequence[Message]) -> list[Message | str]:
+                return [m.raw if m.raw is not None else m for m in entries]
+
+            def texts(got: Sequence[Message | Raw]) -> list[Message | str]:
+                return [g.text() if isinstance(g, Raw) else g for g in got]
+
+            for count in (0, 1, 5, len(thread.entries), 100):
+                got = texts(await store.newest_entries(LOCAL, "agents", "c1", count))
+                assert got == (shown(thread.entries[-count:]) if count else []), count
+            everything = texts(await store.newest_entries(LOCAL, "agents", "c1", None))
+            assert everything == shown(thread.entries)
+            assert '[{"n": 29}]' in everything
+            assert await store.newest_entries(LOCAL, "agents", "c2", None) == other.entries
+            for tenant, interface, conversation in [
+                ("acme", "agents", "c1"),
+                (LOCAL, "other", "c1"),
+                (LOCAL, "agents", "c3"),
+            ]:
+                assert await store.newest_entries(tenant, interface, conversation, 10) == []
+
+    async def test_removing_the_newest_entry_takes_its_calls_and_thinking_and_nothing_else(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "s")
+                await thread.record(tx, [original(1), thought(1, "before 2")])
+                await thread.record(tx, [original(2, "assistant", tool_calls=["c1"])])
+                await thread.record(tx, [thought(2, "after 2")])
+                await tx.remove_entry(thread.sid, thread.entries[-1])
+            async with store.snapshot() as reader:
+                assert await reader.entries_at(thread.sid, 1, 10) == thread.entries[:1]
+                assert await reader.last_entries(thread.sid, 10, None) == thread.entries[:1]
+                assert await reader.message(thread.sid, 2) is None
+                assert await reader.latest_calls(thread.sid, ["c1"]) == {}
+                assert [t.content for t in await reader.thinking(thread.sid, 0, 10)] == ["before 2"]
+                assert await reader.positions_of(thread.sid, [1, 2]) == [1, 2]
+            # The number is not reused: the next message gets 3, after the first entry.
+            async with store.transaction() as tx:
+                await tx.insert_messages(thread.sid, [original(3)])
+            async with store.snapshot() as reader:
+                got = await reader.entries_at(thread.sid, 1, 10)
+        assert [m.number for m in got] == [1, 3]
 
 
 class TestSquashAndRestore:

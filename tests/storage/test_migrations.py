@@ -152,6 +152,9 @@ def names_standing() -> set[str]:
     return standing
 
 
+_ADDED = re.compile(r"alter table (\w+) add column (\w+)")
+
+
 def names_created_by(version: int) -> list[str]:
     """Tables and indexes migration `version` (1-based) creates, in order."""
     found = (_CREATED.match(sql.strip()) for sql in MIGRATIONS[version - 1])
@@ -362,6 +365,12 @@ class TestFailedMigration:
             run(path, f"create table {names[-1]} (x)")
             failure: tuple[type[Exception], ...] = (StoreUnavailable,)
             says = "already"
+        elif MIGRATIONS[version] and (added := _ADDED.match(MIGRATIONS[version][-1].strip())):
+            # A migration that adds a column: the column is there already, so its last
+            # statement fails.
+            run(path, f"alter table {added[1]} add column {added[2]} text")
+            failure = (StoreUnavailable,)
+            says = "duplicate column"
         else:
             # A migration that is only a backfill fails on a row it cannot read.
             assert version + 1 in BACKFILLS, f"migration {version + 1} can fail in no way here"
@@ -411,9 +420,10 @@ class TestBackfill:
             await service.compress_ranges([(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
-        # The file as version 6 left it: neither column, nor the index.
+        # The file as version 6 left it: neither column, nor the index (nor 8's raw items).
         run(
             path,
+            "alter table messages drop column raw",
             "drop index squash_members_at",
             "alter table squash_members drop column at",
             "alter table squashes drop column chars",

@@ -1,0 +1,425 @@
+"""What every runtime adapter shares: one conversation of a runtime kept as one FRS session.
+
+A `Conversation` opens the store at a database path (a SQLite file, or a ``postgresql://`` URL)
+on first use, in the running event loop, and finds its session by get-or-create on
+(interface, conversation): the runtime's name and its own session id. frs-mcp over MCP on the
+same database finds the same session with ``frs_session(action="start", interface=...,
+conversation=...)``. It records what the runtime hands in, reads the newest entries back in one
+statement, and offers the five FRS tool operations (`FrsTools`) as plain async methods bound
+to it, each answering with the text the MCP tool answers with; each adapter wraps them in its
+framework's tool form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
+from frs.model import Limits
+from frs.ports import Store
+from frs.raw import Raw
+from frs.render import summary_prefix
+from storage import Database, SqliteStore, connect_database
+from storage.postgres import PgStore, connect_postgres, is_postgres
+
+
+@asynccontextmanager
+async def open_store(db: str | os.PathLike[str]) -> AsyncIterator[Store]:
+    """The store at `db`: PostgreSQL for a ``postgresql://`` URL (the ``postgres`` extra),
+    else a SQLite file (created, with its folder, if missing); migrated; closed on exit."""
+    connected = await connect_store(db)
+    try:
+        yield connected.store
+    finally:
+        await connected.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """A store `connect_store` opened: `close` it in its event loop; once that loop is gone,
+    `abandon` it (stops its threads or drops its connections without a loop)."""
+
+    store: Store
+    close: Callable[[], Awaitable[None]]
+    abandon: Callable[[], None]
+
+
+async def connect_store(db: str | os.PathLike[str]) -> Connected:
+    """`open_store` for a holder that closes the store itself.
+
+    No async generator stays suspended in between: an event loop that ends with the store
+    still open has nothing of ours to finalize, and at interpreter exit the SQLite threads of
+    a store never closed are stopped (below) instead of holding the process.
+    """
+    where = os.fspath(db)
+    if is_postgres(where):
+        pg = await connect_postgres(where)
+        return Connected(PgStore(pg), pg.close, pg.pool.terminate)
+    sqlite = await connect_database(where)
+    _stop_at_exit(sqlite)
+
+    async def close() -> None:
+        _OPEN.discard(sqlite)
+        await sqlite.close()
+
+    def abandon() -> None:
+        _OPEN.discard(sqlite)
+        sqlite.stop()
+
+    return Connected(SqliteStore(sqlite), close, abandon)
+
+
+# aiosqlite runs each connection on a thread the interpreter waits for at exit: a runtime
+# that never closes its session would hang there. Before that wait (threading's own exit
+# hooks run first; `atexit` runs after it, too late), the threads of every database still
+# open are told to stop. The hook is private to `threading` (concurrent.futures uses it), so
+# it is looked up, not assumed.
+_OPEN: set[Database] = set()
+_HOOKED: list[bool] = []
+
+
+def _stop_open_databases() -> None:
+    for database in list(_OPEN):
+        database.stop()
+
+
+def _stop_at_exit(database: Database) -> None:
+    if not _HOOKED:
+        register: Callable[[Callable[[], None]], None] | None = getattr(
+            threading, "_register_atexit", None
+        )
+        if register is not None:
+            register(_stop_open_databases)
+        _HOOKED.append(True)
+    _OPEN.add(database)
+
+
+class SharedStore:
+    """The store at a database path, opened on first use in the running event loop and
+    shared by the conversations given it; every later use must come from the same loop
+    (`close` it before that loop ends)."""
+
+    def __init__(self, db: str | os.PathLike[str], limits: Limits | None = None) -> None:
+        self.db = os.fspath(db)
+        self.limits = limits or Limits()
+        self._connected: Connected | None = None
+        self._service: ReasoningService | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opening = asyncio.Lock()
+
+    async def service(self) -> ReasoningService:
+        """The service over the open store, opening it on the first call (and again in a new
+        event loop once the one it was opened in has closed, as `Runner.run_sync` does)."""
+        loop = asyncio.get_running_loop()
+        if self._service is not None and loop is not self._loop:
+            if self._loop is not None and not self._loop.is_closed():
+                raise RuntimeError(
+                    f"The FRS database {self.db} is open in another event loop that still "
+                    "runs. Use it from one loop at a time, or close it (await "
+                    "session.close()) in the loop that opened it."
+                )
+            if self._connected is not None:
+                self._connected.abandon()
+            self._connected = self._service = None
+            self._opening = asyncio.Lock()
+        if self._service is not None:
+            return self._service
+        async with self._opening:
+            if self._service is None:
+                self._connected = await connect_store(self.db)
+                self._loop = loop
+                self._service = ReasoningService(self._connected.store, self.limits)
+        return self._service
+
+    async def close(self) -> None:
+        """Close the store; the next call opens it again."""
+        connected, self._connected, self._service = self._connected, None, None
+        if connected is not None:
+            await connected.close()
+
+
+class Conversation:
+    """One conversation of a runtime, kept as the FRS session (interface, conversation).
+
+    `db` is a database path (this conversation opens and closes its own store: use ``async
+    with``, or `close`) or a `SharedStore` several conversations use. Nothing is opened until
+    the first call. `title` names the session when this conversation creates it.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | SharedStore,
+        interface: str,
+        conversation: str,
+        *,
+        title: str | None = None,
+    ) -> None:
+        self._owned = not isinstance(db, SharedStore)
+        self.store = db if isinstance(db, SharedStore) else SharedStore(db)
+        self.interface = interface
+        self.conversation = conversation
+        self.title = title or f"{interface} {conversation}"
+        self._session_id: SessionId | None = None
+
+    async def service(self) -> ReasoningService:
+        return await self.store.service()
+
+    async def close(self) -> None:
+        """Close the store if this conversation opened it; the next call opens it again."""
+        self._session_id = None
+        if self._owned:
+            await self.store.close()
+
+    async def __aenter__(self) -> Conversation:
+        await self.service()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the session --------------------------------------------------------------------------
+
+    async def session_id(self) -> SessionId:
+        """The conversation's session, created (and made current) on first use."""
+        service = await self.service()
+        if self._session_id is None:
+            started = await service.start_session(
+                title=self.title, interface=self.interface, conversation=self.conversation
+            )
+            self._session_id = started.session.id
+        return self._session_id
+
+    async def record(self, messages: Sequence[NewMessage]) -> Recorded | None:
+        """Append `messages` in one transaction (None when there are none)."""
+        if not messages:
+            return None
+        service = await self.service()
+        return await service.record(messages, await self.session_id())
+
+    async def newest(self, count: int | None = None) -> list[Message | Raw]:
+        """The newest `count` entries (all when None) in thread order, each as its `Raw` items
+        when it has them, else as the Message: what the model is shown, in one statement
+        (`Store.newest_entries`). It creates nothing."""
+        if count is not None and count <= 0:
+            return []
+        service = await self.service()
+        return await service.store.newest_entries(
+            service.scope.tenant, self.interface, self.conversation, count
+        )
+
+    async def entries(self, count: int | None = None) -> list[Message]:
+        """The newest `count` entries (all when None) in thread order, as Messages, read in
+        one snapshot. It creates nothing (an unknown conversation has none)."""
+        if count is not None and count <= 0:
+            return []
+        service = await self.service()
+        async with service.store.snapshot() as reader:
+            session = await reader.find_conversation(
+                service.scope.tenant, self.interface, self.conversation
+            )
+            if session is None or session.live_count == 0:
+                return []
+            return await reader.last_entries(session.id, count or session.live_count, None)
+
+    async def remove_newest(self) -> Message | None:
+        """Take the newest entry back out (see `frs.recording.remove_newest`); None when the
+        thread is empty. A summary there is refused (InvalidRequest)."""
+        service = await self.service()
+        removed = await service.remove_newest(await self.session_id())
+        return removed.message if removed else None
+
+    async def clear(self) -> None:
+        """Start the conversation over: its session is set aside, kept whole (renamed to say
+        so, found by id or in frs_session's list), and the next call creates a new one."""
+        service = await self.service()
+        session = await service.find_session(await self.session_id())
+        if session is not None:
+            await service.set_aside(session.id)
+        self._session_id = None
+
+
+def summary_role(previous: str | None) -> Literal["user", "assistant"]:
+    """The role a summary is sent in, from the role of the turn the model receives right
+    before it (None when nothing but system prompts does): ``user`` when it opens the thread
+    or follows an assistant turn, where Anthropic and Gemini need a user turn, else
+    ``assistant``. It depends only on what precedes it, so a call that keeps the prefix keeps
+    the summary's role, and its bytes. An adapter merges a user-role summary into a user
+    message right after it, as one user turn (turns alternate)."""
+    return "assistant" if previous in ("user", "tool") else "user"
+
+
+def summary_text(message: Message) -> str:
+    """A summary as a model reads it in a runtime's history: what it replaced, its alias
+    (get_alias reads the originals, frs_restore undoes it), then the summary itself."""
+    alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
+    return f"[{summary_prefix(message)} ({alias})] {message.content}"
+
+
+class FrsTools:
+    """The FRS tools a model uses to distill its own thread, bound to one conversation.
+
+    Positions are those of frs_view_thread (1-based, contiguous; they shift after a squash).
+    Each method answers with the text the MCP tool of the same name answers with, and raises
+    `frs.FrsError` with a message the model can act on; adapters turn that into their
+    framework's tool error.
+    """
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+
+    async def _service(self) -> tuple[ReasoningService, SessionId]:
+        return await self.conversation.service(), await self.conversation.session_id()
+
+    async def frs_view_thread(self, last: int | None = None) -> str:
+        """Show your conversation as a numbered thread, to pick what to squash.
+
+        Each entry is `[n] Role: text`; long ones are cards with an alias (get_alias reads
+        them whole); squashed stretches show as `Summary of K messages (SQ.m@sha8)`.
+
+        Args:
+            last: Only the newest `last` entries (positions stay those of the whole thread).
+        """
+        service, sid = await self._service()
+        return await service.view(ViewOptions(last=last), sid)
+
+    async def frs_compress_range(self, start: int, end: int, summary: str) -> str:
+        """Squash entries start..end (inclusive) of frs_view_thread into your summary.
+
+        From your next turn on you see the summary instead of them; the originals stay
+        retrievable (get_alias) and restorable (frs_restore). Keep decisions, numbers, file
+        names and open questions in the summary. A range may not separate a tool call from
+        its result.
+
+        Args:
+            start: First position to squash (1-based, as frs_view_thread numbers them).
+            end: Last position to squash, inclusive.
+            summary: Your summary; it replaces the range.
+        """
+        service, sid = await self._service()
+        return replies.squashed(await service.compress_range(start, end, summary, session_id=sid))
+
+    async def frs_compress_last(self, count: int, summary: str) -> str:
+        """Squash the newest `count` entries of the thread into your summary.
+
+        Use it right after finishing a step whose details you will not need verbatim.
+
+        Args:
+            count: How many of the newest entries to squash.
+            summary: Your summary of them.
+        """
+        service, sid = await self._service()
+        return replies.squashed(await service.compress_last(count, summary, session_id=sid))
+
+    async def get_alias(self, alias: str, offset: int = 0, max_chars: int | None = None) -> str:
+        """Read the full text behind an alias: `SQ.n` the originals of a squash, `M.n` one
+        message; `@sha8` optional.
+
+        Args:
+            alias: The alias, e.g. SQ.2@0b4f2d11 or M.17.
+            offset: Character offset to start reading from (for long texts).
+            max_chars: At most this many characters.
+        """
+        service, sid = await self._service()
+        page = await service.get_alias(alias, offset, max_chars, session_id=sid)
+        return page.render()
+
+    async def frs_restore(self, alias: str) -> str:
+        """Undo a squash: its originals take the summary's place again.
+
+        Args:
+            alias: The squash to undo: SQ.<n>, @sha8 optional.
+        """
+        service, sid = await self._service()
+        return replies.restored(await service.restore(alias, session_id=sid))
+
+    def functions(self) -> list[Callable[..., Any]]:
+        """The five tools as bound async functions, in the order a model should meet them."""
+        return [
+            self.frs_view_thread,
+            self.frs_compress_range,
+            self.frs_compress_last,
+            self.get_alias,
+            self.frs_restore,
+        ]
+
+
+class Conversations:
+    """Every conversation of one runtime on one database, over one `SharedStore`.
+
+    For a runtime that names the conversation per call (LangGraph's thread id, an ADK session
+    id) rather than once: `get` hands out the `Conversation` of an id, all of them on the store
+    this object opens on first use (one connection, not one per thread). The loop rule of
+    `SharedStore` holds: close it (or ``async with``) in the loop that used it.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        interface: str,
+        *,
+        limits: Limits | None = None,
+        keep: int = 1024,
+    ) -> None:
+        self.store = SharedStore(db, limits)
+        self.interface = interface
+        # The most recently used conversations, each remembering its session id; one dropped
+        # here is found again by get-or-create.
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._keep = keep
+
+    def get(self, conversation: str) -> Conversation:
+        """The conversation `conversation` of this runtime, on the shared store."""
+        found = self._conversations.pop(conversation, None)
+        if found is None:
+            found = Conversation(self.store, self.interface, conversation)
+        self._conversations[conversation] = found
+        while len(self._conversations) > self._keep:
+            self._conversations.popitem(last=False)
+        return found
+
+    async def service(self) -> ReasoningService:
+        """The service over the shared store, opening it on the first call."""
+        return await self.store.service()
+
+    async def close(self) -> None:
+        """Close the shared store; the next call opens it again."""
+        self._conversations.clear()
+        await self.store.close()
+
+    async def __aenter__(self) -> Conversations:
+        await self.service()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def newest_recorded_id(conversation: Conversation, entries: Sequence[Message]) -> str | None:
+    """The interface message id of the newest message recorded with one in `entries` (the
+    conversation's live thread, or its newest part), looking inside a summary at the end for
+    what it replaced; None when no entry carries one.
+
+    An adapter handed the runtime's whole history on every call (LangGraph's state, an ADK
+    request) records what comes after this id, so nothing is recorded twice, even after the
+    newest entries were squashed or the process restarted.
+    """
+    pending = list(entries)
+    while pending:
+        entry = pending.pop()
+        if entry.kind != "summary":
+            if entry.interface_message_id is not None:
+                return entry.interface_message_id
+            continue
+        if entry.squash_n is not None:
+            sid = await conversation.session_id()  # before the read: it may write
+            service = await conversation.service()
+            async with service.store.snapshot() as reader:
+                pending.extend(await reader.squash_members(sid, entry.squash_n))
+    return None
