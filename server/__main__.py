@@ -36,7 +36,7 @@ log = logging.getLogger("frs-mcp")
 async def serve(settings: Settings) -> None:
     async with open_deps(settings) as deps:
         mcp = build_server(settings, shared=deps)
-        log.info("serving MCP over stdio on %s", settings.database)
+        log.info("serving MCP over stdio on %s", redact(settings.database))
         await mcp.run_stdio_async()
 
 

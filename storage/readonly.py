@@ -19,8 +19,9 @@ import aiosqlite
 import anyio
 
 from frs.errors import StoreUnavailable
-from storage.db import BUSY_TIMEOUT_MS, store_error
-from storage.migrations import MIGRATIONS, SchemaTooNew, foreign_reason
+from storage.db import BUSY_TIMEOUT_MS, read_bounded, store_error
+from storage.header import read_header
+from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew, foreign_reason
 from storage.reads import SqliteReader
 
 
@@ -35,6 +36,20 @@ class ReadOnlyStore:
         self.path = path
         self._conn = conn
         self._lock = anyio.Lock()
+        self._search_lock = anyio.Lock()
+
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
+        """A snapshot for a search: on a read-only connection of its own, so a long search
+        never holds up the other pages, and stopped after `seconds` (`SearchTooSlow`)."""
+        async with self._search_lock:
+            conn = await _open(Path(self.path))  # for this search only: closed after it
+            try:
+                async with read_bounded(conn, seconds):
+                    yield SqliteReader(conn)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.close()
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[SqliteReader]:
@@ -48,6 +63,25 @@ class ReadOnlyStore:
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._conn.rollback()
+
+
+async def _open(file: Path, immutable: bool = False) -> aiosqlite.Connection:
+    """A read-only connection to `file` (`immutable`: one that takes no locks and creates no
+    files, for a file it will only refuse)."""
+    uri = _uri(file) + ("&immutable=1" if immutable else "")
+    try:
+        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise store_error(exc) from exc
+    try:
+        await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise NotReadable(f"{file} cannot be read as an SQLite database: {exc}") from exc
+        raise
+    return conn
 
 
 def _uri(path: Path) -> str:
@@ -111,13 +145,20 @@ async def open_readonly(path: str | os.PathLike[str]) -> AsyncIterator[ReadOnlyS
             f"no database at {file}: start frs-mcp once to create it, or pass --db with the "
             "file your server uses (default $FRS_DB, else ~/.local/share/frs-mcp/frs.db)."
         )
+    # A file about to be refused (its header, read from the bytes, names another version or
+    # another application) is checked on an immutable connection, which creates no -wal or
+    # -shm beside a WAL-mode file: the refusal leaves it exactly as it was.
+    header = read_header(file)
+    refused = header is not None and (
+        header.user_version != len(MIGRATIONS) or header.application_id not in (0, APPLICATION_ID)
+    )
+    conn = await _open(file, immutable=refused)
     try:
-        conn = await aiosqlite.connect(_uri(file), uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise store_error(exc) from exc
-    try:
-        await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
         await _check_version(conn, file)
+        if refused:  # the header and the engine disagree: read it as any other
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+            conn = await _open(file)
     except sqlite3.Error as exc:
         with anyio.CancelScope(shield=True):
             await conn.close()

@@ -58,7 +58,7 @@ from tests.robust.wire import (
 )
 
 Context = dict[str, str]
-TOKEN = "s3cret"
+TOKEN = "s3cret-0123456789abcdef"
 SILENCE = 1.0  # seconds to wait, after the next request is answered, before calling it none
 _SESSION = re.compile(r"session (\w+) ")
 
