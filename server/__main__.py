@@ -129,6 +129,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
             header_timeout=args.header_timeout,
             body_timeout=args.body_timeout,
             keep_alive_timeout=args.keep_alive_timeout,
+            write_timeout=args.write_timeout,
         ),
     )
 

@@ -203,6 +203,14 @@ def _http(http: argparse._ArgumentGroup) -> None:
         metavar="SECONDS",
         help="close a socket idle this long between requests (default %(default)s)",
     )
+    http.add_argument(
+        "--write-timeout",
+        type=_seconds,
+        default=_HTTP.sockets.write_timeout,
+        metavar="SECONDS",
+        help="close a socket whose client has read nothing of an answer this long "
+        "(default %(default)s)",
+    )
 
 
 def _commands(p: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:

@@ -52,6 +52,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=SEARCH_SECONDS,
         help=f"stop a search running longer (default {SEARCH_SECONDS:g} s)",
     )
+    p.add_argument(
+        "--write-timeout",
+        type=float,
+        default=SocketLimits().write_timeout,
+        metavar="SECONDS",
+        help="close a socket whose client has read nothing of a page this long "
+        f"(default {SocketLimits().write_timeout:g} s)",
+    )
     p.add_argument("--token", default=None, help="bearer token (default $FRS_TOKEN)")
     p.add_argument("--tokens", metavar="FILE", default=None, help="tenants: NAME SECRET a line")
     p.add_argument(
@@ -92,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--port {args.port} is not a port (0..65535)")
     if not 0 < args.search_seconds <= 3600:
         return _fail(f"--search-seconds {args.search_seconds:g}: give 0 < seconds <= 3600")
+    if not 0 < args.write_timeout <= 3600:
+        return _fail(f"--write-timeout {args.write_timeout:g}: give 0 < seconds <= 3600")
     try:
         HostPolicy.for_server(args.host, args.port, tuple(args.allowed_host))
         sock = bind_socket(args.host, args.port)
@@ -126,13 +136,14 @@ async def _serve(
             flush=True,
         )
         # The transports' socket limits (`server.sockets`): a cap on open sockets, header, body
-        # and keep-alive timeouts, so idle or slow sockets cannot use up the process's files.
+        # and keep-alive timeouts, so idle or slow sockets cannot use up the process's files,
+        # and a write timeout, so pages never read cannot pile up in memory.
         config = uvicorn.Config(
             app,
             log_config=None,
             lifespan="off",
             access_log=False,
-            http=guarded_protocol(SocketLimits()),
+            http=guarded_protocol(SocketLimits(write_timeout=args.write_timeout)),
         )
         await uvicorn.Server(config).serve(sockets=[sock])
 

@@ -17,6 +17,13 @@ _URL = re.compile(r"at (http://127\.0\.0\.1:[0-9]+)/")
 @contextmanager
 def viewer(database: Path, *flags: str) -> Iterator[str]:
     """Run `frs-mcp web --db DATABASE --port 0` and yield its base URL; stop it after."""
+    with viewer_process(database, *flags) as (base, _):
+        yield base
+
+
+@contextmanager
+def viewer_process(database: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`viewer`, yielding the process too, whose stderr (past the first line) is the log."""
     process = subprocess.Popen(
         [sys.executable, "-m", "server", "web", "--db", str(database), "--port", "0", *flags],
         cwd=REPO,
@@ -29,7 +36,7 @@ def viewer(database: Path, *flags: str) -> Iterator[str]:
         line = process.stderr.readline()
         found = _URL.search(line)
         assert found, f"the viewer did not start: {line}{process.stderr.read()}"
-        yield found.group(1)
+        yield found.group(1), process
     finally:
         process.terminate()
         try:

@@ -4,7 +4,11 @@ database left byte for byte as it was."""
 from __future__ import annotations
 
 import hashlib
+import queue
+import socket
 import sqlite3
+import subprocess
+import threading
 import urllib.error
 import urllib.request
 from contextlib import closing
@@ -17,7 +21,7 @@ from frs import NewMessage, ReasoningService
 from frs.model import Limits
 from storage import MIGRATIONS, SqliteStore, open_database
 from tests.command import frs_mcp
-from tests.web.conftest import viewer
+from tests.web.conftest import viewer, viewer_process
 from tests.web.sample import Sample, write_sample
 
 pytestmark = pytest.mark.slow
@@ -327,6 +331,35 @@ class TestRefusals:
         assert got.startswith(b"HTTP/1.1 503 "), got
         assert page[0] == 200
 
+    async def test_a_client_that_never_reads_a_large_page_is_closed_and_others_are_served(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """A client that asks for megabytes and reads none of them once held its socket and the
+        answer in memory for ever (10 exports never read: 74 to 387 MiB). With writing paused
+        and nothing read for `--write-timeout` seconds, the socket is aborted."""
+        path, _ = sample
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db), Limits())
+            big = (await service.start_session("Big one")).session.id
+            await service.record([NewMessage("user", f"{n} " + "x" * 100_000) for n in range(200)])
+        with viewer_process(path, "--write-timeout", "0.5") as (base, process):
+            port = int(base.rsplit(":", 1)[1])
+            stalled = socket.socket()
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.connect(("127.0.0.1", port))
+            with closing(stalled):
+                host = f"127.0.0.1:{port}".encode()
+                stalled.sendall(
+                    b"GET /s/" + big.encode() + b"/md HTTP/1.1\r\nHost: " + host + b"\r\n\r\n"
+                )
+                meanwhile = await anyio.to_thread.run_sync(get, base + "/")
+                logged = await anyio.to_thread.run_sync(_logged, process, "--write-timeout")
+                received = await anyio.to_thread.run_sync(_drained, stalled)
+        assert meanwhile[0] == 200
+        assert "read nothing of the answer for 0.5 s (--write-timeout)" in logged
+        assert received.startswith(b"HTTP/1.1 200 ")
+        assert len(received) < 200 * 100_000  # cut short: the server closed it
+
     def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
         run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
         assert run.returncode == 2
@@ -338,6 +371,37 @@ class TestRefusals:
             status, _, text = get(base + "/", host="evil.example")
         assert status == 421
         assert "DNS rebinding" in text
+
+
+def _logged(process: subprocess.Popen[str], needle: str) -> str:
+    """The first line of the viewer's log holding `needle`, or "" if none comes within 30 s
+    (a bound for a broken server, not a wait: the line comes within the write timeout)."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        while needle not in (line := lines.get(timeout=30)):
+            pass
+    except queue.Empty:
+        return ""
+    return line
+
+
+def _drained(sock: socket.socket) -> bytes:
+    """What the socket holds until the server's end closes it."""
+    sock.settimeout(30)
+    got = b""
+    try:
+        while chunk := sock.recv(1 << 20):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got
 
 
 class _Stay(urllib.request.HTTPRedirectHandler):
