@@ -50,16 +50,17 @@ def service(ctx: DepsContext) -> ReasoningService:
 @asynccontextmanager
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
-    service; close them on exit."""
+    service, and the task that fans changes out to listeners; close them on exit."""
     scope = Scope(client=settings.scope) if settings.scope else Scope()
+    events = TenantEvents()
     if is_postgres(settings.database):
         files = LocalFiles(settings.allow_roots, None, settings.max_source_bytes)
-        async with open_postgres(settings.database) as pg:
-            yield Deps(_service(PgStore(pg), settings, files, scope), pg, settings)
+        async with open_postgres(settings.database) as pg, events.running():
+            yield Deps(_service(PgStore(pg), settings, files, scope), pg, settings, events)
         return
     files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
-    async with open_database(settings.database) as db:
-        yield Deps(_service(SqliteStore(db), settings, files, scope), db, settings)
+    async with open_database(settings.database) as db, events.running():
+        yield Deps(_service(SqliteStore(db), settings, files, scope), db, settings, events)
 
 
 def _service(store: Store, settings: Settings, files: LocalFiles, scope: Scope) -> ReasoningService:

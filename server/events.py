@@ -5,16 +5,27 @@ per server would fan every event out to every listener; a tenant's session ids m
 another tenant, so each tenant gets its own bus and its own `ListenHandler` (its own limit of
 open streams) for 2026-07-28's `subscriptions/listen`, and its own table of its 2025-11-25
 connections and what each sent `resources/subscribe` for, told on their own channel.
+
+The writer never waits for the fan-out: `publish` hands the change to a bounded queue and
+returns; the fan-out task (`running`, opened with the database in `server.deps`) tells the
+listeners. 250 listeners fanned out on the writer's path took its p50 from 3 to 86 ms, and a
+2025 subscriber that stopped reading held every write for `SEND_TIMEOUT`. Each listener has a
+bounded queue of its own: a 2026 listen stream the SDK's (ended when full), a 2025 connection
+an outbox of URIs (a URI already waiting is not queued twice; when full the oldest is dropped)
+that a task of its own sends.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Protocol
 
 import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
@@ -26,6 +37,12 @@ MAX_STREAMS_PER_TENANT = 256
 #: Seconds a 2025-era subscriber may take to take a notification before it is dropped: a
 #: client that stopped reading must not hold up the call that made the change.
 SEND_TIMEOUT = 5.0
+#: Changes waiting for the fan-out task; past it a change is dropped (and logged), never waited.
+PENDING_CHANGES = 1024
+#: URIs waiting for one 2025 connection; past it the oldest is dropped.
+PENDING_PER_CONNECTION = 256
+#: What an outbox holds for a resource list's change (never a resource URI).
+_LIST_CHANGED = ""
 
 
 class _Told(Protocol):
@@ -43,6 +60,10 @@ class Subscribers:
 
     def __init__(self) -> None:
         self._followed: weakref.WeakKeyDictionary[_Told, set[str]] = weakref.WeakKeyDictionary()
+        # What each connection has yet to be told, in order (a dict as an ordered set).
+        self._outboxes: weakref.WeakKeyDictionary[_Told, dict[str, None]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def __len__(self) -> int:
         return len(self._followed)
@@ -57,36 +78,55 @@ class Subscribers:
     def unfollow(self, session: ServerSession, uri: str) -> None:
         self._followed.get(_connection(session), set()).discard(uri)
 
-    async def tell(self, uri: str) -> None:
-        """Tell every connection following `uri`."""
-        following = [c for c, uris in list(self._followed.items()) if uri in uris]
-        await self._tell(following, lambda c: c.send_resource_updated(uri))
+    def tell(self, uri: str, tg: anyio.abc.TaskGroup) -> None:
+        """Queue `uri` for every connection following it; their senders run in `tg`."""
+        for connection, uris in list(self._followed.items()):
+            if uri in uris:
+                self._queue(connection, uri, tg)
 
-    async def tell_list_changed(self) -> None:
-        """Tell every connection that the resource list changed."""
-        await self._tell(list(self._followed.keys()), lambda c: c.send_resource_list_changed())
+    def tell_list_changed(self, tg: anyio.abc.TaskGroup) -> None:
+        """Queue the resource list's change for every connection."""
+        for connection in list(self._followed.keys()):
+            self._queue(connection, _LIST_CHANGED, tg)
 
-    async def _tell(
-        self, connections: list[_Told], send: Callable[[_Told], Awaitable[None]]
-    ) -> None:
-        """All at once: a stuck connection holds the change's call up for `SEND_TIMEOUT` at
-        most, and is forgotten."""
-        if not connections:
-            return
-        async with anyio.create_task_group() as tg:
-            for connection in connections:
-                tg.start_soon(self._tell_one, connection, send)
+    def _queue(self, connection: _Told, uri: str, tg: anyio.abc.TaskGroup) -> None:
+        outbox = self._outboxes.get(connection)
+        if outbox is None:
+            outbox = self._outboxes[connection] = {}
+        if uri in outbox:
+            return  # already waiting: one notification tells both changes
+        if len(outbox) >= PENDING_PER_CONNECTION:
+            del outbox[next(iter(outbox))]
+            log.warning("a subscriber is %d updates behind; dropped its oldest", len(outbox))
+        first = not outbox
+        outbox[uri] = None
+        if first:  # no sender is running for this connection (it ends once the box is empty)
+            tg.start_soon(self._send_all, connection)
 
-    async def _tell_one(self, connection: _Told, send: Callable[[_Told], Awaitable[None]]) -> None:
-        with anyio.move_on_after(SEND_TIMEOUT) as waited:
-            try:
-                await send(connection)
+    async def _send_all(self, connection: _Told) -> None:
+        """Send the connection's outbox, oldest first, until it is empty; a stuck or closed
+        connection is forgotten."""
+        while outbox := self._outboxes.get(connection):
+            uri = next(iter(outbox))
+            if not await self._tell_one(connection, uri):
+                self._outboxes.pop(connection, None)
+                self._followed.pop(connection, None)
                 return
+            outbox.pop(uri, None)
+
+    async def _tell_one(self, connection: _Told, uri: str) -> bool:
+        with anyio.move_on_after(SEND_TIMEOUT):
+            try:
+                if uri == _LIST_CHANGED:
+                    await connection.send_resource_list_changed()
+                else:
+                    await connection.send_resource_updated(uri)
+                return True
             except Exception as exc:  # a closed connection: forget it
                 log.debug("a subscriber is gone (%s); forgetting it", type(exc).__name__)
-        if waited.cancelled_caught:
-            log.warning("a subscriber took no update for %g s; forgetting it", SEND_TIMEOUT)
-        self._followed.pop(connection, None)
+                return False
+        log.warning("a subscriber took no update for %g s; forgetting it", SEND_TIMEOUT)
+        return False
 
 
 def _connection(session: ServerSession) -> _Told:
@@ -106,6 +146,8 @@ class TenantEvents:
         self._buses: dict[str, InMemorySubscriptionBus] = {}
         self._handlers: dict[str, ListenHandler] = {}
         self._subscribers: dict[str, Subscribers] = {}
+        # Open only while `running`: the fan-out task reads what `publish` writes.
+        self._changes: MemoryObjectSendStream[tuple[str, list[ServerEvent]]] | None = None
 
     @property
     def max_streams(self) -> int:
@@ -124,20 +166,54 @@ class TenantEvents:
         """`tenant`'s 2025-era subscribers."""
         return self._subscribers.setdefault(tenant, Subscribers())
 
-    async def publish(self, tenant: str, events: list[ServerEvent]) -> None:
-        """Tell `tenant`'s listeners and subscribers; nobody else's. A tenant nobody listens
-        for costs two dictionary lookups."""
-        bus = self._buses.get(tenant)
-        subscribers = self._subscribers.get(tenant)
-        for event in events:
-            if bus is not None:
-                await bus.publish(event)
-            if subscribers is None:
-                continue
-            if isinstance(event, ResourceUpdated):
-                await subscribers.tell(event.uri)
-            elif isinstance(event, ResourcesListChanged):
-                await subscribers.tell_list_changed()
+    def publish(self, tenant: str, events: list[ServerEvent]) -> None:
+        """Hand `tenant`'s change to the fan-out task and return at once: the writer never
+        waits for listeners. A tenant nobody listens for costs two dictionary lookups."""
+        if tenant not in self._buses and tenant not in self._subscribers:
+            return
+        if self._changes is None:
+            log.warning("a change was published with no fan-out task running; nobody is told")
+            return
+        try:
+            self._changes.send_nowait((tenant, events))
+        except anyio.WouldBlock:
+            log.warning("%d changes wait for the listeners; dropped one", PENDING_CHANGES)
+        except anyio.ClosedResourceError:
+            pass  # shutting down
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Fan changes out while inside (the database's lifetime); stop on exit."""
+        changes, received = anyio.create_memory_object_stream[tuple[str, list[ServerEvent]]](
+            PENDING_CHANGES
+        )
+        with changes, received:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._fan_out, received, tg)
+                self._changes = changes
+                try:
+                    yield
+                finally:
+                    self._changes = None
+                    tg.cancel_scope.cancel()
+
+    async def _fan_out(
+        self,
+        received: MemoryObjectReceiveStream[tuple[str, list[ServerEvent]]],
+        tg: anyio.abc.TaskGroup,
+    ) -> None:
+        async for tenant, events in received:
+            bus = self._buses.get(tenant)
+            subscribers = self._subscribers.get(tenant)
+            for event in events:
+                if bus is not None:
+                    await bus.publish(event)  # each stream's own bounded buffer
+                if subscribers is None:
+                    continue
+                if isinstance(event, ResourceUpdated):
+                    subscribers.tell(event.uri, tg)
+                elif isinstance(event, ResourcesListChanged):
+                    subscribers.tell_list_changed(tg)
 
     def close(self) -> None:
         """End every open listen stream gracefully (at shutdown)."""

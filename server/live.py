@@ -91,11 +91,11 @@ async def creates(ctx: DepsContext, session_id: str | None) -> bool:
 
 async def changed(ctx: DepsContext, session_id: str, change: Change, new: bool = False) -> None:
     """Tell the listening clients of the caller's tenant that `session_id` changed (`new`: it
-    was created by this call)."""
+    was created by this call): handed to the fan-out task, not waited for."""
     rc = ctx.request_context
     scope = current_scope()
     tenant = scope.tenant if scope is not None else tenant_of(rc)
-    await rc.lifespan_context.events.publish(tenant, events_for(session_id, change, new))
+    rc.lifespan_context.events.publish(tenant, events_for(session_id, change, new))
 
 
 async def listen(

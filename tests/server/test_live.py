@@ -33,7 +33,7 @@ from mcp.types import (
 )
 
 from frs.model import LOCAL_TENANT
-from server import Settings, build_server
+from server import Settings, build_server, events
 from server.deps import Deps, open_deps
 from server.events import TenantEvents
 
@@ -331,6 +331,49 @@ class TestTwoClientsIn2025:
                     await a.unsubscribe_resource(uris(sid)["thread"])
                 await say(b, sid, "four")
                 assert await sentinel.heard(inbox) == updated(sid, "messages", "anthropic")
+
+
+class TestTheWriterDoesNotWait:
+    async def test_a_subscriber_that_takes_no_update_holds_no_write_up_and_is_told_after(
+        self, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The fan-out runs in a task of its own: a 2025 subscriber whose connection takes no
+        update (a client that stopped reading; here its connection's send waits on a gate)
+        once held every write of its tenant until it was dropped; now the writes return while
+        it is stuck, and once it takes updates again it is told what changed meanwhile."""
+        monkeypatch.setattr(events, "SEND_TIMEOUT", 3600.0)  # stuck for the whole test
+        settings = Settings(database=str(db_path), log_level="WARNING")
+        entered, gate = anyio.Event(), anyio.Event()
+        with Inbox() as inbox:
+            async with (
+                open_deps(settings) as deps,
+                Client(build_server(settings, shared=deps)) as b,
+                Client(
+                    build_server(settings, shared=deps), mode="legacy", message_handler=inbox.handle
+                ) as a,
+            ):
+                sid = await start(b, "watched")
+                sentinel = Sentinel(b, await start(b, "sentinel"))
+                await subscribe(a, sentinel, sid)
+                [connection] = list(deps.events.subscribers(LOCAL_TENANT)._followed)
+                send = connection.send_resource_updated
+
+                async def stuck(uri: str) -> None:
+                    entered.set()
+                    await gate.wait()
+                    await send(uri)
+
+                monkeypatch.setattr(connection, "send_resource_updated", stuck)
+                with anyio.fail_after(WAIT):
+                    await say(b, sid, "first")
+                    await entered.wait()
+                    for n in range(3):
+                        await say(b, sid, f"while stuck {n}")
+                assert not gate.is_set()
+                monkeypatch.setattr(connection, "send_resource_updated", send)
+                gate.set()
+                heard = await sentinel.heard(inbox)
+        assert updated(sid, "thread", "messages", "anthropic") <= heard
 
 
 class TestLimits:
