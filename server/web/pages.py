@@ -24,7 +24,7 @@ from frs.render import (
 )
 from frs.text import minify_json
 from server.web.html import Html, join, page, tag, text, url, void
-from server.web.thread import PAGE, Node, Opened, ThreadPage, anchor
+from server.web.thread import PAGE, WHOLE_CHARS, Node, Opened, ThreadPage, anchor
 
 #: A message longer than this shows as a card first, as in the model's view (its default).
 PREVIEW_CHARS = Limits().preview_chars
@@ -198,7 +198,9 @@ def _message(entry: Entry, top: bool) -> Html:
     calls = [
         tag("div", tag("code", annotate_call(call)), class_="call") for call in message.tool_calls
     ]
-    thinking = [tag("pre", "(thinking) ", t.content, class_="thinking") for t in entry.thinking]
+    thinking = [
+        tag("pre", "(thinking) ", _capped(t.content), class_="thinking") for t in entry.thinking
+    ]
     return tag(
         "article",
         head,
@@ -212,8 +214,11 @@ def _message(entry: Entry, top: bool) -> Html:
 
 def _body(message: Message) -> Html:
     """The text; a long one as the model sees it first, a card (head, tail, what is left
-    out), with the whole text a click away."""
-    whole = tag("pre", message.content, class_="body")
+    out), with the whole text a click away; past `WHOLE_CHARS`, its head and tail, and the
+    alias that reads the whole."""
+    whole = tag("pre", _capped(message.content), class_="body")
+    if len(message.content) > WHOLE_CHARS:
+        whole = join([whole, tag("p", _whole_elsewhere(message), class_="more")])
     if len(message.content) <= PREVIEW_CHARS:
         return whole
     text = minify_json(message.content) if message.role == "tool" else message.content
@@ -227,6 +232,22 @@ def _body(message: Message) -> Html:
                 class_="whole",
             ),
         ]
+    )
+
+
+def _capped(content: str) -> str:
+    """At most `WHOLE_CHARS` of `content`: its head and tail, saying how much is left out."""
+    if len(content) <= WHOLE_CHARS:
+        return content
+    half = WHOLE_CHARS // 2
+    left_out = len(content) - 2 * half
+    return f"{content[:half]}\n\n[… {left_out:,} characters left out …]\n\n{content[-half:]}"
+
+
+def _whole_elsewhere(message: Message) -> str:
+    return (
+        f"This page shows {WHOLE_CHARS:,} of its {len(message.content):,} characters: read "
+        f"the whole with get_alias M.{message.number}@{message.sha8} (frs-mcp's tools)."
     )
 
 

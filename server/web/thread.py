@@ -4,7 +4,10 @@ The entries, their labels, thinking, checkpoints and focus headings come from th
 (`frs.layout`), exactly as a view builds them; only the HTML differs from the text view. A page
 is the newest `PAGE` entries before a position, read by position through the store's block
 counts, so its cost does not grow with the thread. A squash opens to at most `MEMBERS_SHOWN`
-originals, nested squashes `NESTING` deep; its own page shows the rest.
+originals, nested squashes `NESTING` deep; its own page shows the rest. A page opens squashes
+until their originals hold `PAGE_CHARS` characters (a text counted at most `WHOLE_CHARS`, what
+a page shows of one); the originals past that are on the squash's own page: one squash of
+20 MB once made its thread's page 20 MB.
 """
 
 from __future__ import annotations
@@ -20,6 +23,26 @@ from frs.selection import Frame, load_frame
 PAGE = 200
 MEMBERS_SHOWN = 200
 NESTING = 8
+#: The most a page shows of one text: its head and tail, the middle left out (`get_alias`).
+WHOLE_CHARS = 100_000
+#: The characters of originals one thread page opens, all its squashes together.
+PAGE_CHARS = 1_000_000
+
+
+class Budget:
+    """What is left of a page's `PAGE_CHARS`, spent by each original it opens."""
+
+    def __init__(self, chars: int = PAGE_CHARS) -> None:
+        self.left = chars
+
+    def spend(self, message: Message) -> bool:
+        """Take `message`'s share; False (and nothing taken) once the page is full."""
+        cost = min(len(message.content), WHOLE_CHARS)
+        if cost > self.left:
+            self.left = 0
+            return False
+        self.left -= cost
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +95,11 @@ async def load_page(
         thinking += await reader.thinking(session.id, shown[0].message.ord, messages[-1].ord_last)
     entries, leading = attach(shown, labels, thinking, frame.checkpoints, first == 1)
     entries, trailing = focus_headings(entries, frame.layers, stop == end)
-    nodes = [Node(entry, await open_squash(reader, session.id, entry.message)) for entry in entries]
+    budget = Budget()
+    nodes = [
+        Node(entry, await open_squash(reader, session.id, entry.message, budget=budget))
+        for entry in entries
+    ]
     return ThreadPage(session, frame, first, tuple(nodes), tuple(leading), tuple(trailing))
 
 
@@ -82,8 +109,10 @@ async def open_squash(
     message: Message,
     depth: int = 0,
     shown: int = MEMBERS_SHOWN,
+    budget: Budget | None = None,
 ) -> Opened | None:
-    """For a summary, its squash with the originals it replaced; None for any other entry."""
+    """For a summary, its squash with the originals it replaced (at most `shown`, and those
+    `budget` has room for); None for any other entry."""
     if message.kind != "summary" or message.squash_n is None:
         return None
     squash = await reader.squash(session_id, message.squash_n)
@@ -92,11 +121,13 @@ async def open_squash(
     if depth >= NESTING:
         return Opened(squash, (), squash.count)
     members = await reader.squash_members(session_id, squash.n)
-    nodes = [
-        Node(Entry(member_label(m), m), await open_squash(reader, session_id, m, depth + 1))
-        for m in members[:shown]
-    ]
-    return Opened(squash, tuple(nodes), max(0, len(members) - shown))
+    nodes: list[Node] = []
+    for m in members[:shown]:
+        if budget is not None and not budget.spend(m):
+            break
+        opened = await open_squash(reader, session_id, m, depth + 1, budget=budget)
+        nodes.append(Node(Entry(member_label(m), m), opened))
+    return Opened(squash, tuple(nodes), len(members) - len(nodes))
 
 
 def member_label(message: Message) -> str:

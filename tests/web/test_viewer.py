@@ -123,6 +123,32 @@ class TestPages:
         assert found[0] == 200
         assert "Long one" in found[2]
 
+    async def test_a_page_holding_a_huge_squash_is_bounded_and_says_where_the_rest_is(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """One squash of 20 MB once made its thread's page 20 MB: a page shows a text's head
+        and tail (the alias reads the whole), and opens originals up to a budget (the squash's
+        own page has the rest)."""
+        path, _ = sample
+        async with open_database(path) as db:
+            # A server run with a higher --max-message-chars recorded it.
+            service = ReasoningService(SqliteStore(db), Limits(max_message_chars=20_000_100))
+            huge = (await service.start_session("Huge")).session.id
+            text = "HEAD-MARK " + "x" * 20_000_000 + " TAIL-MARK"
+            await service.record([NewMessage("user", text)])
+            await service.record([NewMessage("user", f"{n} " + "y" * 99_000) for n in range(40)])
+            await service.compress_range(1, 41, "Twenty megabytes and forty pages.")
+        with viewer(path) as base:
+            status, _, page = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}")
+        assert status == 200
+        assert len(page.encode()) < 2_000_000
+        assert "HEAD-MARK" in page
+        assert "TAIL-MARK" in page
+        assert "[… 19,900,020 characters left out …]" in page
+        assert "read the whole with get_alias M.1@" in page
+        assert f'href="/s/{huge}/sq/1"' in page
+        assert "more originals on the squash" in page
+
     def test_pages_are_never_cached_and_the_static_files_may_be(
         self, sample: tuple[Path, Sample]
     ) -> None:
