@@ -22,8 +22,8 @@ import anyio
 from frs.env import Env
 from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
 from frs.matching import Unit, answer_unit, new_units, units_of
-from frs.model import Limits, SessionId
-from frs.nudges import DEFAULT_STEP, Nudge, candidates, due, nudge_text, sent_tokens
+from frs.model import Limits, Nudge, SessionId
+from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import estimate_tokens, shorten
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
