@@ -3,27 +3,40 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make run` needs only frs-mcp and what it imports (pip install -e .); `make test` adds the
+# test extra (pytest, ruff, mypy, the clients the tests drive: ~90 packages, ~400 MB).
+RUN_STAMP := $(VENV)/.installed-run
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
 .PHONY: run test preflight lint check bench bundle clean
 
 # Installing writes only to stderr: under `make run`, stdout is the MCP protocol stream.
+$(RUN_STAMP): pyproject.toml
+	@echo "installing frs-mcp into $(VENV) (what running needs; make test adds its test extra)" >&2
+	@$(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/python -m pip install --quiet --upgrade pip >&2
+	@$(BIN)/python -m pip install --quiet -e . >&2
+	@touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml
-	@echo "installing frs-mcp into $(VENV)" >&2
+	@echo "installing frs-mcp with its test extra into $(VENV)" >&2
 	@$(PYTHON) -m venv $(VENV) >&2
 	@$(BIN)/python -m pip install --quiet --upgrade pip >&2
 	@$(BIN)/python -m pip install --quiet -e ".[test]" >&2
-	@touch $(STAMP)
+	@touch $(RUN_STAMP) $(STAMP)
 
 ## Serve MCP over stdio on the default database (~/.local/share/frs-mcp/frs.db).
-run: $(STAMP)
+run: $(RUN_STAMP)
 	@$(BIN)/frs-mcp $(ARGS)
 
 ## Lint, type-check and run every test. First, before building anything, check that Python,
 ## Node.js and npm are there (the npm-based tests need them), and say how to install what is not.
+## pytest runs on PYTEST_JOBS workers (pytest-xdist), each test file on one worker so that its
+## module fixtures are built once; PYTEST_JOBS=0 runs it in this process.
+PYTEST_JOBS ?= 2
 test: preflight
 	@$(MAKE) --no-print-directory lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 preflight:
 	@sh scripts/preflight $(PYTHON)

@@ -78,6 +78,11 @@ class _TracingStore:
         async with self.db.snapshot() as conn:
             yield PgReader(_Recorder(conn, self.op, self.seen))
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[PgReader]:
+        async with self.db.searching(seconds) as conn:
+            yield PgReader(_Recorder(conn, self.op, self.seen))
+
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
     ) -> list[Message | Raw]:

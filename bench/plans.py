@@ -78,6 +78,11 @@ class _TracingStore:
         async with self.db.snapshot() as conn:
             yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
+        async with self.db.searching(seconds) as conn:
+            yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
+
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
     ) -> list[Message | Raw]:

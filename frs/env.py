@@ -36,30 +36,33 @@ def utc_now() -> str:
 class Chosen:
     """The session each live connection last started or chose, in memory only: a connection
     keeps its own current session while another connection of the same client chooses
-    another. The newest `kept` connections are remembered; an older one falls back to its
-    scope's current session, kept in the store."""
+    another. Each tenant has its own table of its newest `kept` connections, so one tenant's
+    flood of connections pushes out only its own; an older one falls back to its scope's
+    current session, kept in the store."""
 
     def __init__(self, kept: int = 10_000) -> None:
         self.kept = kept
-        self._chosen: OrderedDict[tuple[str, str, str], SessionId] = OrderedDict()
+        self._chosen: dict[str, OrderedDict[tuple[str, str], SessionId]] = {}
 
     def get(self, scope: Scope) -> SessionId | None:
         if scope.connection is None:
             return None
-        key = (scope.tenant, scope.client, scope.connection)
-        found = self._chosen.get(key)
-        if found is not None:
-            self._chosen.move_to_end(key)
+        table = self._chosen.get(scope.tenant)
+        key = (scope.client, scope.connection)
+        found = table.get(key) if table is not None else None
+        if table is not None and found is not None:
+            table.move_to_end(key)
         return found
 
     def choose(self, scope: Scope, session_id: SessionId) -> None:
         if scope.connection is None:
             return
-        key = (scope.tenant, scope.client, scope.connection)
-        self._chosen[key] = session_id
-        self._chosen.move_to_end(key)
-        if len(self._chosen) > self.kept:
-            self._chosen.popitem(last=False)
+        table = self._chosen.setdefault(scope.tenant, OrderedDict())
+        key = (scope.client, scope.connection)
+        table[key] = session_id
+        table.move_to_end(key)
+        if len(table) > self.kept:
+            table.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)

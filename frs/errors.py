@@ -182,6 +182,17 @@ class StoreError(FrsError):
     the engine's own message; the edge says what to check."""
 
 
+class SearchTooSlow(FrsError):
+    """A search ran past its time bound and was stopped, so that it holds up no one else."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(
+            f"The search took longer than {seconds:g} s and was stopped, so that it holds up "
+            "no one else's pages. Search for a longer or rarer phrase."
+        )
+
+
 class StoreUnavailable(StoreError):
     """The store cannot be reached, opened or locked in time, or its disk failed."""
 

@@ -304,6 +304,10 @@ class Store(Protocol):
         """One consistent read of the store: from its first read on, no commit is seen."""
         ...
 
+    def searching(self, seconds: float) -> AbstractAsyncContextManager[ThreadReader]:
+        """A snapshot for a search (`ThreadReader.search_sessions`): where a long search holds
+        up no other read, its statements stopped after `seconds` (`errors.SearchTooSlow`)."""
+
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
     ) -> list[Message | Raw]:

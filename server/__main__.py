@@ -21,9 +21,9 @@ from server.cli import parser
 from server.deps import open_deps
 from server.gateway import command as gateway
 from server.hosts import HostPolicy, unsafe_bind
-from server.http import HttpOptions, bind_socket, serve_http
+from server.http import HttpOptions, bind_socket, listen_failure, serve_http
 from server.logs import hide_session_ids
-from server.settings import Settings, resolve_database
+from server.settings import DatabaseValueError, Settings, resolve_database
 from server.sockets import SocketLimits
 from server.tenants import TokensFileError, tenants_of
 from server.web import command as web
@@ -36,7 +36,7 @@ log = logging.getLogger("frs-mcp")
 async def serve(settings: Settings) -> None:
     async with open_deps(settings) as deps:
         mcp = build_server(settings, shared=deps)
-        log.info("serving MCP over stdio on %s", settings.database)
+        log.info("serving MCP over stdio on %s", redact(settings.database))
         await mcp.run_stdio_async()
 
 
@@ -51,6 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     hide_session_ids()
+    try:
+        # Checked once for every command, before any of them binds a port or opens a file;
+        # the commands resolve the (now absolute) value again to the same path.
+        args.db = resolve_database(args.db)
+    except DatabaseValueError as exc:
+        print(f"frs-mcp: {exc}", file=sys.stderr)
+        return 2
     if args.command == "import":
         return importer.run(args)
     if args.command == "export":
@@ -140,7 +147,7 @@ def _listen(settings: Settings, http: HttpOptions) -> int:
     try:
         sock = bind_socket(http.host, http.port)
     except OSError as exc:
-        print(f"frs-mcp: cannot listen on {http.host}:{http.port}: {exc}", file=sys.stderr)
+        print(f"frs-mcp: {listen_failure(http.host, http.port, exc)}", file=sys.stderr)
         return 2
     with sock:
         return _run(serve_http, settings, http, sock)

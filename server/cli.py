@@ -60,7 +60,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"frs-mcp {version()}")
     _serving(p)
     _http(p.add_argument_group("HTTP transports (sse, streamable-http, both-http)"))
-    _commands(p)
+    names = ", ".join(_commands(p).choices)
+    # argparse would print `COMMAND ...` as if a command were required; none is the default.
+    p.usage = (
+        "%(prog)s [OPTIONS]                serve MCP (stdio, or --transport)\n"
+        f"       %(prog)s [OPTIONS] COMMAND ...  one of {names}"
+    )
     return p
 
 
@@ -200,9 +205,14 @@ def _http(http: argparse._ArgumentGroup) -> None:
     )
 
 
-def _commands(p: argparse.ArgumentParser) -> None:
+def _commands(p: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """The subcommands; each takes --db and --log-level too, before or after its name."""
-    commands = p.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    commands = p.add_subparsers(
+        dest="command",
+        title="commands",
+        metavar="COMMAND",
+        description="optional: with no command, frs-mcp serves MCP",
+    )
     common = _common(suppress=True)
     importer.configure(
         commands.add_parser(
@@ -242,6 +252,7 @@ def _commands(p: argparse.ArgumentParser) -> None:
             "upstream exactly as the host sent it.",
         )
     )
+    return commands
 
 
 # argparse names a type function in its message ("invalid _port value"), so each one explains

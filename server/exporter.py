@@ -20,6 +20,7 @@ from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
 from server.deps import open_deps
 from server.progress import Progress
 from server.settings import Settings, resolve_database
+from storage import DatabaseRefused
 from storage.postgres import is_postgres, redact
 
 QUIET_BELOW = 2_000  # messages or lines; smaller exports print no progress lines
@@ -48,16 +49,16 @@ async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
         if session == "latest":
             newest = (await service.list_sessions(1)).sessions
             if not newest:
-                raise InvalidRequest(f"{settings.database} has no session yet.")
+                raise InvalidRequest(f"{redact(settings.database)} has no session yet.")
             sid: SessionId | None = newest[0].id
         else:
             sid = None if session == "current" else SessionId(session)
         if await service.find_session(sid) is None:
             # A read must not create the session it was asked to show.
             raise InvalidRequest(
-                f"{settings.database} has no current session in scope {service.scope.name}; "
-                "name one, give the scope of the client that made it (--scope NAME, as "
-                "frs_session(action='info') shows it), or export 'latest'."
+                f"{redact(settings.database)} has no current session in scope "
+                f"{service.scope.name}; name one, give the scope of the client that made it "
+                "(--scope NAME, as frs_session(action='info') shows it), or export 'latest'."
             )
         if fmt == "openai":
             return await service.export_openai(sid)
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    except FrsError as exc:
+    except (FrsError, DatabaseRefused) as exc:  # refused: another app's file, a newer schema
         print(f"frs-mcp export: {exc}", file=sys.stderr)
         return 2
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _refuse(
+async def refuse(
     send: Send, status: int, text: str, headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
     body = (text + "\n").encode()
@@ -51,6 +52,11 @@ async def _refuse(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def tenant_in(scope: Scope) -> str:
+    """The tenant `BearerGuard` named for this request ("" without tokens: one tenant)."""
+    return str(scope.get("state", {}).get(TENANT_KEY, ""))
 
 
 def _shown(value: str) -> str:
@@ -69,7 +75,7 @@ class Health:
             await self.app(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):
-            await _refuse(send, 405, "Use GET /health.", [(b"allow", b"GET, HEAD")])
+            await refuse(send, 405, "Use GET /health.", [(b"allow", b"GET, HEAD")])
             return
         body = json.dumps(
             {
@@ -109,7 +115,7 @@ class HostGuard:
         host = _header(scope, b"host")
         if not self.policy.allows_host(host):
             log.warning("refused Host %s (DNS rebinding guard)", _shown(host or ""))
-            await _refuse(
+            await refuse(
                 send,
                 421,
                 f"Misdirected request: Host {_shown(host or '')} is not a name this server "
@@ -120,7 +126,7 @@ class HostGuard:
         origin = _header(scope, b"origin")
         if not self.policy.allows_origin(origin):
             log.warning("refused Origin %s (DNS rebinding guard)", _shown(origin or ""))
-            await _refuse(
+            await refuse(
                 send,
                 403,
                 f"Forbidden: pages from Origin {_shown(origin or '')} may not call this server "
@@ -155,7 +161,7 @@ class BearerGuard:
             scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=tenant, scopes=[]))
             await self.app(scope, receive, send)
             return
-        await _refuse(
+        await refuse(
             send,
             401,
             "Unauthorized: send the header 'Authorization: Bearer <token>' with the token this "
@@ -166,35 +172,44 @@ class BearerGuard:
 
 @dataclass(slots=True)
 class SseLimit:
-    """At most `limit` open SSE streams; one more gets 503 saying what to do."""
+    """At most `limit` open SSE streams, and at most `per_tenant` of one tenant's (its share,
+    `server.shares`); one more gets 503 saying what to do."""
 
     app: ASGIApp
     limit: int
     streamable_too: bool
-    open: int = field(default=0)
+    per_tenant: int = 0  # 0: no share (the whole limit)
+    open: Counter[str] = field(default_factory=Counter)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != SSE_PATH or scope["method"] != "GET":
             await self.app(scope, receive, send)
             return
-        if self.open >= self.limit:
-            log.warning("refused an SSE connection: %d of %d open", self.open, self.limit)
+        tenant = tenant_in(scope)
+        share = self.per_tenant or self.limit
+        total = sum(self.open.values())
+        if total >= self.limit or self.open[tenant] >= share:
+            log.warning("refused an SSE connection: %d of %d open", total, self.limit)
             other = f" connect over Streamable HTTP at {MCP_PATH}," if self.streamable_too else ""
-            await _refuse(
+            whose = (
+                f"the limit of {self.limit} is reached"
+                if total >= self.limit
+                else f"your tenant holds its share of {share} of the {self.limit}"
+            )
+            await refuse(
                 send,
                 503,
-                f"Too many SSE connections: the limit of {self.limit} is reached. Close another "
-                f"SSE client and retry,{other} or restart frs-mcp with a larger "
-                "--max-sse-connections.",
+                f"Too many SSE connections: {whose}. Close another SSE client and retry,"
+                f"{other} or restart frs-mcp with a larger --max-sse-connections.",
                 [(b"retry-after", b"5")],
             )
             return
         # No await between the check and the count: one event loop, so no race.
-        self.open += 1
+        self.open[tenant] += 1
         try:
             await self.app(scope, receive, _once(send))
         finally:
-            self.open -= 1
+            self.open[tenant] -= 1
 
 
 def _once(send: Send) -> Send:
@@ -228,7 +243,7 @@ class RewordLimits:
             await self.app(scope, receive, send)
             return
         held: list[Message] = []
-        body = _Body(receive)
+        body = RequestBody(receive)
 
         async def reword(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] in self.texts:
@@ -237,7 +252,11 @@ class RewordLimits:
             if held and message["type"] == "http.response.body":
                 start = held.pop()
                 text = self.texts[start["status"]]
-                await _send_reworded(send, start, message, text, await body.request_id())
+                # A body over the limit is not read on to find its id: a client announcing
+                # more than the limit and sending nothing would hold the answer until its
+                # body timed out (408) instead of getting its 413 at once.
+                read = start["status"] != 413
+                await _send_reworded(send, start, message, text, await body.request_id(read))
                 return
             await send(message)
 
@@ -248,7 +267,7 @@ _ID_BYTES = 64 * 1024  # a request whose id is not within this much is answered 
 
 
 @dataclass(slots=True)
-class _Body:
+class RequestBody:
     """The request body as the app reads it, its first `_ID_BYTES` kept to find the id."""
 
     source: Receive
@@ -263,10 +282,11 @@ class _Body:
             self.more = bool(message.get("more_body", False))
         return message
 
-    async def request_id(self) -> str | int | None:
-        """The JSON-RPC id of a single request, reading what the app left of a small body;
-        None for a batch, a body too large or not JSON."""
-        while self.more and len(self.kept) <= _ID_BYTES:
+    async def request_id(self, read: bool = True) -> str | int | None:
+        """The JSON-RPC id of a single request, reading what the app left of a small body
+        (unless not `read`: then from what was read); None for a batch, a body too large or
+        not JSON."""
+        while read and self.more and len(self.kept) <= _ID_BYTES:
             if (await self.receive())["type"] != "http.request":
                 break
         if self.more or len(self.kept) > _ID_BYTES:

@@ -11,6 +11,7 @@ to name the limit. Which hosts may bind and be named is `server.hosts`.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
 import socket
@@ -45,8 +46,10 @@ from server.guards import (
 )
 from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
+from server.shares import RequestShare, request_share, share
 from server.sockets import SocketLimits, guarded_protocol
 from server.web.app import viewer_of
+from storage.postgres import redact
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,11 @@ class HttpOptions:
         return bool(self.tenants)
 
     @property
+    def tenant_count(self) -> int:
+        """How many tenants share the caps (`server.shares`): one without tokens."""
+        return max(1, len({tenant for _, tenant in self.tenants}))
+
+    @property
     def serves_sse(self) -> bool:
         return self.transport in ("sse", "both-http")
 
@@ -104,6 +112,22 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def listen_failure(host: str, port: int, error: OSError) -> str:
+    """The one line for a port that cannot be bound: what the system said, and the fix."""
+    said = f"cannot listen on {host}:{port}: {error}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"{said}. Another process holds the port: pass --port 0 to take a free one (the "
+            f"log says which), or find the process with `ss -ltnp 'sport = :{port}'` (Linux) "
+            f"or `lsof -nP -iTCP:{port} -sTCP:LISTEN` (macOS)."
+        )
+    if error.errno == errno.EACCES and 0 < port < 1024:
+        return f"{said}. Ports below 1024 need privileges: pass a port above 1023, or --port 0."
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"{said}. {host} is not an address of this machine: pass one that is, or 127.0.0.1."
+    return said
 
 
 # --- Host and Origin (DNS rebinding) -------------------------------------------------------------
@@ -174,8 +198,6 @@ def build_app(
             yield
 
     app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
-    if options.serves_streamable:
-        app = EvictIdle(app, mcp.session_manager, options.max_sessions, MCP_PATH)
     app = RewordLimits(
         app,
         {
@@ -189,7 +211,29 @@ def build_app(
         },
         spared=UI_PATH if viewer is not None else "",
     )
-    app = SseLimit(app, options.max_sse_connections, options.serves_streamable)
+    # Outside the rewording: its own refusal (a tenant over its share) names the share.
+    # One tenant's share is the whole cap: the caps' own refusals stand.
+    tenants = options.tenant_count
+    shared = tenants > 1
+    if options.serves_streamable:
+        app = EvictIdle(
+            app,
+            mcp.session_manager,
+            options.max_sessions,
+            MCP_PATH,
+            per_tenant=share(options.max_sessions, tenants) if shared else 0,
+        )
+    app = SseLimit(
+        app,
+        options.max_sse_connections,
+        options.serves_streamable,
+        per_tenant=share(options.max_sse_connections, tenants) if shared else 0,
+    )
+    app = RequestShare(
+        app,
+        request_share(options.sockets.max_connections, tenants),
+        options.sockets.max_connections,
+    )
     if options.secured:
         app = BearerGuard(app, dict(options.tenants))
     app = HostGuard(app, policy, port)
@@ -278,4 +322,4 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
             http=guarded_protocol(options.sockets),
         )
         await _Server(config, deps.events.close).serve(sockets=[sock])
-    log.info("stopped; database %s closed", settings.database)
+    log.info("stopped; database %s closed", redact(settings.database))

@@ -15,6 +15,7 @@ from frs.transcripts import parse_transcript
 from server.deps import open_deps
 from server.progress import Progress
 from server.settings import Settings, resolve_database
+from storage import DatabaseRefused
 
 BATCH = 500  # messages per transaction
 
@@ -58,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         print(anyio.run(run_import, settings, args.file, args.session_title))
     except FrsError as exc:
         print(f"frs-mcp import: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    except DatabaseRefused as exc:  # another application's file, or a newer schema
+        print(f"frs-mcp import: {exc}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
         print(f"frs-mcp import: cannot read {args.file}: {exc}", file=sys.stderr)

@@ -25,11 +25,12 @@ from typing import Any
 
 import anyio
 from mcp.server.context import ServerRequestContext
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from frs import conversations
 from frs.escaping import escape_inline
 from frs.model import DEFAULT_CLIENT, LOCAL_TENANT, Conversation, Scope
-from server.guards import TENANT_KEY
+from server.guards import MESSAGE_PATH, TENANT_KEY
 
 log = logging.getLogger(__name__)
 
@@ -41,19 +42,21 @@ _PROCESS = "process"  # stdio and in-process: one connection per server process
 
 
 class Roots:
-    """The first root of each connection, asked for once (None: it offers none)."""
+    """The first root of each connection, asked for once (None: it offers none); each tenant
+    has its own table, so one tenant's connections push out only its own."""
 
     def __init__(self) -> None:
-        self._first: OrderedDict[str, str | None] = OrderedDict()
+        self._first: dict[str, OrderedDict[str, str | None]] = {}
 
     async def first(self, rc: ServerRequestContext[Any, Any], connection: str) -> str | None:
-        if connection in self._first:
-            self._first.move_to_end(connection)
-            return self._first[connection]
+        table = self._first.setdefault(tenant_of(rc), OrderedDict())
+        if connection in table:
+            table.move_to_end(connection)
+            return table[connection]
         found = await _ask_roots(rc)
-        self._first[connection] = found
-        if len(self._first) > _ROOTS_KEPT:
-            self._first.popitem(last=False)
+        table[connection] = found
+        if len(table) > _ROOTS_KEPT:
+            table.popitem(last=False)
         return found
 
 
@@ -74,13 +77,23 @@ async def _ask_roots(rc: ServerRequestContext[Any, Any]) -> str | None:
 
 def connection_of(rc: ServerRequestContext[Any, Any]) -> str:
     """The live connection a request came on: its HTTP session, its SSE stream, or the
-    process."""
+    process; "" for none.
+
+    Only an id the SDK checked names a connection: a 2025 request's `Mcp-Session-Id` (the SDK
+    answers 404 to one it did not issue to this tenant) and the SSE message endpoint's
+    `session_id` (likewise). A 2026-07-28 request has no connection: the SDK ignores an
+    `Mcp-Session-Id` it carries, so here it is ignored too; otherwise made-up ids would each
+    take a place in the tables of connections (`frs.env.Chosen`)."""
     request = rc.request
     if request is None:
         return _PROCESS
     headers = getattr(request, "headers", {})
     params = getattr(request, "query_params", {})
-    return str(headers.get("mcp-session-id") or params.get("session_id") or "")
+    version = headers.get("mcp-protocol-version")
+    stateful = version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+    if getattr(getattr(request, "url", None), "path", "") == MESSAGE_PATH:
+        return str(params.get("session_id") or "")
+    return str((headers.get("mcp-session-id") if stateful else None) or "")
 
 
 def tenant_of(rc: ServerRequestContext[Any, Any]) -> str:

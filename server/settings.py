@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from importlib import metadata
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from frs import Limits
 from frs.model import Conversation
+from server.locations import APP_NAME, DatabaseValueError, default_database, resolve_database
 
-APP_NAME = "frs-mcp"
+__all__ = [
+    "APP_NAME",
+    "PREVIEW_MIN",
+    "DatabaseValueError",
+    "Settings",
+    "default_database",
+    "resolve_database",
+    "version",
+]
 _DEFAULTS = Limits()
 PREVIEW_MIN = 200  # a shorter preview cap would turn every message into a card
 
@@ -22,25 +29,6 @@ def version() -> str:
         return metadata.version(APP_NAME)
     except metadata.PackageNotFoundError:
         return "0.0.0"
-
-
-def default_database() -> Path:
-    """`$XDG_DATA_HOME/frs-mcp/frs.db`, else `~/.local/share/frs-mcp/frs.db`."""
-    data_home = os.environ.get("XDG_DATA_HOME", "")
-    if not os.path.isabs(data_home):
-        # The XDG spec: a relative path is invalid and ignored (else the database would move
-        # with the working directory the host starts us in).
-        data_home = str(Path.home() / ".local" / "share")
-    return Path(data_home) / APP_NAME / "frs.db"
-
-
-def resolve_database(flag: str | None) -> str:
-    """`--db` wins, then `$FRS_DB`, then the user data directory. A postgresql:// URL is
-    kept as given (a path would fold its `//`)."""
-    chosen = flag or os.environ.get("FRS_DB") or str(default_database())
-    if chosen == ":memory:" or chosen.startswith(("postgresql://", "postgres://")):
-        return chosen
-    return str(Path(chosen).expanduser())
 
 
 class Settings(BaseModel):

@@ -9,7 +9,10 @@ than its Content-Length, would hold their sockets for ever. `guarded_protocol` i
 h11 protocol with these limits added; every refusal names its limit and the flag that sets
 it. At the connection cap, the oldest socket that has not sent a whole request yet is closed
 to admit the new one, so sockets that connect and wait lock no one out, even for the header
-timeout; only when every socket is in use is the newcomer refused.
+timeout; only when every socket is in use is the newcomer refused. (A socket kept alive
+between requests is not closed for a newcomer: its client may be sending on it that moment.)
+Each tenant's share of open requests (`server.shares`) leaves an eighth of the sockets out of
+every share, so one tenant's requests never fill the cap and `/health` gets in.
 
 A server reachable from other machines belongs behind a reverse proxy all the same (TLS, rate
 limits); these limits keep a loopback or LAN server usable, they are not a firewall.

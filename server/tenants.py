@@ -1,8 +1,12 @@
 """Tenants of the HTTP transports: who a bearer token says the caller is.
 
-`--tokens FILE` holds one `NAME SECRET` a line (blank lines and `#` comments aside); `--token`
-(or `FRS_TOKEN`) is one secret for the local tenant, the tenant of stdio. Every session
-belongs to the tenant that created it, and a tenant sees only its own (`frs.sessions`).
+`--tokens FILE` holds one `NAME SECRET` a line (blank lines and comment lines, whose first
+character is `#`, aside; a `#` inside a secret is part of it, and a comment after a pair is
+refused rather than guessed at); `--token` (or `FRS_TOKEN`) is one secret for the local tenant,
+the tenant of stdio. Every secret, wherever it comes from, is at least `MIN_SECRET` printable
+ASCII characters of which at least `MIN_DISTINCT` differ: a weak one is refused at startup.
+Every session belongs to the tenant that created it, and a tenant sees only its own
+(`frs.sessions`).
 A secret is matched in constant time against every secret the server knows.
 """
 
@@ -18,6 +22,7 @@ from frs.model import LOCAL_TENANT
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MIN_SECRET = 16  # characters: a shorter secret can be guessed over the network
+MIN_DISTINCT = 8  # different characters among them: "aaaaaaaaaaaaaaaa" is no secret
 MAX_FILE_BYTES = 1 << 20  # a tokens file of a million bytes holds some 20,000 tenants
 
 
@@ -51,10 +56,16 @@ def read_tokens(path: str) -> dict[str, str]:
         raise TokensFileError(f"--tokens {path}: cannot read it ({exc}).") from None
     tenants: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
-        words = line.split("#", 1)[0].split()
-        if not words:
+        words = line.split()
+        if not words or words[0].startswith("#"):
             continue
         where = f"--tokens {path}, line {number}"
+        if len(words) > 2 and words[2].startswith("#"):
+            raise TokensFileError(
+                f"{where}: a comment goes on a line of its own (starting with #); after a "
+                "NAME SECRET pair it would be taken for part of the line. (A # inside a "
+                "secret is part of the secret.)"
+            )
         if len(words) != 2:
             raise TokensFileError(f"{where}: write one NAME SECRET pair a line.")
         name, secret = words
@@ -86,12 +97,22 @@ def _wrong_pair(name: str, secret: str) -> str | None:
             f"{LOCAL_TENANT} is the tenant of stdio, imports and --token; give its secret with "
             "--token (or FRS_TOKEN), or choose another name."
         )
+    weak = weak_secret(secret)
+    return f"the secret of {name} {weak}" if weak else None
+
+
+def weak_secret(secret: str) -> str | None:
+    """Why `secret` may not be a bearer token ("is shorter than …"), else None."""
     if len(secret) < MIN_SECRET:
-        return f"the secret of {name} is shorter than {MIN_SECRET} characters; {_MAKE_ONE}"
-    if not secret.isascii() or not secret.isprintable():
+        return f"is shorter than {MIN_SECRET} characters; {_MAKE_ONE}"
+    if not secret.isascii() or not secret.isprintable() or " " in secret:
         # A bearer token travels in an HTTP header, which carries printable ASCII only: such a
         # secret would be accepted here and match no request.
-        return f"the secret of {name} is not printable ASCII, as HTTP headers are; {_MAKE_ONE}"
+        return f"is not printable ASCII without spaces, as HTTP headers carry; {_MAKE_ONE}"
+    if len(set(secret)) < MIN_DISTINCT:
+        return (
+            f"has fewer than {MIN_DISTINCT} different characters, which is guessable; {_MAKE_ONE}"
+        )
     return None
 
 
@@ -100,6 +121,9 @@ def tenants_of(token: str | None, tokens_file: str | None) -> dict[str, str]:
     tenant."""
     tenants = read_tokens(tokens_file) if tokens_file else {}
     if token:
+        weak = weak_secret(token)
+        if weak:
+            raise TokensFileError(f"--token (or FRS_TOKEN) {weak}")
         if token in tenants:
             raise TokensFileError("--token is also a secret in --tokens; give each its own.")
         tenants[token] = LOCAL_TENANT

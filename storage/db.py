@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,13 +19,20 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
-from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
+from frs.errors import (
+    SearchTooSlow,
+    StoreConflict,
+    StoreError,
+    StoreFull,
+    StoreReadOnly,
+    StoreUnavailable,
+)
 from storage.header import read_header
 from storage.migrations import (
-    APPLICATION_ID,
     MIGRATIONS,
     ForeignDatabase,
     SchemaTooNew,
+    foreign_reason,
     migrate,
 )
 
@@ -32,6 +40,7 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
 MEMORY = ":memory:"
+_PROGRESS_STEPS = 100  # virtual machine steps between two looks at a search's clock
 
 
 class Database:
@@ -46,6 +55,9 @@ class Database:
         self._write_lock = anyio.Lock()
         # An in-memory database has one connection; then reads and writes share one lock.
         self._read_lock = self._write_lock if reader is writer else anyio.Lock()
+        # Searches read on a connection of their own, one at a time, so a long one never holds
+        # up the pages and tools that read on `reader`.
+        self._search_lock = self._read_lock if reader is writer else anyio.Lock()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -79,6 +91,28 @@ class Database:
                 with anyio.CancelScope(shield=True):
                     await self._reader.rollback()
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[aiosqlite.Connection]:
+        """A read transaction for a search, on the search connection, stopped after `seconds`
+        (`SearchTooSlow`)."""
+        async with self._search_lock:
+            if self._reader is self._writer:  # in memory: the one connection
+                async with read_bounded(self._reader, seconds):
+                    yield self._reader
+                return
+            # Opened for the search and closed after it: searches are rare (the viewer's), and
+            # a connection that lives only as long as its search needs no one to close it.
+            try:
+                conn = await _connect(self.path)
+            except sqlite3.Error as exc:
+                raise store_error(exc) from exc
+            try:
+                async with read_bounded(conn, seconds):
+                    yield conn
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.close()
+
     async def fetch(self, sql: str, params: tuple[object, ...]) -> list[sqlite3.Row]:
         """The rows of one statement run on the reader outside any transaction: SQLite reads
         one committed state for a statement on its own, in one trip to the connection's
@@ -106,6 +140,27 @@ class Database:
             if self._reader is not self._writer:
                 await self._reader.close()
             await self._writer.close()
+
+
+@asynccontextmanager
+async def read_bounded(conn: aiosqlite.Connection, seconds: float) -> AsyncIterator[None]:
+    """A read transaction on `conn` that SQLite interrupts once `seconds` have passed
+    (`SearchTooSlow`): a progress handler looks at the clock every few thousand steps."""
+    deadline = time.monotonic() + seconds
+    await conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+    try:
+        await conn.execute("begin")
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise SearchTooSlow(seconds) from exc
+        raise store_error(exc) from exc
+    except sqlite3.Error as exc:
+        raise store_error(exc) from exc
+    finally:
+        with anyio.CancelScope(shield=True):
+            await conn.set_progress_handler(None, 0)  # type: ignore[arg-type]  # None clears it
+            await conn.rollback()
 
 
 async def _connect(path: str) -> aiosqlite.Connection:
@@ -192,18 +247,15 @@ async def _refuse_unusable(file: Path) -> None:
     header = read_header(file)
     if header is None:
         return  # new, empty, or not SQLite: the read-write open says which, in its words
-    if header.application_id not in (0, APPLICATION_ID):
-        raise ForeignDatabase(
-            str(file), f"its application_id is 0x{header.application_id:08x}, not frs-mcp's"
-        )
+    reason = foreign_reason(header.application_id, set())
+    if reason is not None:
+        raise ForeignDatabase(str(file), reason)
     if header.user_version > len(MIGRATIONS):
         raise SchemaTooNew(found=header.user_version, supported=len(MIGRATIONS))
     if header.application_id == 0:
-        # Not stamped: new, from an frs-mcp before the stamp, or another application's.
-        tables = await _tables(file)
-        if tables and not {"sessions", "messages"} <= tables:
-            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
-            raise ForeignDatabase(str(file), f"it holds other tables ({shown})")
+        reason = foreign_reason(0, await _tables(file))
+        if reason is not None:
+            raise ForeignDatabase(str(file), reason)
 
 
 async def _tables(file: Path) -> set[str]:
@@ -247,18 +299,25 @@ async def open_database(path: str | os.PathLike[str]) -> AsyncIterator[Database]
 
 async def connect_database(path: str | os.PathLike[str]) -> Database:
     """`open_database` for a caller that closes the database itself (`Database.close`), as a
-    runtime does whose session outlives any one `async with`."""
+    runtime does whose session outlives any one `async with`. The log line says whether the
+    file was created or opened, by its absolute path. (The command line refuses a missing
+    folder other than the default database's before this: `server.locations`.)"""
     where = str(path)
+    existed = True
     if where != MEMORY:
-        file = Path(where).expanduser()  # noqa: ASYNC240 - once at startup, before serving
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            # mkdir says "File exists" when a file stands where a folder should be.
-            raise NotADirectoryError(
-                f"{file.parent} is not a folder (a file of that name is in the way)"
-            ) from None
+        # Absolute: the log names the file whatever folder the host started us in.
+        file = Path(where).expanduser().absolute()  # noqa: ASYNC240 - once, before serving
+        if not file.parent.is_dir():
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                # mkdir says "File exists" when a file stands where a folder should be.
+                raise NotADirectoryError(
+                    f"{file.parent} is not a folder (a file of that name is in the way)"
+                ) from None
+            log.info("created folder %s", file.parent)
         where = str(file)
+        existed = file.exists()
         await _refuse_unusable(file)
     try:
         writer = await _connect(where)
@@ -273,7 +332,9 @@ async def connect_database(path: str | os.PathLike[str]) -> Database:
                 raise store_error(exc) from exc
         db = Database(where, writer, reader)
         version = await migrate(db)
-        log.info("database %s ready (schema version %d)", where, version)
+        # "ready" stays last but one: the line other tools and tests look for.
+        done = "opened" if existed else "created"
+        log.info("database %s %s, ready (schema version %d)", where, done, version)
         return db
     except BaseException:
         with anyio.CancelScope(shield=True):

@@ -300,6 +300,19 @@ class DatabaseRefused(Exception):
     """A database file frs-mcp will not open, left exactly as it was; the text says why."""
 
 
+def foreign_reason(application_id: int, tables: set[str]) -> str | None:
+    """Why a SQLite file is another application's, from its header's application_id and its
+    tables; None when frs-mcp may open it (new, empty, or its own). The server refuses such a
+    file, and the viewer says so in the same words rather than advise starting the server on it."""
+    if application_id not in (0, APPLICATION_ID):
+        return f"its application_id is 0x{application_id:08x}, not frs-mcp's"
+    if application_id == 0 and tables and not {"sessions", "messages"} <= tables:
+        # Not stamped: new, from an frs-mcp before the stamp, or another application's.
+        shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        return f"it holds other tables ({shown})"
+    return None
+
+
 class ForeignDatabase(DatabaseRefused):
     def __init__(self, path: str, what: str) -> None:
         self.path = path

@@ -19,8 +19,9 @@ import aiosqlite
 import anyio
 
 from frs.errors import StoreUnavailable
-from storage.db import BUSY_TIMEOUT_MS, store_error
-from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew
+from storage.db import BUSY_TIMEOUT_MS, read_bounded, store_error
+from storage.header import read_header
+from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew, foreign_reason
 from storage.reads import SqliteReader
 
 
@@ -35,6 +36,20 @@ class ReadOnlyStore:
         self.path = path
         self._conn = conn
         self._lock = anyio.Lock()
+        self._search_lock = anyio.Lock()
+
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
+        """A snapshot for a search: on a read-only connection of its own, so a long search
+        never holds up the other pages, and stopped after `seconds` (`SearchTooSlow`)."""
+        async with self._search_lock:
+            conn = await _open(Path(self.path))  # for this search only: closed after it
+            try:
+                async with read_bounded(conn, seconds):
+                    yield SqliteReader(conn)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.close()
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[SqliteReader]:
@@ -50,6 +65,25 @@ class ReadOnlyStore:
                     await self._conn.rollback()
 
 
+async def _open(file: Path, immutable: bool = False) -> aiosqlite.Connection:
+    """A read-only connection to `file` (`immutable`: one that takes no locks and creates no
+    files, for a file it will only refuse)."""
+    uri = _uri(file) + ("&immutable=1" if immutable else "")
+    try:
+        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise store_error(exc) from exc
+    try:
+        await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise NotReadable(f"{file} cannot be read as an SQLite database: {exc}") from exc
+        raise
+    return conn
+
+
 def _uri(path: Path) -> str:
     """A `file:` URI that opens `path` read-only; `quote` keeps `?` and `#` in a name from
     being read as the URI's query or fragment."""
@@ -57,29 +91,36 @@ def _uri(path: Path) -> str:
 
 
 async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
+    """Refuse what the viewer cannot show, with the advice that fits what the server would do
+    with the same file: start it to create or migrate the schema only where it would."""
     rows = list(await conn.execute_fetchall("pragma user_version"))
     found = int(rows[0][0]) if rows else 0
-    newest = len(MIGRATIONS)
-    if found > newest:
-        raise SchemaTooNew(found=found, supported=newest)
-    if found == 0:
-        raise NotReadable(
-            f"{path} holds no frs-mcp data (schema version 0: never migrated, or not an frs-mcp "
-            f"database). Start the server on it once (frs-mcp --db {path}) to create the "
-            "schema, or pass the --db file your server uses."
-        )
     stamp = list(await conn.execute_fetchall("pragma application_id"))
-    if stamp and int(stamp[0][0]) not in (0, APPLICATION_ID):
-        raise NotReadable(
-            f"{path} is not an frs-mcp database (its application_id is "
-            f"0x{int(stamp[0][0]):08x}). Pass the --db file your frs-mcp server uses."
-        )
+    application_id = int(stamp[0][0]) if stamp else 0
     tables = {
         str(row[0])
         for row in await conn.execute_fetchall(
             "select name from sqlite_master where type = 'table'"
         )
     }
+    newest = len(MIGRATIONS)
+    # In the server's order (`storage.db._refuse_unusable`): the stamp, the version, the tables.
+    stamped = foreign_reason(application_id, set())
+    if stamped is None and found > newest:
+        raise SchemaTooNew(found=found, supported=newest)
+    reason = stamped or foreign_reason(application_id, tables)
+    if reason is not None:
+        # The server refuses it too ("not an frs-mcp database"): no advice to start it there.
+        raise NotReadable(
+            f"{path} is not an frs-mcp database: {reason}. Pass the --db file your frs-mcp "
+            "server uses."
+        )
+    if found == 0:
+        raise NotReadable(
+            f"{path} holds no frs-mcp data yet (schema version 0). Start the server on it "
+            f"once (frs-mcp --db {path}) to create the schema, or pass the --db "
+            "file your server uses."
+        )
     if not {"sessions", "messages", "changes"} <= tables:
         shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
         raise NotReadable(
@@ -104,13 +145,20 @@ async def open_readonly(path: str | os.PathLike[str]) -> AsyncIterator[ReadOnlyS
             f"no database at {file}: start frs-mcp once to create it, or pass --db with the "
             "file your server uses (default $FRS_DB, else ~/.local/share/frs-mcp/frs.db)."
         )
+    # A file about to be refused (its header, read from the bytes, names another version or
+    # another application) is checked on an immutable connection, which creates no -wal or
+    # -shm beside a WAL-mode file: the refusal leaves it exactly as it was.
+    header = read_header(file)
+    refused = header is not None and (
+        header.user_version != len(MIGRATIONS) or header.application_id not in (0, APPLICATION_ID)
+    )
+    conn = await _open(file, immutable=refused)
     try:
-        conn = await aiosqlite.connect(_uri(file), uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise store_error(exc) from exc
-    try:
-        await conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS:d}")
         await _check_version(conn, file)
+        if refused:  # the header and the engine disagree: read it as any other
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+            conn = await _open(file)
     except sqlite3.Error as exc:
         with anyio.CancelScope(shield=True):
             await conn.close()

@@ -32,6 +32,12 @@ class SqliteStore:
         async with self.db.snapshot() as conn:
             yield SqliteReader(conn)
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
+        """A snapshot for a search: on a connection of its own, stopped after `seconds`."""
+        async with self.db.searching(seconds) as conn:
+            yield SqliteReader(conn)
+
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
     ) -> list[Message | Raw]:

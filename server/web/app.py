@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from frs.errors import StoreError
+from frs.errors import SearchTooSlow, StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
 from server.guards import TENANT_KEY
@@ -43,6 +43,8 @@ HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 SESSIONS_SHOWN = 100
+SEARCH_SECONDS = 2.0  # a search running longer is stopped (`--search-seconds` of frs-mcp web)
+SEARCH_CHARS = 200  # a longer search text is cut to this
 MARKDOWN_ENTRIES = 1000  # a range copied as Markdown holds at most this many entries
 ALL = 2**31  # a squash page opens every original
 _ALIAS = re.compile(r"^(M|SQ)\.([0-9]{1,18})$")
@@ -50,6 +52,11 @@ _ALIAS = re.compile(r"^(M|SQ)\.([0-9]{1,18})$")
 
 class Readable(Protocol):
     def snapshot(self) -> AbstractAsyncContextManager[ThreadReader]: ...
+
+    def searching(self, seconds: float) -> AbstractAsyncContextManager[ThreadReader]:
+        """A snapshot for a search: where a long one holds up no other read, and stopped
+        after `seconds` (`frs.errors.SearchTooSlow`)."""
+        ...
 
 
 def _tenant(request: Request) -> str:
@@ -78,19 +85,34 @@ async def _session(reader: ThreadReader, request: Request) -> Session:
 
 # One handler per page, each a few lines closing over the store: longer than 50 lines
 # together, read one route at a time.
-def build_viewer(store: Readable) -> ASGIApp:
-    """The viewer over `store`, from `/`; mount it elsewhere with `Mount`."""
+def build_viewer(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIApp:
+    """The viewer over `store`, from `/`; mount it elsewhere with `Mount`. A search runs on
+    `store.searching` for at most `search_seconds`, one at a time per tenant."""
+    searching: set[str] = set()  # tenants with a search under way
+
+    async def search(tenant: str, query: str) -> list[Session]:
+        if tenant in searching:
+            raise HTTPException(
+                429, "A search of yours is still running: wait for its page, then search again."
+            )
+        searching.add(tenant)
+        try:
+            async with store.searching(search_seconds) as reader:
+                return await reader.search_sessions(tenant, query, SESSIONS_SHOWN)
+        except SearchTooSlow as exc:
+            raise HTTPException(400, str(exc)) from None
+        finally:
+            searching.discard(tenant)
 
     async def sessions(request: Request) -> Response:
-        query = request.query_params.get("q", "").strip()[:200]
+        query = request.query_params.get("q", "").strip()[:SEARCH_CHARS]
         offset = (_number(request, "offset", 0) or 1) - 1 if "offset" in request.query_params else 0
+        tenant = _tenant(request)
         async with store.snapshot() as reader:
-            tenant = _tenant(request)
             total = await reader.count_sessions(tenant)
-            if query:
-                found = await reader.search_sessions(tenant, query, SESSIONS_SHOWN)
-            else:
-                found = await reader.list_sessions(tenant, SESSIONS_SHOWN, offset)
+            found = [] if query else await reader.list_sessions(tenant, SESSIONS_SHOWN, offset)
+        if query:
+            found = await search(tenant, query)
         return HTMLResponse(pages.sessions_page(found, query, total, offset))
 
     async def thread(request: Request) -> Response:
@@ -204,9 +226,9 @@ async def _page_of(reader: ThreadReader, session: Session, alias: str) -> int | 
     return None if stop > session.live_count else stop
 
 
-def viewer_of(store: Readable) -> ASGIApp:
+def viewer_of(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIApp:
     """The viewer with its security headers, to mount beside the MCP transports (`/ui`)."""
-    return SecurityHeaders(build_viewer(store))
+    return SecurityHeaders(build_viewer(store, search_seconds))
 
 
 class Mounted:
@@ -235,9 +257,15 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        # A page shows a tenant's sessions: no cache, shared or the browser's own, keeps it.
+        static = "/static/" in str(scope.get("path", ""))
+
         async def with_headers(message: AsgiMessage) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+                headers = [*message.get("headers", []), *HEADERS]
+                if not static and not any(k.lower() == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": headers}
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -22,10 +22,11 @@ from starlette.types import ASGIApp
 from frs import StoreError
 from server.guards import BearerGuard, HostGuard
 from server.hosts import HostPolicy, unsafe_bind
-from server.http import bind_socket
+from server.http import bind_socket, listen_failure
 from server.settings import resolve_database
+from server.sockets import SocketLimits, guarded_protocol
 from server.tenants import TokensFileError, tenants_of
-from server.web.app import Readable, viewer_of
+from server.web.app import SEARCH_SECONDS, Readable, viewer_of
 from server.web.login import CookieLogin
 from storage import SchemaTooNew
 from storage.postgres import PgStore, is_postgres, open_postgres, redact
@@ -45,6 +46,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_WEB_PORT,
         help=f"port (default {DEFAULT_WEB_PORT}; 0 picks a free one)",
     )
+    p.add_argument(
+        "--search-seconds",
+        type=float,
+        default=SEARCH_SECONDS,
+        help=f"stop a search running longer (default {SEARCH_SECONDS:g} s)",
+    )
     p.add_argument("--token", default=None, help="bearer token (default $FRS_TOKEN)")
     p.add_argument("--tokens", metavar="FILE", default=None, help="tenants: NAME SECRET a line")
     p.add_argument(
@@ -57,13 +64,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def viewer_app(
-    store: Readable, host: str, port: int, tenants: dict[str, str], allowed: tuple[str, ...]
+    store: Readable,
+    host: str,
+    port: int,
+    tenants: dict[str, str],
+    allowed: tuple[str, ...],
+    search_seconds: float = SEARCH_SECONDS,
 ) -> ASGIApp:
     """The viewer with its guards: security headers, the token when there is one (from the
     header, or from the cookie a browser got at /login), Host and Origin."""
-    app = viewer_of(store)
+    app = viewer_of(store, search_seconds)
     if tenants:
-        app = CookieLogin(BearerGuard(app, tenants), tenants)
+        app = CookieLogin(app, BearerGuard(app, tenants), tenants)
     return HostGuard(app, HostPolicy.for_server(host, port, allowed), port)
 
 
@@ -78,13 +90,15 @@ def run(args: argparse.Namespace) -> int:
         return _fail(refusal)
     if not 0 <= args.port <= 65535:
         return _fail(f"--port {args.port} is not a port (0..65535)")
+    if not 0 < args.search_seconds <= 3600:
+        return _fail(f"--search-seconds {args.search_seconds:g}: give 0 < seconds <= 3600")
     try:
         HostPolicy.for_server(args.host, args.port, tuple(args.allowed_host))
         sock = bind_socket(args.host, args.port)
     except ValueError as exc:
         return _fail(str(exc))
     except OSError as exc:
-        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+        return _fail(listen_failure(args.host, args.port, exc))
     database = resolve_database(args.db)
     with sock:
         try:
@@ -101,7 +115,9 @@ async def _serve(
 ) -> None:
     port = int(sock.getsockname()[1])
     async with _readable(database) as store:
-        app = viewer_app(store, args.host, port, tenants, tuple(args.allowed_host))
+        app = viewer_app(
+            store, args.host, port, tenants, tuple(args.allowed_host), args.search_seconds
+        )
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         shown = f"[{shown}]" if ":" in shown else shown
         print(
@@ -109,7 +125,15 @@ async def _serve(
             file=sys.stderr,
             flush=True,
         )
-        config = uvicorn.Config(app, log_config=None, lifespan="off", access_log=False)
+        # The transports' socket limits (`server.sockets`): a cap on open sockets, header, body
+        # and keep-alive timeouts, so idle or slow sockets cannot use up the process's files.
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            lifespan="off",
+            access_log=False,
+            http=guarded_protocol(SocketLimits()),
+        )
         await uvicorn.Server(config).serve(sockets=[sock])
 
 

@@ -15,6 +15,9 @@ from contextvars import ContextVar
 #: Where the viewer is mounted (`/ui` inside the HTTP transports, `` on its own); set per
 #: request by `server.web.app`, so every link the pages make starts there.
 MOUNTED_AT: ContextVar[str] = ContextVar("frs_viewer_mounted_at", default="")
+#: Whether the request came with a viewer session's cookie (`server.web.login`): its pages
+#: offer to log out.
+LOGGED_IN: ContextVar[bool] = ContextVar("frs_viewer_logged_in", default=False)
 
 
 def url(path: str) -> str:
@@ -65,7 +68,12 @@ def page(title: str, body: Iterable[object], nav: Iterable[object] = ()) -> Html
         void("link", rel="stylesheet", href=url("/static/viewer.css")),
         tag("script", src=url("/static/viewer.js"), defer=True),
     )
-    header = tag("header", tag("a", "frs-mcp", href=url("/"), class_="home"), *nav)
+    logout = (
+        [tag("form", tag("button", "Log out", type="submit"), method="post", action="/logout")]
+        if LOGGED_IN.get()
+        else []
+    )
+    header = tag("header", tag("a", "frs-mcp", href=url("/"), class_="home"), *nav, *logout)
     return Html(
         "<!doctype html>\n" + tag("html", head, tag("body", header, tag("main", *body)), lang="en")
     )

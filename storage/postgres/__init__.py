@@ -49,6 +49,12 @@ class PgStore:
         async with self.db.snapshot() as conn:
             yield PgReader(conn)
 
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[PgReader]:
+        """A snapshot for a search: a capped share of the pool, stopped after `seconds`."""
+        async with self.db.searching(seconds) as conn:
+            yield PgReader(conn)
+
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None
     ) -> list[Message | Raw]:

@@ -14,13 +14,22 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 
-from frs.errors import StoreConflict, StoreError, StoreFull, StoreReadOnly, StoreUnavailable
+from frs.errors import (
+    SearchTooSlow,
+    StoreConflict,
+    StoreError,
+    StoreFull,
+    StoreReadOnly,
+    StoreUnavailable,
+)
 from storage.postgres.schema import current_version, migrate
 from storage.postgres.text import decode_text, encode_text
 
@@ -77,6 +86,9 @@ class PgDatabase:
         self.pool = pool
         self._write_lock = anyio.Lock()
         self._errors = _engine_errors()
+        # Searches take at most a quarter of the pool, so however many run, the other reads
+        # and the writes always find a connection.
+        self._search_slots = anyio.Semaphore(max(1, pool.get_max_size() // 4))
 
     @asynccontextmanager
     async def _connection(self, begin: str) -> AsyncIterator[Any]:
@@ -121,6 +133,20 @@ class PgDatabase:
         """A read-only transaction whose reads all see the state of its first one."""
         async with self._connection("begin isolation level repeatable read read only") as c:
             yield c
+
+    @asynccontextmanager
+    async def searching(self, seconds: float) -> AsyncIterator[Any]:
+        """A snapshot for a search, within the searches' share of the pool, its statements
+        cancelled by the server after `seconds` (`SearchTooSlow`)."""
+        begin = "begin isolation level repeatable read read only"
+        async with self._search_slots, self._connection(begin) as conn:
+            await conn.execute(f"set local statement_timeout = {max(1, int(seconds * 1000))}")
+            try:
+                yield conn
+            except self._errors as exc:
+                if getattr(exc, "sqlstate", "") == "57014":  # query_canceled
+                    raise SearchTooSlow(seconds) from exc
+                raise
 
     async def fetch(self, sql: str, *params: Any) -> list[Any]:
         """The rows of one statement outside any transaction (it reads one committed state
@@ -212,8 +238,8 @@ async def connect_postgres(
         )
     except refused as exc:
         raise StoreUnavailable(
-            f"cannot reach the PostgreSQL server ({exc}). Check that it runs and that the "
-            "connection string (host, port, user, password, database) is right."
+            f"cannot reach the PostgreSQL server ({scrub(str(exc), dsn)}). Check that it runs "
+            "and that the connection string (host, port, user, password, database) is right."
         ) from exc
     try:
         try:
@@ -229,10 +255,31 @@ async def connect_postgres(
         raise
 
 
+_SECRET_PARAMS = re.compile(r"(?i)((?:^|[?&\s])(?:ssl)?password=)('[^']*'|[^&\s]*)")
+
+
 def redact(dsn: str) -> str:
-    """The connection string without its password, for messages and logs."""
+    """The database as it may be shown (messages, logs, banners): a connection string without
+    its secrets (the password of `user:password@`, a `password=` or `sslpassword=` parameter,
+    in URL or keyword form), anything else (a SQLite path) as given. Every line that names
+    the database goes through it."""
     scheme, sep, rest = dsn.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not at or ":" not in userinfo:
-        return dsn
-    return f"{scheme}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+    if sep:
+        authority, slash, tail = rest.partition("/")
+        userinfo, at, host = authority.rpartition("@")
+        if at and ":" in userinfo:
+            authority = f"{userinfo.split(':', 1)[0]}:***@{host}"
+        dsn = f"{scheme}{sep}{authority}{slash}{tail}"
+    return _SECRET_PARAMS.sub(r"\1***", dsn)
+
+
+def scrub(text: str, dsn: str) -> str:
+    """`text` (a driver's error) with every secret of `dsn` replaced by `***`."""
+    secrets = [m[2].strip("'") for m in _SECRET_PARAMS.finditer(dsn)]
+    _, sep, rest = dsn.partition("://")
+    userinfo, at, _ = rest.partition("/")[0].rpartition("@")
+    if sep and at and ":" in userinfo:
+        secrets.append(userinfo.split(":", 1)[1])
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***").replace(unquote(secret), "***")
+    return redact(text)

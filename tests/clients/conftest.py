@@ -46,5 +46,8 @@ def node_clients() -> NodeClients:
         pytest.fail(f"the independent MCP clients cannot run: {exc}")
     for script in HERE.glob("*.mjs"):
         # ES modules resolve packages from their own folder, so the scripts run from the cache.
-        shutil.copyfile(script, root / script.name)
+        # Written aside and renamed: another worker's node may be reading the copy already.
+        aside = root / f".{script.name}.{os.getpid()}"
+        shutil.copyfile(script, aside)
+        os.replace(aside, root / script.name)
     return NodeClients(root, node)

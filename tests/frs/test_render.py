@@ -1,5 +1,5 @@
 """Rendering is pure: these tests pin the exact text of escaping, cards, tool annotations,
-entries, footers and whole views (DESIGN.md §5)."""
+entries, footers and whole views."""
 
 from __future__ import annotations
 

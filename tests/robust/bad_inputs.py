@@ -547,6 +547,22 @@ def _rows() -> tuple[Row, ...]:
         "a read-only database file that still needs its schema",
         Cli(("--db", "{db}"), prepare="read-only empty"),
     )
+    cli(
+        "cli-db-unset-variable",
+        "`--db` naming a variable the host did not set (hosts run no shell; `$NAME` is expanded)",
+        Cli(("--db", "$FRS_NOPE_ZZ/frs.db")),
+    )
+    cli(
+        "cli-db-unknown-user",
+        "`--db` under the home folder of a user this system does not have",
+        Cli(("--db", "~nosuchuser_zz/frs.db")),
+    )
+    cli("cli-db-spaces", "`--db` with a space in front", Cli(("--db", " {db}")))
+    cli(
+        "cli-db-missing-folder",
+        "`--db` in a folder that does not exist (a typo must not grow a tree)",
+        Cli(("--db", "{db}/frs.db")),
+    )
     cli("cli-import-missing", "`import` of a file that does not exist", Cli(("import", "{db}")))
     web = ("web", "--port", "0", "--db", "{db}")
     cli("cli-web-missing", "`web` on a database file that does not exist", Cli(web))
@@ -976,7 +992,7 @@ SEES: dict[str, str] = {
         "Bearer <secret>'. Or bind to 127.0.0.1 (the default)."
     ),
     "cli-allowed-host": "frs-mcp: --allowed-host 'a:b:c' is not a host name, host:port or host:*",
-    "cli-db-directory": "frs-mcp: cannot open the database {db}: unable to open database file",
+    "cli-db-directory": "frs-mcp: --db is the folder {db}; name a file in it, e.g. {db}/frs.db.",
     "cli-db-not-sqlite": "frs-mcp: cannot open the database {db}: file is not a database",
     "cli-db-postgres-unreachable": (
         "frs-mcp: cannot open the database postgresql://frs:***@127.0.0.1:1/frs: cannot reach the "
@@ -1033,13 +1049,29 @@ SEES: dict[str, str] = {
         "frs-mcp: {db} cannot be read as an SQLite database: file is not a database"
     ),
     "cli-web-never-migrated": (
-        "frs-mcp: {db} holds no frs-mcp data (schema version 0: never migrated, or not an "
-        "frs-mcp database). Start the server on it once (frs-mcp --db {db}) to create the "
-        "schema, or pass the --db file your server uses."
+        "frs-mcp: {db} holds no frs-mcp data yet (schema version 0). Start the server on it "
+        "once (frs-mcp --db {db}) to create the schema, or pass the --db file your server uses."
     ),
     "cli-web-newer": (
         "frs-mcp: The database has schema version 999, but this frs-mcp knows versions up to "
         "{supported}. Nothing was changed. Upgrade frs-mcp, or use another --db file."
+    ),
+    "cli-db-unset-variable": (
+        "frs-mcp: --db '$FRS_NOPE_ZZ/frs.db' names $FRS_NOPE_ZZ, which is not set in frs-mcp's "
+        "environment (hosts start servers without your shell's variables); write the path out, "
+        "or set FRS_NOPE_ZZ in the host's env for this server."
+    ),
+    "cli-db-unknown-user": (
+        "frs-mcp: --db '~nosuchuser_zz/frs.db': the home folder of ~nosuchuser_zz is unknown on "
+        "this system; write the path out."
+    ),
+    "cli-db-spaces": (
+        "frs-mcp: --db ' {db}' starts or ends with spaces; remove them (a host passes the value "
+        "as written, quotes and spaces included)."
+    ),
+    "cli-db-missing-folder": (
+        "frs-mcp: --db: the folder {db} does not exist; create it first (mkdir -p {db}) or fix "
+        "the path. frs-mcp creates only the default database's folder."
     ),
     "cli-import-missing": (
         "frs-mcp import: cannot read {db}: [Errno 2] No such file or directory: '{db}'"

@@ -32,6 +32,7 @@ from mcp.types import Implementation
 from server import Settings, build_server
 from server.cli import parser
 from storage import MIGRATIONS
+from tests.robust import wire as wire_module
 from tests.robust.audit import Acknowledged, check_acknowledged, check_database, snapshot
 from tests.robust.bad_inputs import (
     DOC,
@@ -57,7 +58,7 @@ from tests.robust.wire import (
 )
 
 Context = dict[str, str]
-TOKEN = "s3cret"
+TOKEN = "s3cret-0123456789abcdef"
 SILENCE = 1.0  # seconds to wait, after the next request is answered, before calling it none
 _SESSION = re.compile(r"session (\w+) ")
 
@@ -126,8 +127,10 @@ async def observe_tool(probe: Tool, home: Path) -> tuple[str, Context]:
 
 
 def _line_id(line: bytes) -> int | str | None:
+    """The id the server can read in `line`: none in a line that is not UTF-8 or not JSON
+    (its answer then carries id null, and waiting for this id would wait out the timeout)."""
     try:
-        message = json.loads(line.decode("utf-8", "replace"))  # as the server reads it
+        message = json.loads(line.decode("utf-8"))  # strictly, as the server reads it
     except (ValueError, RecursionError):
         return None
     key = message.get("id") if isinstance(message, dict) else None
@@ -404,3 +407,28 @@ class TestBadInputs:
         port = request.getfixturevalue("http_port") if isinstance(row.probe, Http) else None
         seen, context = await observe(row, tmp_path, port)
         assert seen == expected(row, context)
+
+
+class TestWire:
+    """The harness recognises the answer to a line the server cannot read (issue 23: the
+    invalid-UTF-8 row waited a minute for an id the answer could never carry)."""
+
+    NOT_UTF8 = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": "caf\xe9"}}'
+
+    def test_a_line_that_is_not_utf8_has_no_id_the_server_can_read(self) -> None:
+        assert _line_id(self.NOT_UTF8) is None
+        assert _line_id(self.NOT_UTF8.replace(b"\xe9", b"e")) == 7
+
+    async def test_request_line_returns_the_id_null_refusal_of_its_line(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Short, so that a harness that does not recognise the refusal fails soon.
+        monkeypatch.setattr(wire_module, "EXCHANGE_TIMEOUT", 15.0)
+        async with Wire.spawn(["--db", str(tmp_path / "frs.db")], tmp_path) as wire:
+            await wire.initialize()
+            refused = await wire.request_line(self.NOT_UTF8, 7)
+            pong = await wire.request("ping")
+        assert refused["id"] is None
+        assert refused["error"]["code"] == -32700
+        assert "not valid UTF-8" in refused["error"]["message"]
+        assert pong.get("result") == {}

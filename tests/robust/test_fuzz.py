@@ -1,7 +1,8 @@
 """Fuzzing the tool surface through a real MCP client, from the schemas the tools publish.
 
-Each example opens a fresh server on a fresh file, seeds a session (messages, a tool call and
-its result, a squash, a plan), then makes a few calls whose arguments are drawn from each tool's
+Each example opens a fresh server on a fresh copy of one seeded file (a session with messages, a
+tool call and its result, a squash, a plan: seeded once through the tools, since every example
+starts from the same state), then makes a few calls whose arguments are drawn from each tool's
 published `inputSchema`, valid or broken (wrong types, huge numbers, long, invisible or invalid
 text, deep nesting, unknown or missing properties). Every answer must be a result or a readable
 tool error, never the SDK's bare "Error executing tool <name>" (an exception nobody translated);
@@ -11,6 +12,7 @@ successful write moves at most one session's revision, by exactly one, with one 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -61,13 +63,22 @@ def _revisions(db: Path) -> tuple[dict[str, int], int]:
     return revisions, changes
 
 
-async def _exercise(calls: list[tuple[str, dict[str, Any]]], published: Published) -> None:
+async def _seed(db: Path) -> None:
+    """The state every example starts from, made through the tools; closed, so that the file
+    alone (no -wal) holds it."""
+    async with Client(build_server(Settings(database=str(db)))) as client:
+        for name, arguments in SEED:
+            seeded = await client.call_tool(name, arguments)
+            assert not seeded.is_error, seeded.content
+
+
+async def _exercise(
+    calls: list[tuple[str, dict[str, Any]]], published: Published, seeded: Path
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "fuzz.db"
+        shutil.copyfile(seeded, db)
         async with Client(build_server(Settings(database=str(db)))) as client:
-            for name, arguments in SEED:
-                seeded = await client.call_tool(name, arguments)
-                assert not seeded.is_error, seeded.content
             for name, arguments in calls:
                 before = snapshot(db)
                 revisions, changes = _revisions(db)
@@ -104,6 +115,9 @@ async def _exercise(calls: list[tuple[str, dict[str, Any]]], published: Publishe
 class TestFuzzToolSurface:
     def test_schema_driven_calls_never_crash_and_never_write_half(self, tmp_path: Path) -> None:
         published = anyio.run(_published, tmp_path)
+        seeded = tmp_path / "seeded.db"
+        anyio.run(_seed, seeded)
+        assert not Path(f"{seeded}-wal").exists() or Path(f"{seeded}-wal").stat().st_size == 0
         assert {"frs_record", "frs_view_thread", "frs_compress_range", "get_alias"} <= set(
             published
         )
@@ -130,6 +144,6 @@ class TestFuzzToolSurface:
         )
         @given(calls=st.lists(call, min_size=1, max_size=4))
         def exercise(calls: list[tuple[str, dict[str, Any]]]) -> None:
-            anyio.run(_exercise, calls, published)
+            anyio.run(_exercise, calls, published, seeded)
 
         exercise()

@@ -61,6 +61,13 @@ class Wire:
         self._ids = itertools.count(1)
         self._pending: dict[int | str, anyio.Event] = {}
         self._answers: dict[int | str, dict[str, Any]] = {}
+        # The id of the line `request_line` is waiting on: an error with id null that arrives
+        # meanwhile is the server's answer to it (a line it could not read carries no id it
+        # could echo: invalid UTF-8, invalid JSON), not a reason to wait out EXCHANGE_TIMEOUT.
+        self._exchange: int | str | None = None
+        # Lines sent by `send_line` whose answers nobody waits for: until the next exchange is
+        # answered (by then the server has read them), an id-null error may be theirs.
+        self._loose = False
 
     @classmethod
     @asynccontextmanager
@@ -113,6 +120,13 @@ class Wire:
                 line = await lines.receive_until(b"\n", _MAX_LINE)
                 message = json.loads(line)
                 key = message.get("id") if isinstance(message, dict) else None
+                if (
+                    key is None
+                    and _refusal(message)
+                    and not self._loose
+                    and self._exchange in self._pending
+                ):
+                    key = self._exchange  # the answer to the line it could not read
                 if key is not None and key in self._pending:
                     self._answers[key] = message
                     self._pending.pop(key).set()
@@ -128,7 +142,12 @@ class Wire:
                 event.set()
 
     async def send_line(self, line: bytes) -> None:
-        """Write one line (a newline is added) to the server's stdin."""
+        """Write one line (a newline is added) to the server's stdin; its answer, if any, is
+        waited for with `expect` and `wait_answer`, or found in `unsolicited`."""
+        self._loose = True
+        await self._write(line)
+
+    async def _write(self, line: bytes) -> None:
         assert self.process.stdin is not None
         try:
             await self.process.stdin.send(line + b"\n")
@@ -139,7 +158,7 @@ class Wire:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self.send_line(json.dumps(message).encode())
+        await self._write(json.dumps(message).encode())
 
     def expect(self, key: int | str) -> None:
         """Watch for a response with this id (see `answer`) to a line sent with `send_line`."""
@@ -159,15 +178,21 @@ class Wire:
         return self._answers[key]
 
     async def request_line(self, line: bytes, key: int | str) -> dict[str, Any]:
-        """Send a prepared line and wait for the response carrying `key` as its id."""
+        """Send a prepared line and wait for the response carrying `key` as its id, or for the
+        error with id null the server sends for a line whose id it cannot read."""
         if self.closed:
             raise ServerGone("the server's stdout is closed")
         event = self._pending[key] = anyio.Event()
-        await self.send_line(line)
-        with anyio.fail_after(EXCHANGE_TIMEOUT):
-            await event.wait()
+        self._exchange = key
+        try:
+            await self._write(line)
+            with anyio.fail_after(EXCHANGE_TIMEOUT):
+                await event.wait()
+        finally:
+            self._exchange = None
         if key not in self._answers:
             raise ServerGone("the server closed its stdout before answering")
+        self._loose = False  # the server has read every line before this one
         return self._answers.pop(key)
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -195,6 +220,11 @@ class Wire:
         assert "result" in answer, f"{name} answered a protocol error: {answer}"
         result: dict[str, Any] = answer["result"]
         return result
+
+
+def _refusal(message: object) -> bool:
+    """A JSON-RPC error with id null: the server's answer to a line it could not read."""
+    return isinstance(message, dict) and message.get("id", 0) is None and "error" in message
 
 
 def text_of(result: dict[str, Any]) -> str:

@@ -115,7 +115,7 @@ class TestCommands:
         loud = frs_mcp("export", "current", "--db", str(db), "--log-level", "INFO")
         assert quiet.stderr == "", "import and export log only warnings by default"
         assert loud.returncode == 0, loud.stderr
-        assert f"INFO storage.db: database {db} ready" in loud.stderr
+        assert f"INFO storage.db: database {db} opened, ready" in loud.stderr
 
     def test_a_long_export_reports_progress_on_stderr_and_only_the_export_on_stdout(
         self, tmp_path: Path

@@ -24,7 +24,7 @@ from mcp.types import TextResourceContents
 
 from frs.export import NO_RESULT
 from tests.calls import call_text
-from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, import_corpus
+from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, imported_corpus
 from tests.conftest import Connect
 from tests.frs.test_export import (
     anthropic_id_problems,
@@ -315,11 +315,11 @@ class TestCommand:
         assert "Traceback" not in run.stderr
 
     def test_a_database_that_does_not_exist_is_named_and_not_created(self, tmp_path: Path) -> None:
-        missing = tmp_path / "typo" / "frs.db"
+        missing = tmp_path / "typo.db"  # a missing folder: tests/server/test_database_values.py
         run = frs_mcp("export", "current", "--db", str(missing))
         assert (run.returncode, run.stdout) == (2, "")
         assert run.stderr == f"frs-mcp export: no database at {missing}\n"
-        assert not missing.parent.exists()
+        assert not missing.exists()
 
 
 # -- the corpus -------------------------------------------------------------------------------
@@ -334,9 +334,9 @@ class Corpus:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """Every transcript imported by `frs-mcp import`; each one's session."""
-    database = tmp_path_factory.mktemp("corpus") / "frs.db"
+    database, runs = imported_corpus(tmp_path_factory)
     sessions: dict[str, str] = {}
-    for name, run in import_corpus(database).items():
+    for name, run in runs.items():
         found = IMPORTED.search(run.stdout)
         assert run.returncode == 0, (name, run.stderr)
         assert found, (name, run.stdout)

@@ -335,6 +335,26 @@ class TestBodyLimit:
         assert f"the limit is {BODY_LIMIT} bytes" in response.text
         assert "--max-body-bytes" in response.text
 
+    @pytest.mark.parametrize("path", ["/mcp", "/messages/?session_id=0"])
+    async def test_a_content_length_over_the_limit_is_refused_at_once_without_its_body(
+        self, guarded: FrsProcess, path: str
+    ) -> None:
+        """The announced length alone decides: a client that sends no body gets its 413 at
+        once, not a 408 when the body timeout (30 s) runs out."""
+        async with await anyio.connect_tcp("127.0.0.1", guarded.port) as sock:
+            head = (
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{guarded.port}\r\n"
+                f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                f"Content-Length: {BODY_LIMIT + 1}\r\n\r\n"
+            )
+            await sock.send(head.encode())
+            got = b""
+            with anyio.fail_after(25):  # under the body timeout: a 408 would come too late
+                while b"\r\n" not in got:
+                    got += await sock.receive()
+        assert got.startswith(b"HTTP/1.1 413 "), got
+
     async def test_the_sse_message_endpoint_refuses_a_body_over_the_limit_with_413(
         self, guarded: FrsProcess
     ) -> None:

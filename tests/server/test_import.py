@@ -19,7 +19,7 @@ from mcp import Client
 
 from frs.text import estimate_tokens
 from tests.calls import call_text
-from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, import_corpus
+from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, imported_corpus
 from tests.conftest import Connect
 
 pytestmark = pytest.mark.slow
@@ -59,8 +59,7 @@ class Corpus:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     """Every transcript imported into one database."""
-    database = tmp_path_factory.mktemp("corpus") / "frs.db"
-    return Corpus(database, import_corpus(database))
+    return Corpus(*imported_corpus(tmp_path_factory))
 
 
 class TestCorpus:

@@ -54,9 +54,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrsProcess]:
 
 @asynccontextmanager
 async def connect(
-    server: FrsProcess, secret: str, wire: Wire, name: str = "agent"
+    server: FrsProcess,
+    secret: str,
+    wire: Wire,
+    name: str = "agent",
+    extra: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {secret}"}
+    headers = {"Authorization": f"Bearer {secret}", **(extra or {})}
     info = Implementation(name=name, version="1")
     if wire == "sse":
         async with Client(sse_client(server.sse_url, headers=headers), client_info=info) as c:
@@ -342,6 +346,24 @@ class TestTwoAgentsOneToken:
             seen = await twins_write(one, two, "stateless")
         assert seen == (expected("one", "stateless"), expected("two", "stateless"))
 
+    async def test_a_made_up_mcp_session_id_on_stateless_calls_is_no_connection(
+        self, server: FrsProcess
+    ) -> None:
+        """The SDK ignores `Mcp-Session-Id` on a 2026-07-28 request, so the server does too: a
+        made-up id takes no place in the table of connections' choices (a flood of them once
+        flushed another tenant's agents' choices, `frs.env.Chosen`). The call with it shares
+        its scope's current session exactly as a call without it does."""
+        made_up = {"mcp-session-id": "f" * 32}
+        async with connect(server, ALICE, "streamable", "twin-made-up", made_up) as faker:
+            await call(faker, "frs_session", action="start", title="chosen under a made-up id")
+            async with connect(server, ALICE, "streamable", name="twin-made-up") as plain:
+                await call(plain, "frs_session", action="start", title="the scope's current")
+            recorded = [{"role": "user", "content": "where does this go"}]
+            await call(faker, "frs_record", messages=recorded)
+            view = await call(faker, "frs_view_thread")
+        assert view.splitlines()[0] == 'Thread "the scope\'s current"'
+        assert "[1] User: where does this go" in view
+
     async def test_over_the_stateless_era_start_and_use_say_to_pass_session_id(
         self, server: FrsProcess
     ) -> None:
@@ -474,6 +496,24 @@ class TestSessionIdsAreNotLogged:
         assert sid not in logged
         assert not HEX32.search(logged), logged
         assert not re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-", logged), logged
+
+
+class TestFrsSessionIdsAreNotLogged:
+    async def test_a_failed_tool_or_resource_logs_neither_the_id_nor_the_error_text(
+        self, server: FrsProcess
+    ) -> None:
+        """The SDK logs a failed tool's error text and a failed resource's URI at INFO; both
+        held the session id asked for."""
+        asked = "5e55101d0bad"
+        async with connect(server, BOB, "streamable-legacy") as bob:
+            failed = await bob.call_tool("frs_view_thread", {"session_id": asked})
+            with pytest.raises(MCPError):
+                await bob.read_resource(f"frs://sessions/{asked}/thread")
+        assert failed.is_error
+        assert asked in text(failed)  # the client is told which id was not found
+        assert "Tool 'frs_view_thread' failed; the client was told why" in server.stderr
+        assert "Resource 'frs://sessions/<session id>/thread' failed" in server.stderr
+        assert asked not in server.stderr
 
 
 class TestResponseCacheHints:

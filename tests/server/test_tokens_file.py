@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from server.tenants import MAX_FILE_BYTES, TokensFileError, read_tokens
+from tests.command import frs_mcp
 
-ALICE = "alice-" + "a" * 20
-BOB = "bob-" + "b" * 20
+ALICE = "alice-secret-0123456789"
+BOB = "bob-secret-0123456789ab"
 
 
 def tokens_file(folder: Path, text: str, mode: int = 0o600) -> Path:
@@ -23,7 +24,7 @@ def tokens_file(folder: Path, text: str, mode: int = 0o600) -> Path:
 
 
 def test_each_line_names_a_tenant_and_its_secret(tmp_path: Path) -> None:
-    path = tokens_file(tmp_path, f"# team\nalice {ALICE}\n\nbob {BOB}  # ops\n")
+    path = tokens_file(tmp_path, f"# team\nalice {ALICE}\n\n  # ops\nbob {BOB}\n")
     assert read_tokens(str(path)) == {ALICE: "alice", BOB: "bob"}
 
 
@@ -66,3 +67,46 @@ def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path: Path, kind: 
     )
     assert done.returncode == 1
     assert f"TokensFileError: --tokens {path}: not a regular file" in done.stderr
+
+
+def test_a_hash_inside_a_secret_is_part_of_it_and_a_comment_after_a_pair_is_refused(
+    tmp_path: Path,
+) -> None:
+    hashed = "alice#secret-0123456789"
+    assert read_tokens(str(tokens_file(tmp_path, f"alice {hashed}\n"))) == {hashed: "alice"}
+    trailing = tokens_file(tmp_path, f"alice {ALICE} # the team's\n")
+    with pytest.raises(TokensFileError, match=r"line 1: a comment goes on a line of its own"):
+        read_tokens(str(trailing))
+
+
+@pytest.mark.parametrize(
+    ("secret", "rule"),
+    [
+        ("a", "is shorter than 16 characters"),
+        ("a" * 40, "has fewer than 8 different characters"),
+        ("abcd" * 5, "has fewer than 8 different characters"),
+    ],
+)
+def test_a_weak_secret_is_refused_in_the_file(tmp_path: Path, secret: str, rule: str) -> None:
+    with pytest.raises(TokensFileError, match=f"line 1: the secret of alice {rule}"):
+        read_tokens(str(tokens_file(tmp_path, f"alice {secret}\n")))
+
+
+@pytest.mark.parametrize("command", [[], ["web"]])
+def test_a_weak_token_is_refused_at_startup_off_loopback_and_on(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """`--token a` once served 0.0.0.0; now neither the server nor the viewer starts on a
+    token anyone can guess, and the line says the rule and how to make a good one."""
+    db = str(tmp_path / "frs.db")
+    transport = [] if command else ["--transport", "streamable-http"]
+    for host in ("0.0.0.0", "127.0.0.1"):
+        run = frs_mcp(
+            *command, "--db", db, *transport, "--host", host, "--port", "0", "--token", "a"
+        )
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.splitlines()[-1].startswith(
+            "frs-mcp: --token (or FRS_TOKEN) is shorter than 16 characters; make one with"
+        ), run.stderr
+        assert "Traceback" not in run.stderr
+    assert not (tmp_path / "frs.db").exists()

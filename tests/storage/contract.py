@@ -21,7 +21,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from frs.errors import StoreConflict
+from frs.errors import SearchTooSlow, StoreConflict
 from frs.model import (
     LANES,
     LOCAL_TENANT,
@@ -1271,6 +1271,31 @@ class TestViewerReads:
                 assert await found("e", 1) == ["m"]
                 assert await found("absent") == []
                 assert [s.id for s in await reader.search_sessions("other", "parser", 9)] == ["o"]
+
+    async def test_a_search_reads_beside_other_reads_and_is_stopped_at_its_time_bound(
+        self, open_store: OpenStore
+    ) -> None:
+        """A search's snapshot (`searching`) is not the one other reads wait for (SQLite: a
+        connection of its own; PostgreSQL: a capped share of the pool), and a search running
+        past its bound is stopped with `SearchTooSlow`; the store goes on serving."""
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                thread = await Thread.start(tx, "m")
+                words = [
+                    original(n, content=f"{n} " + "lorem ipsum " * 200) for n in range(1, 2001)
+                ]
+                await thread.record(tx, words)  # some 5 MB of text
+            async with store.searching(60) as searching:
+                with anyio.fail_after(30):  # a bound for the failing case, never waited out
+                    async with store.snapshot() as reader:
+                        assert await reader.count_sessions(LOCAL) == 1
+                found = await searching.search_sessions(LOCAL, "1999 lorem", 5)
+                assert [s.id for s in found] == ["m"]
+            with pytest.raises(SearchTooSlow, match=r"took longer than 1e-06 s and was stopped"):
+                async with store.searching(0.000001) as searching:
+                    await searching.search_sessions(LOCAL, "a phrase found nowhere at all", 5)
+            async with store.searching(60) as searching:
+                assert [s.id for s in await searching.search_sessions(LOCAL, "ipsum", 5)] == ["m"]
 
 
 class TestToolCalls:

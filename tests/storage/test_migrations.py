@@ -330,7 +330,9 @@ class TestApplicationId:
         folder.mkdir()
         run(folder / "notes.db", "create table notes (x)")
         monkeypatch.chdir(tmp_path)
-        with pytest.raises(ForeignDatabase, match=r"^odd\?name#here/notes.db is not an frs-mcp"):
+        # Named by its absolute path: the host's working directory is not the user's.
+        where = re.escape(str(folder / "notes.db"))
+        with pytest.raises(ForeignDatabase, match=rf"^{where} is not an frs-mcp"):
             async with open_database("odd?name#here/notes.db"):
                 pass
 

@@ -22,6 +22,9 @@ from tests.web.sample import Sample, write_sample
 
 pytestmark = pytest.mark.slow
 
+ANN = "ann-secret-0123456789"
+LOCAL = "local-secret-0123456789"
+
 
 def get(
     url: str, token: str | None = None, host: str | None = None
@@ -89,6 +92,48 @@ class TestPages:
         assert "Release notes" in by_text
         assert "Parser work" not in by_text
         assert "No session matches." in nothing
+
+    async def test_a_search_past_its_time_bound_is_stopped_with_a_page_that_says_so(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """A search reads on a connection of its own and SQLite interrupts it at
+        `--search-seconds` (2 s by default): a 200-character search over megabytes once held
+        the only reader for seconds while every other page waited."""
+        path, _ = sample
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db), Limits())
+            await service.start_session("Long one")
+            said = [NewMessage("user", f"{n} " + "lorem ipsum " * 200) for n in range(2000)]
+            await service.record(said)
+        query = "/?q=" + "a%20phrase%20found%20nowhere%20" * 8
+        with viewer(path, "--search-seconds", "0.000001") as base:
+            stopped = await anyio.to_thread.run_sync(get, base + query)
+            listed = await anyio.to_thread.run_sync(get, base + "/")
+        with viewer(path) as base:
+            found = await anyio.to_thread.run_sync(get, base + "/?q=1999%20lorem")
+        assert stopped[0] == 400
+        assert "took longer than 1e-06 s and was stopped" in stopped[2]
+        assert "Search for a longer or rarer phrase" in stopped[2]
+        assert listed[0] == 200
+        assert "Long one" in listed[2]
+        assert found[0] == 200
+        assert "Long one" in found[2]
+
+    def test_pages_are_never_cached_and_the_static_files_may_be(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            pages = [get(base + p) for p in ("/", f"/s/{ids.session}", "/?q=parser", "/s/x")]
+            static = get(base + "/static/viewer.css")
+        assert [(status, headers.get("cache-control")) for status, headers, _ in pages] == [
+            (200, "no-store"),
+            (200, "no-store"),
+            (200, "no-store"),
+            (404, "no-store"),
+        ]
+        assert static[0] == 200
+        assert static[1].get("cache-control") != "no-store"
 
     def test_a_thread_shows_the_models_numbering_and_nested_squashes_with_their_sizes(
         self, sample: tuple[Path, Sample]
@@ -190,7 +235,7 @@ class TestRefusals:
         assert "no database at" in missing.stderr
         assert not (tmp_path / "none.db").exists()
         assert never.returncode == 2
-        assert "never migrated" in never.stderr
+        assert "holds no frs-mcp data yet (schema version 0)" in never.stderr
         assert "frs-mcp --db" in never.stderr
         assert future.returncode == 2
         assert "schema version 99" in future.stderr
@@ -204,7 +249,28 @@ class TestRefusals:
             conn.commit()
         run = frs_mcp("web", "--db", str(foreign), "--port", "0")
         assert run.returncode == 2
-        assert "is not an frs-mcp database (schema version 3, tables: notes)" in run.stderr
+        assert "is not an frs-mcp database: it holds other tables (notes)" in run.stderr
+
+    def test_the_viewer_does_not_advise_starting_the_server_on_a_file_the_server_refuses(
+        self, tmp_path: Path
+    ) -> None:
+        # Another application's unversioned file: the viewer used to advise "Start the server on
+        # it once (frs-mcp --db …)", which then answered "is not an frs-mcp database".
+        foreign = tmp_path / "other.db"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("create table notes (id integer primary key)")
+            conn.commit()
+        viewer = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        served = frs_mcp("--db", str(foreign), "export", "latest")
+        chat = tmp_path / "chat.jsonl"
+        chat.write_text('{"role": "user", "content": "hi"}\n', encoding="utf-8")
+        imported = frs_mcp("--db", str(foreign), "import", str(chat))
+        assert viewer.returncode == served.returncode == imported.returncode == 2
+        for run in (viewer, served, imported):
+            assert "is not an frs-mcp database: it holds other tables (notes)" in run.stderr
+            assert "Traceback" not in run.stderr
+        assert "Start the server" not in viewer.stderr
+        assert "frs-mcp --db" not in viewer.stderr
 
     def test_another_applications_stamped_database_is_refused(self, tmp_path: Path) -> None:
         # Stamped as its own (a GeoPackage), with tables named like ours: the stamp decides.
@@ -217,7 +283,49 @@ class TestRefusals:
             conn.commit()
         run = frs_mcp("web", "--db", str(foreign), "--port", "0")
         assert run.returncode == 2
-        assert "is not an frs-mcp database (its application_id is 0x47504b47)" in run.stderr
+        assert "is not an frs-mcp database: its application_id is 0x47504b47" in run.stderr
+
+    @pytest.mark.parametrize("version", [0, 3, 99])
+    def test_a_refused_wal_mode_file_is_left_byte_for_byte_with_nothing_beside_it(
+        self, tmp_path: Path, version: int
+    ) -> None:
+        """Any connection to a WAL-mode file, a read-only one too, creates its -wal and -shm;
+        a file the viewer refuses is checked without one."""
+        foreign = tmp_path / "other.db"
+        with closing(sqlite3.connect(foreign)) as conn:
+            conn.execute("pragma journal_mode = wal")
+            conn.execute("create table notes (id integer primary key)")
+            conn.execute(f"pragma user_version = {version}")
+            conn.commit()
+        before = foreign.read_bytes()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+        run = frs_mcp("web", "--db", str(foreign), "--port", "0")
+        assert run.returncode == 2, run.stderr
+        assert "Traceback" not in run.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+        assert foreign.read_bytes() == before
+
+    async def test_idle_sockets_at_the_cap_are_closed_to_let_a_browser_in(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """The transports' socket limits hold here too: at 256 open sockets the oldest that
+        sent nothing is closed (503) for the newcomer, instead of idle sockets piling up until
+        the process runs out of files."""
+        path, _ = sample
+        with viewer(path) as base:
+            port = int(base.rsplit(":", 1)[1])
+            idle = [await anyio.connect_tcp("127.0.0.1", port) for _ in range(257)]
+            try:
+                got = b""
+                with anyio.fail_after(30):
+                    while b"\r\n" not in got:
+                        got += await idle[0].receive()
+                page = await anyio.to_thread.run_sync(get, base + "/")
+            finally:
+                for sock in idle:
+                    await sock.aclose()
+        assert got.startswith(b"HTTP/1.1 503 "), got
+        assert page[0] == 200
 
     def test_another_address_without_a_token_is_refused(self, tmp_path: Path) -> None:
         run = frs_mcp("web", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--port", "0")
@@ -257,13 +365,13 @@ class TestTenants:
     ) -> None:
         path, ids = sample
         tokens = tmp_path / "tokens"
-        tokens.write_text("ann " + "a" * 20 + "\n")
+        tokens.write_text(f"ann {ANN}\n")
         tokens.chmod(0o600)
-        with viewer(path, "--tokens", str(tokens), "--token", "l" * 20) as base:
+        with viewer(path, "--tokens", str(tokens), "--token", LOCAL) as base:
             wrong = get(base + "/", "w" * 20)
-            ann = get(base + "/", "a" * 20)
-            ann_thread = get(f"{base}/s/{ids.session}", "a" * 20)
-            local = get(base + "/", "l" * 20)
+            ann = get(base + "/", ANN)
+            ann_thread = get(f"{base}/s/{ids.session}", ANN)
+            local = get(base + "/", LOCAL)
         assert wrong[0] == 401
         # The sample's sessions are the local tenant's: ann has none, and cannot open one.
         assert ann[0] == 200
@@ -273,11 +381,11 @@ class TestTenants:
         assert "Parser work" not in ann_thread[2]
         assert "Parser work" in local[2]
 
-    def test_a_browser_gives_the_token_once_and_keeps_it_in_a_strict_cookie(
+    def test_a_browser_gives_the_token_once_and_gets_a_session_cookie_not_the_token(
         self, tmp_path: Path, sample: tuple[Path, Sample]
     ) -> None:
         path, _ = sample
-        token = "t0ken-" + "x" * 20
+        token = LOCAL
         with viewer(path, "--token", token) as base:
             asked = send(base + "/")
             form = send(base + "/login")
@@ -285,19 +393,56 @@ class TestTenants:
             login = send(base + "/login", b"token=" + token.encode())
             cookie = login[1]["set-cookie"].split(";", 1)[0]
             inside = send(base + "/", headers={"Cookie": cookie})
-            forged = send(base + "/", headers={"Cookie": "frs_viewer_token=nope"})
+            forged = send(base + "/", headers={"Cookie": "frs_viewer_session=" + token})
+            over_tls = send(
+                base + "/login", b"token=" + token.encode(), {"X-Forwarded-Proto": "https"}
+            )
+            out = send(base + "/logout", b"", headers={"Cookie": cookie})
+            after = send(base + "/", headers={"Cookie": cookie})
         assert asked[0] == 303
         assert asked[1]["location"] == "/login"
         assert form[0] == 200
         assert 'type="password" name="token"' in form[2]
+        assert "only this server reads" not in form[2]
+        assert "random session cookie" in form[2]
         assert refused[0] == 401
         assert "not a token this viewer accepts" in refused[2]
         assert login[0] == 303
-        assert "HttpOnly" in login[1]["set-cookie"]
-        assert "SameSite=Strict" in login[1]["set-cookie"]
+        attributes = login[1]["set-cookie"]
+        assert token not in attributes  # the cookie is a random session id, not the secret
+        assert cookie.startswith("frs_viewer_session=")
+        assert len(cookie.split("=", 1)[1]) >= 40
+        assert "HttpOnly" in attributes
+        assert "SameSite=Strict" in attributes
+        assert "Max-Age=43200" in attributes
+        assert "Secure" not in attributes  # plain http: a Secure cookie would never come back
+        assert "; Secure" in over_tls[1]["set-cookie"]
         assert inside[0] == 200
         assert "Parser work" in inside[2]
-        assert forged[0] == 401
+        assert "Log out" in inside[2]
+        assert forged[0] == 303  # the token itself is no cookie: sent to the login form
+        assert out[0] == 303
+        assert out[1]["location"] == "/login"
+        assert "Max-Age=0" in out[1]["set-cookie"]
+        assert after[0] == 303  # the session ended on the server, not only in the browser
+        assert after[1]["location"] == "/login"
+
+    def test_guessing_the_token_is_throttled_per_address(self, sample: tuple[Path, Sample]) -> None:
+        """Ten wrong tokens, then every try, the right token too, waits: 429 and Retry-After
+        (one more try each 30 s), at the form and in the `Authorization` header alike, so
+        guessing goes at two tries a minute, not a thousand a second."""
+        path, _ = sample
+        with viewer(path, "--token", LOCAL) as base:
+            wrong = [send(base + "/login", f"token=guess-{n}".encode())[0] for n in range(10)]
+            right = send(base + "/login", b"token=" + LOCAL.encode())
+            header = get(base + "/", LOCAL)
+        assert wrong == [401] * 10
+        assert right[0] == 429
+        assert 1 <= int(right[1]["retry-after"]) <= 30
+        assert "Too many wrong tokens" in right[2]
+        assert "set-cookie" not in {k.lower() for k in right[1]}
+        assert header[0] == 429  # the header is no way around it
+        assert "Too many wrong tokens" in header[2]
 
 
 class TestBesideAWriter:
