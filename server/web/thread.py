@@ -15,12 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frs.layout import Shown, attach, focus_headings, label
-from frs.model import Message, Session, SessionId, Squash
+from frs.model import GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
 from frs.render import Entry
 from frs.selection import Frame, load_frame
 
 PAGE = 200
+CALLS_SHOWN = 50  # the newest requests the gateway forwarded for the session
 MEMBERS_SHOWN = 200
 NESTING = 8
 #: The most a page shows of one text: its head and tail, the middle left out (`get_alias`).
@@ -70,6 +71,7 @@ class ThreadPage:
     nodes: tuple[Node, ...]
     leading: tuple[str, ...]  # thinking and marks before the first entry of the thread
     trailing: tuple[str, ...]  # focus goals with no entry yet
+    calls: tuple[GatewayCall, ...] = ()  # the newest the gateway forwarded, oldest first
 
     @property
     def end(self) -> int:
@@ -100,7 +102,10 @@ async def load_page(
         Node(entry, await open_squash(reader, session.id, entry.message, budget=budget))
         for entry in entries
     ]
-    return ThreadPage(session, frame, first, tuple(nodes), tuple(leading), tuple(trailing))
+    calls = await reader.gateway_calls(session.id, CALLS_SHOWN)
+    return ThreadPage(
+        session, frame, first, tuple(nodes), tuple(leading), tuple(trailing), tuple(calls)
+    )
 
 
 async def open_squash(
