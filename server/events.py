@@ -187,15 +187,20 @@ class TenantEvents:
         changes, received = anyio.create_memory_object_stream[tuple[str, list[ServerEvent]]](
             PENDING_CHANGES
         )
+        failure: Exception | None = None
         with changes, received:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._fan_out, received, tg)
                 self._changes = changes
                 try:
                     yield
+                except Exception as exc:  # raised below as it is: a task group would wrap it
+                    failure = exc  # in an ExceptionGroup, which the commands do not expect
                 finally:
                     self._changes = None
                     tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     async def _fan_out(
         self,
