@@ -50,9 +50,7 @@ class TestRestoredGap:
         numbers = [int(n) for n in re.findall(r"^\[(\d+)\] User", positions, re.M)]
         assert numbers == list(range(1, 13))
 
-    async def test_a_budgeted_view_keeps_the_line_within_its_budget(
-        self, connect: Connect
-    ) -> None:
+    async def test_a_budgeted_view_keeps_the_line_within_its_budget(self, connect: Connect) -> None:
         async with connect() as client:
             await restored_thread(client, "\nfiller line" * 60)
             fitted = await view(client, numbering="absolute", budget_tokens=700)
