@@ -84,11 +84,8 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
     """The candidates fitted into `budget` estimated tokens (see the module's docstring)."""
     selection = candidates.selection
     pinned = await _task(request, budget) if pin else Pinned(None, [])
-    fixed = weigh(_frame_lines(request, selection, budget))
-    options = request.options
-    hi = request.session.next_number - 1 if options.end is None else options.end
-    gaps = await request.restored(options.start or 1, hi)
-    fixed += weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0
+    gaps = await _gap_room(request)
+    fixed = weigh(_frame_lines(request, selection, budget)) + gaps
     room = budget - fixed
     shape = await fit(candidates, room)
     if shape is not None and _pins(pinned, candidates, shape):
@@ -104,7 +101,16 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
             return text
         room -= excess + 1  # merged runs came out larger than their parts: show less
         shape = await fit(candidates, room)
-    raise await _too_small(request, candidates, pinned, budget)
+    raise await _too_small(request, candidates, pinned, budget, gaps)
+
+
+async def _gap_room(request: Request) -> float:
+    """Room for the line of every restored summary numbered inside the selection (few, and
+    fixed once restored, so what the entries get moves no boundary between appends)."""
+    options = request.options
+    hi = request.session.next_number - 1 if options.end is None else options.end
+    gaps = await request.restored(options.start or 1, hi)
+    return weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0.0
 
 
 def _pins(pinned: Pinned, candidates: Candidates, shape: Fit) -> bool:
@@ -118,13 +124,13 @@ def _pins(pinned: Pinned, candidates: Candidates, shape: Fit) -> bool:
 
 
 async def _too_small(
-    request: Request, candidates: Candidates, pinned: Pinned, budget: int
+    request: Request, candidates: Candidates, pinned: Pinned, budget: int, gaps: float
 ) -> InvalidRequest:
     # The frame holds the budget's own digits: size it at the minimum it names.
     needed = 0.0 if not candidates.count else await candidates.size(candidates.count - 1, "line")
     minimum = budget
     for _ in range(3):
-        fixed = weigh(_frame_lines(request, candidates.selection, minimum))
+        fixed = weigh(_frame_lines(request, candidates.selection, minimum)) + gaps
         minimum = math.ceil(fixed + (weigh(pinned.task_lines) if needed else 0) + needed) + 1
     if not candidates.count:
         return InvalidRequest(

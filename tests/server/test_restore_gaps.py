@@ -14,13 +14,17 @@ from tests.conftest import Connect
 GAP = "[11] (summary SQ.1, restored)"
 
 
-async def restored_thread(client: Client, filler: str = "") -> str:
+async def restored_thread(client: Client, filler: str = "", late: str = "") -> str:
     """Ten messages, 4..8 squashed (the summary takes number 11) and restored, two more after
-    (12, 13); the absolute view before the restore, to compare prefixes."""
-    messages = [{"role": "user", "content": f"message number {i}{filler}"} for i in range(1, 11)]
+    (12, 13); the absolute view before the restore, to compare prefixes. `filler` lengthens
+    1..8, `late` 9, 10 and 12."""
+    messages = [
+        {"role": "user", "content": f"message number {i}" + (filler if i < 9 else late)}
+        for i in range(1, 11)
+    ]
     await call(client, "frs_record", messages=messages)
     await call(client, "frs_compress_range", **{"from": 4, "to": 8}, summary="four to eight")
-    await call(client, "frs_record", messages=[{"role": "user", "content": "message 12"}])
+    await call(client, "frs_record", messages=[{"role": "user", "content": "message 12" + late}])
     before = await view(client, numbering="absolute")
     await call(client, "frs_restore", alias="SQ.1")
     await call(client, "frs_record", messages=[{"role": "user", "content": "message 13"}])
@@ -59,6 +63,17 @@ class TestRestoredGap:
         assert re.search(r"^\[10\] User: message number 10", fitted, re.M)
         assert "Budget ~700 tokens" in fitted, "the view was fitted"
         assert estimate_tokens(fitted) <= 700
+
+    async def test_a_budgeted_view_shows_the_line_above_a_card_too(self, connect: Connect) -> None:
+        """Where 12 is shown as a card below the one-line head, not as a one-line card."""
+        async with connect() as client:
+            await restored_thread(client, "\nfiller line" * 60, "\nfiller line" * 8)
+            fitted = await view(client, numbering="absolute", budget_tokens=1400)
+        lines = body(fitted)
+        assert lines[lines.index(GAP) + 1] == "[12] User: message 12"
+        assert lines[lines.index(GAP) - 1].startswith("[10] User: message number 10")
+        assert "Budget ~1,400 tokens: 1 whole, 1 card" in fitted, "12 is a card"
+        assert estimate_tokens(fitted) <= 1400
 
     async def test_a_window_that_starts_in_the_gap_says_so_first(self, connect: Connect) -> None:
         async with connect() as client:
