@@ -1553,6 +1553,7 @@ class TestIsolation:
             "squash": [None] * 6,
             "members": [[]] * 6,
             "holding": [None] * 31,
+            "restored": [[]] * 30,
             "last layer": 0,
             "entries_at": [[]] * 10,
         }
