@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
-cache, peers, web, postgres, hostile, gateway.
+cache, peers, web, postgres, hostile, gateway, gateway-replay.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -24,6 +24,7 @@ import anyio
 from bench import (
     cache,
     gateway,
+    gateway_replay,
     hostile,
     latency,
     machine,
@@ -56,6 +57,7 @@ SECTIONS = (
     "postgres",
     "hostile",
     "gateway",
+    "gateway-replay",
 )
 FULL = {
     "latency": latency.Plan(
@@ -181,6 +183,10 @@ async def measure(
     if "gateway" in sections:
         t = time.perf_counter()
         stamp("gateway", await gateway.run(settings["gateway_calls"], log), t)
+    if "gateway-replay" in sections:
+        t = time.perf_counter()
+        replayed = await gateway_replay.run(folder, corpus, verified("o200k_base"), log)
+        stamp("gateway-replay", replayed, t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from frs import recording, sessions
 from frs.env import Env
 from frs.matching import Unit, messages_of
-from frs.model import Message, Session, SessionId
+from frs.model import GatewayCall, Message, Session, SessionId
 from frs.ports import ThreadReader
 from frs.recording import Recorded
 from frs.rewriting import LiveSquash
@@ -47,6 +47,24 @@ async def find_session(env: Env, interface: str, conversation: str) -> Session |
     whether a kept `StoredThread` is still current)."""
     async with env.store.snapshot() as reader:
         return await reader.find_conversation(env.scope.tenant, interface, conversation)
+
+
+async def add_call(env: Env, interface: str, conversation: str, call: GatewayCall) -> bool:
+    """Store a request the gateway forwarded for the conversation's session; False when it has
+    no session (nothing of it was recorded)."""
+    async with env.store.transaction() as tx:
+        session = await tx.find_conversation(env.scope.tenant, interface, conversation)
+        if session is None:
+            return False
+        await tx.add_gateway_call(session.id, call)
+        return True
+
+
+async def last_call(env: Env, session_id: SessionId) -> GatewayCall | None:
+    """The newest request the gateway forwarded for the session, if any: what it had sent."""
+    async with env.store.snapshot() as reader:
+        found = await reader.gateway_calls(session_id, 1)
+    return found[-1] if found else None
 
 
 async def load_thread(reader: ThreadReader, session: Session) -> StoredThread:

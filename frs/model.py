@@ -255,6 +255,34 @@ class PlanStep:
 
 
 @dataclass(frozen=True, slots=True)
+class Nudge:
+    """A reminder to squash the gateway made once: the key of the unit it follows, and its
+    text (`frs.nudges`)."""
+
+    after: str
+    text: str
+    level: int  # the threshold it answered: `level` × step tokens
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayCall:
+    """One request the gateway forwarded for a session: what the host sent and what went
+    upstream (bytes, estimated tokens), the squashes sent in place of their originals, and
+    the frozen state after it (every squash sent so far with its mark, every reminder), from
+    which a restarted gateway renders the same bytes."""
+
+    at: str
+    wire: str
+    sent_bytes: int
+    sent_tokens: int
+    forwarded_bytes: int
+    forwarded_tokens: int
+    applied: tuple[int, ...] = ()
+    sent: tuple[tuple[int, str], ...] = ()  # squash n and its mark, by n
+    nudges: tuple[Nudge, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     """One line of a session's change log: the revision, what changed, and the counters that
     revision left (None on lines logged before the store kept them)."""

@@ -19,15 +19,6 @@ DEFAULT_STEP = 60_000  # tokens sent between two reminders
 
 
 @dataclass(frozen=True, slots=True)
-class Nudge:
-    """A reminder made once: the key of the unit it follows, and its text."""
-
-    after: str
-    text: str
-    level: int  # the threshold it answered: `level` × step tokens
-
-
-@dataclass(frozen=True, slots=True)
 class Candidates:
     """Finished tool output not squashed yet: how many results, how many tokens, and the
     positions (in the view) of the first and last of them that were recorded, if any."""

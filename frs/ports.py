@@ -31,6 +31,7 @@ from frs.model import (
     Checkpoint,
     FileText,
     FocusLayer,
+    GatewayCall,
     Message,
     PlanStep,
     Scope,
@@ -206,6 +207,11 @@ class ThreadReader(Protocol):
         oldest of them first."""
         ...
 
+    async def gateway_calls(self, session_id: SessionId, limit: int) -> list[GatewayCall]:
+        """The newest `limit` requests the gateway forwarded for the session, oldest of them
+        first."""
+        ...
+
 
 class ThreadTx(ThreadReader, Protocol):
     async def create_session(self, session: Session) -> None:
@@ -280,6 +286,11 @@ class ThreadTx(ThreadReader, Protocol):
 
     async def remove_source(self, session_id: SessionId, alias: str) -> None:
         """Forget the source under this alias."""
+        ...
+
+    async def add_gateway_call(self, session_id: SessionId, call: GatewayCall) -> None:
+        """Store a request the gateway forwarded, after the ones there are (its tuples keep
+        their order); the session row and its revision stay as they are."""
         ...
 
 

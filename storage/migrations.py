@@ -271,6 +271,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # adapter (`runtimes`) returns reasoning items, ids and fields FRS has no column for.
         "alter table messages add column raw text",
     ),
+    (  # 9: the gateway's forwarded requests per session: what the host sent and what went
+        # upstream, and the squashes and reminders sent (JSON), which a restarted gateway reads
+        # back from the newest row to render the same bytes (`server.gateway.recorder`).
+        "create table gateway_calls ("
+        " id integer primary key autoincrement,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " at text not null,"
+        " wire text not null,"
+        " sent_bytes integer not null,"
+        " sent_tokens integer not null,"
+        " forwarded_bytes integer not null,"
+        " forwarded_tokens integer not null,"
+        " applied text not null,"
+        " sent text not null,"
+        " nudges text not null)",
+        "create index gateway_calls_by_session on gateway_calls (session_id, id)",
+    ),
 )
 
 

@@ -20,6 +20,7 @@ from frs.model import (
     Change,
     Checkpoint,
     FocusLayer,
+    GatewayCall,
     Message,
     PlanStep,
     Scope,
@@ -29,11 +30,13 @@ from frs.model import (
     Squash,
 )
 from storage.rows import (
+    CALL_COLUMNS,
     LAYER_COLUMNS,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
     SQUASH_COLUMNS,
+    call_from_row,
     checkpoint_from_row,
     layer_from_row,
     message_from_row,
@@ -401,6 +404,14 @@ class SqliteReader:
             (session_id, max(revision, 0)),
         )
         return [f"revision {row[0]}: {row[1]}" for row in reversed(rows)]
+
+    async def gateway_calls(self, session_id: SessionId, limit: int) -> list[GatewayCall]:
+        rows = await self._all(
+            f"select {CALL_COLUMNS} from gateway_calls where session_id = ?"
+            " order by id desc limit ?",
+            (session_id, limit),
+        )
+        return [call_from_row(row) for row in reversed(rows)]
 
     async def change_log(self, session_id: SessionId, limit: int) -> list[Change]:
         rows = await self._all(

@@ -10,8 +10,10 @@ from typing import Any, cast
 from frs.model import (
     Checkpoint,
     FocusLayer,
+    GatewayCall,
     Kind,
     Message,
+    Nudge,
     Numbering,
     PlanStep,
     Role,
@@ -235,4 +237,38 @@ def layer_from_row(row: Row) -> FocusLayer:
         created_at=row[4],
         closed_at=row[5],
         squash_n=row[6],
+    )
+
+
+CALL_COLUMNS = (
+    "at, wire, sent_bytes, sent_tokens, forwarded_bytes, forwarded_tokens, applied, sent, nudges"
+)
+
+
+def call_to_row(call: GatewayCall) -> tuple[Any, ...]:
+    """The row of a gateway call: its squashes and reminders as JSON, which SQL never reads."""
+    return (
+        call.at,
+        call.wire,
+        call.sent_bytes,
+        call.sent_tokens,
+        call.forwarded_bytes,
+        call.forwarded_tokens,
+        json.dumps(list(call.applied)),
+        json.dumps([[n, mark] for n, mark in call.sent], ensure_ascii=False),
+        json.dumps([[u.after, u.text, u.level] for u in call.nudges], ensure_ascii=False),
+    )
+
+
+def call_from_row(row: Row) -> GatewayCall:
+    return GatewayCall(
+        at=row[0],
+        wire=row[1],
+        sent_bytes=row[2],
+        sent_tokens=row[3],
+        forwarded_bytes=row[4],
+        forwarded_tokens=row[5],
+        applied=tuple(int(n) for n in json.loads(row[6])),
+        sent=tuple((int(n), str(mark)) for n, mark in json.loads(row[7])),
+        nudges=tuple(Nudge(str(a), str(t), int(lv)) for a, t, lv in json.loads(row[8])),
     )

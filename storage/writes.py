@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from frs.model import (
     Checkpoint,
     FocusLayer,
+    GatewayCall,
     Message,
     PlanStep,
     Scope,
@@ -22,9 +23,11 @@ from frs.model import (
 )
 from storage.reads import BLOCK_BITS, SqliteReader
 from storage.rows import (
+    CALL_COLUMNS,
     LAYER_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
+    call_to_row,
     message_to_row,
     session_to_row,
     source_to_row,
@@ -197,6 +200,13 @@ class SqliteTx(SqliteReader):
                 checkpoint.after_ord,
                 checkpoint.created_at,
             ),
+        )
+
+    async def add_gateway_call(self, session_id: SessionId, call: GatewayCall) -> None:
+        await self.conn.execute(
+            f"insert into gateway_calls (session_id, {CALL_COLUMNS})"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, *call_to_row(call)),
         )
 
     async def add_source(self, session_id: SessionId, source: Source) -> None:

@@ -173,6 +173,7 @@ class Gateway:
                     await self._record(prepared)
                 if tee is not None and route.wire is not None:
                     await self._record_answer(route.wire, prepared, tee)
+                await self._add_call(prepared, body)
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
@@ -188,6 +189,13 @@ class Gateway:
                 await self.recorder.record_answer(prepared, answer)
         except Exception as exc:  # the next request brings the answer in any case
             _log_failure("recording the answer", exc)
+
+    async def _add_call(self, prepared: Prepared, sent: bytes) -> None:
+        """The request's row of `gateway_calls`, once its answer has gone to the host."""
+        try:
+            await self.recorder.add_call(prepared, sent)
+        except Exception as exc:  # the row is a record; the answer went in any case
+            _log_failure("storing the call", exc)
 
     async def _record_then(self, prepared: Prepared, recorded: anyio.Event) -> None:
         with anyio.CancelScope(shield=True):  # a host that hangs up does not cut a write

@@ -5,8 +5,10 @@ session, plans the squashes (`frs.rewriting`) and renders them; the bytes it ret
 host's own unless a squash applies and the rewrite passes the wire's checks. `Prepared.record`
 runs after the answer has streamed back: it records what the request added. Each
 conversation has a lock, so two requests of one conversation never match or record at once.
-Which squashes were already sent (and their marks) is kept in memory: after a restart a
-squash is simply sent again as if new, which the rules allow (one more cache write).
+Which squashes were already sent (and their marks) and the reminders made are kept in memory,
+and stored with each forwarded request (`Recorder.add_call`, a row of `gateway_calls`): a
+conversation's first request after a restart reads them back from its newest row, so a
+restarted gateway sends the same bytes as before and the prompt cache does not break.
 """
 
 from __future__ import annotations
@@ -19,11 +21,19 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
-from frs.env import Env
-from frs.host_threads import StoredThread, ensure_session, find_session, find_thread, record_new
+from frs.env import Env, utc_now
+from frs.host_threads import (
+    StoredThread,
+    add_call,
+    ensure_session,
+    find_session,
+    find_thread,
+    last_call,
+    record_new,
+)
 from frs.matching import Unit, answer_unit, new_units, units_of
-from frs.model import Limits, SessionId
-from frs.nudges import DEFAULT_STEP, Nudge, candidates, due, nudge_text, sent_tokens
+from frs.model import GatewayCall, Limits, Nudge, SessionId
+from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import estimate_tokens, shorten
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
@@ -65,6 +75,7 @@ class _Conversation:
     sent: dict[int, str] = field(default_factory=dict)  # squash n -> its mark
     nudges: list[Nudge] = field(default_factory=list)  # made once, sent in every request
     nudged: int = 0  # the threshold level the last reminder answered
+    loaded: bool = False  # what the newest stored call had sent was read back
     #: The last rewrite that passed the checks, read: the next, which repeats most of it
     #: (frozen bytes), is checked from where it differs on (`_refusal`).
     checked: tuple[str, Parsed] | None = None  # (wire name, the rewrite)
@@ -81,6 +92,11 @@ class Prepared:
     belongs: bool = False  # its messages continue the conversation's thread
     saved_tokens: int = 0  # estimated: what the rewrite left out less the summaries it added
     fresh: int = 0  # units not stored yet, when it was prepared
+    wire: str = ""
+    #: What the conversation had sent once this request went (the frozen state): every
+    #: squash sent so far with its mark, by n, and every reminder.
+    sent: tuple[tuple[int, str], ...] = ()
+    nudges: tuple[Nudge, ...] = ()
 
 
 class Recorder:
@@ -125,6 +141,8 @@ class Recorder:
         conversation = self._conversation(key)
         async with conversation.lock:
             thread = await self._thread(key, conversation)
+            if not conversation.loaded:
+                await _load_sent(self.env, thread, conversation)
             belongs = _belongs(request, units, thread, key)
             if named is not None and belongs:  # a side call's body would be no help next time
                 self._parsed[named] = Parsed(text, request, units)
@@ -132,27 +150,33 @@ class Recorder:
                 if len(self._parsed) > _PARSED:
                     self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
+            frozen = _Kept(
+                wire.name, tuple(sorted(conversation.sent.items())), tuple(conversation.nudges)
+            )
             if not (belongs and thread and rewrite):
-                return Prepared(body, key=key, units=units, belongs=belongs, fresh=fresh)
+                return frozen.prepared(body, RewritePlan(), key, units, belongs, 0, fresh)
             plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
             if self.nudge_step is not None and request.untouchable is None:
                 plan = await self._nudged(plan, request, units, thread, conversation, key)
             _log_plan(wire, plan)
+            frozen = replace(frozen, nudges=tuple(conversation.nudges))
             if not plan.changes:
-                return Prepared(body, plan, key, units, belongs, fresh=fresh)
+                return frozen.prepared(body, plan, key, units, belongs, 0, fresh)
             rewritten = wire.render(text, request, plan)
             refusal = _refusal(wire, request, text, rewritten, conversation, headers)
             if refusal:
                 log.warning(
                     "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
                 )
-                return Prepared(body, RewritePlan(), key, units, belongs, fresh=fresh)
+                return frozen.prepared(body, RewritePlan(), key, units, belongs, 0, fresh)
             mark = mark_of(units)
             for n in plan.applied:
                 if mark is not None:
                     conversation.sent.setdefault(n, mark)
+            frozen = replace(frozen, sent=tuple(sorted(conversation.sent.items())))
             saved = _saved_tokens(text, request, plan)
-            return Prepared(rewritten.encode("utf-8"), plan, key, units, belongs, saved, fresh)
+            forwarded = rewritten.encode("utf-8")
+            return frozen.prepared(forwarded, plan, key, units, belongs, saved, fresh)
 
     async def record(self, prepared: Prepared) -> int:
         """Record what the request added to its conversation; the number of units recorded."""
@@ -174,6 +198,26 @@ class Recorder:
             done = await record_new(self.env, session_id, new)
             conversation.thread = _grown(thread, new, done.revision if done else None)
             return len(new)
+
+    async def add_call(self, prepared: Prepared, sent: bytes) -> bool:
+        """Store the request as forwarded (`sent`: the host's body) with what the conversation
+        had sent by then, after its recording; False when it was none of a conversation's."""
+        if prepared.key is None or not prepared.belongs:
+            return False
+        # A long body's estimate takes milliseconds: not on the loop other requests share.
+        tokens = await anyio.to_thread.run_sync(estimate_tokens, sent.decode("utf-8"))
+        call = GatewayCall(
+            at=utc_now(),
+            wire=prepared.wire,
+            sent_bytes=len(sent),
+            sent_tokens=tokens,
+            forwarded_bytes=len(prepared.body),
+            forwarded_tokens=max(tokens - prepared.saved_tokens, 0),
+            applied=prepared.plan.applied,
+            sent=prepared.sent,
+            nudges=prepared.nudges,
+        )
+        return await add_call(self.env, *prepared.key, call)
 
     async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
         """Record the model's answer to a request, read from the stream it sent back, as the
@@ -245,6 +289,42 @@ class Recorder:
             return kept
         conversation.thread = await find_thread(self.env, *key)
         return conversation.thread
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """The frozen state a `Prepared` carries, for its row of `gateway_calls`."""
+
+    wire: str
+    sent: tuple[tuple[int, str], ...] = ()
+    nudges: tuple[Nudge, ...] = ()
+
+    def prepared(
+        self,
+        body: bytes,
+        plan: RewritePlan,
+        key: tuple[str, str],
+        units: tuple[Unit, ...],
+        belongs: bool,
+        saved: int,
+        fresh: int,
+    ) -> Prepared:
+        return Prepared(
+            body, plan, key, units, belongs, saved, fresh, self.wire, self.sent, self.nudges
+        )
+
+
+async def _load_sent(env: Env, thread: StoredThread | None, conversation: _Conversation) -> None:
+    """What the conversation's newest stored call had sent, into `conversation` (once, on
+    its first request since the gateway started): the squashes with their marks, the
+    reminders, so the next request renders them as the gateway before a restart did."""
+    if thread is not None:
+        call = await last_call(env, thread.session.id)
+        if call is not None:
+            conversation.sent = dict(call.sent) | conversation.sent
+            conversation.nudges = list(call.nudges) + conversation.nudges
+            conversation.nudged = max([conversation.nudged, *(n.level for n in call.nudges)])
+    conversation.loaded = True
 
 
 def _grown(

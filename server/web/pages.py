@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from urllib.parse import quote, urlencode
 
 from frs.annotations import annotate_call
-from frs.model import Limits, Message, PlanStep, Session
+from frs.model import GatewayCall, Limits, Message, PlanStep, Session
 from frs.render import (
     ROLE_LABEL,
     Entry,
@@ -24,7 +24,7 @@ from frs.render import (
 )
 from frs.text import minify_json
 from server.web.html import Html, join, page, tag, text, url, void
-from server.web.thread import PAGE, Node, Opened, ThreadPage, anchor
+from server.web.thread import CALLS_SHOWN, PAGE, Node, Opened, ThreadPage, anchor
 
 #: A message longer than this shows as a card first, as in the model's view (its default).
 PREVIEW_CHARS = Limits().preview_chars
@@ -127,6 +127,7 @@ def thread_page(view: ThreadPage) -> Html:
         tag("h1", session.title or "(untitled)"),
         _about(session),
         *_plan(view.frame.plan),
+        *_calls(view.calls),
         controls,
         _pager(view),
         *(tag("div", line, class_="aside") for line in view.leading),
@@ -147,6 +148,52 @@ def _about(session: Session) -> Html:
         f"revision {session.revision}",
     ]
     return tag("p", " · ".join(f for f in facts if f), class_="about")
+
+
+def _calls(calls: Sequence[GatewayCall]) -> list[Html]:
+    """The gateway's requests for a gateway session: what the host sent against what went
+    upstream, in estimated tokens (and bytes), and the share the squashes saved."""
+    if not calls:
+        return []
+    sent = sum(c.sent_tokens for c in calls)
+    forwarded = sum(c.forwarded_tokens for c in calls)
+    head = tag(
+        "tr",
+        *(
+            tag("th", name)
+            for name in ("time", "wire", "host sent", "forwarded", "saved", "squashes", "reminders")
+        ),
+    )
+    rows = [
+        tag(
+            "tr",
+            tag("td", call.at.replace("T", " ")[:19]),
+            tag("td", call.wire),
+            tag("td", f"{tokens(call.sent_tokens)} tokens · {call.sent_bytes:,} bytes"),
+            tag("td", f"{tokens(call.forwarded_tokens)} tokens · {call.forwarded_bytes:,} bytes"),
+            tag("td", _share(call.sent_tokens, call.forwarded_tokens)),
+            tag("td", ", ".join(f"SQ.{n}" for n in call.applied) or "—"),
+            tag("td", f"{len(call.nudges)}" if call.nudges else "—"),
+        )
+        for call in reversed(calls)  # the newest first
+    ]
+    summary = (
+        f"Gateway calls: {plural(len(calls), 'call')}"
+        f"{' (the newest)' if len(calls) >= CALLS_SHOWN else ''}, host sent {tokens(sent)}"
+        f" tokens, forwarded {tokens(forwarded)}: {_share(sent, forwarded)} saved"
+    )
+    return [
+        tag(
+            "details",
+            tag("summary", summary),
+            tag("table", head, *rows),
+            class_="calls",
+        )
+    ]
+
+
+def _share(sent: int, forwarded: int) -> str:
+    return f"{(sent - forwarded) / sent:.0%}" if sent > 0 else "0%"
 
 
 def _plan(steps: Sequence[PlanStep]) -> list[Html]:

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from frs.layout import Shown, attach, focus_headings, label
-from frs.model import Message, Session, SessionId, Squash
+from frs.model import GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
 from frs.render import Entry
 from frs.selection import Frame, load_frame
 
 PAGE = 200
+CALLS_SHOWN = 50  # the newest requests the gateway forwarded for the session
 MEMBERS_SHOWN = 200
 NESTING = 8
 
@@ -47,6 +48,7 @@ class ThreadPage:
     nodes: tuple[Node, ...]
     leading: tuple[str, ...]  # thinking and marks before the first entry of the thread
     trailing: tuple[str, ...]  # focus goals with no entry yet
+    calls: tuple[GatewayCall, ...] = ()  # the newest the gateway forwarded, oldest first
 
     @property
     def end(self) -> int:
@@ -73,7 +75,10 @@ async def load_page(
     entries, leading = attach(shown, labels, thinking, frame.checkpoints, first == 1)
     entries, trailing = focus_headings(entries, frame.layers, stop == end)
     nodes = [Node(entry, await open_squash(reader, session.id, entry.message)) for entry in entries]
-    return ThreadPage(session, frame, first, tuple(nodes), tuple(leading), tuple(trailing))
+    calls = await reader.gateway_calls(session.id, CALLS_SHOWN)
+    return ThreadPage(
+        session, frame, first, tuple(nodes), tuple(leading), tuple(trailing), tuple(calls)
+    )
 
 
 async def open_squash(

@@ -176,6 +176,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 3: SQLite's 8: a runtime's own item(s) a message was made from (JSON), as given
         "alter table messages add column raw text",
     ),
+    (  # 4: SQLite's 9: the gateway's forwarded requests per session (JSON where SQL never reads)
+        "create table gateway_calls ("
+        " id bigint generated always as identity primary key,"
+        " session_id text not null references sessions (id) on delete cascade,"
+        " at text not null,"
+        " wire text not null,"
+        " sent_bytes bigint not null,"
+        " sent_tokens bigint not null,"
+        " forwarded_bytes bigint not null,"
+        " forwarded_tokens bigint not null,"
+        " applied text not null,"
+        " sent text not null,"
+        " nudges text not null)",
+        "create index gateway_calls_by_session on gateway_calls (session_id, id)",
+    ),
 )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from frs.model import (
     Checkpoint,
     FocusLayer,
+    GatewayCall,
     Message,
     PlanStep,
     Scope,
@@ -26,9 +27,11 @@ from frs.model import (
 from storage.postgres.reads import _CURRENT, _SESSION_BY_CONVERSATION, _SESSION_BY_ID, PgReader
 from storage.reads import BLOCK_BITS
 from storage.rows import (
+    CALL_COLUMNS,
     LAYER_COLUMNS,
     SESSION_COLUMNS,
     SOURCE_COLUMNS,
+    call_to_row,
     message_to_row,
     session_to_row,
     source_to_row,
@@ -247,6 +250,13 @@ class PgTx(PgReader):
             checkpoint.revision,
             checkpoint.after_ord,
             checkpoint.created_at,
+        )
+
+    async def add_gateway_call(self, session_id: SessionId, call: GatewayCall) -> None:
+        await self.conn.execute(
+            f"insert into gateway_calls (session_id, {CALL_COLUMNS}) values ({_marks(10)})",
+            session_id,
+            *call_to_row(call),
         )
 
     async def add_source(self, session_id: SessionId, source: Source) -> None:

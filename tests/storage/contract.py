@@ -29,7 +29,9 @@ from frs.model import (
     Change,
     Checkpoint,
     FocusLayer,
+    GatewayCall,
     Message,
+    Nudge,
     PlanStep,
     Role,
     Scope,
@@ -1496,6 +1498,69 @@ class TestPlanMarksLayersSources:
         assert left == [added[1], added[3]]
         assert [s.alias for s in final] == ["S.Zeta", "S.alpha", "S.beta"]
         assert final[2].text == "again"
+
+
+def gateway_call(seconds: int, applied: tuple[int, ...] = (), nudges: int = 0) -> GatewayCall:
+    """A forwarded request as the gateway records it: the squashes sent so far, with marks."""
+    return GatewayCall(
+        at=stamp(seconds),
+        wire="anthropic",
+        sent_bytes=10_000 + seconds,
+        sent_tokens=2_500 + seconds,
+        forwarded_bytes=6_000 + seconds,
+        forwarded_tokens=1_500 + seconds,
+        applied=applied,
+        sent=tuple((n, f"mark of SQ.{n} — “é”") for n in sorted(applied)),
+        nudges=tuple(
+            Nudge(f"key{i}", f"[frs] squash ~{i} tokens\nnow ✓", i + 1) for i in range(nudges)
+        ),
+    )
+
+
+class TestGatewayCalls:
+    """The requests the gateway forwarded for a session (`add_gateway_call`, `gateway_calls`)."""
+
+    async def test_calls_come_back_whole_newest_last_and_leave_the_session_alone(
+        self, open_store: OpenStore
+    ) -> None:
+        sid = SessionId("s")
+        calls = [gateway_call(1), gateway_call(2, (3, 1), nudges=1), gateway_call(3, (1, 3, 4), 2)]
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                await tx.create_session(new_session("s"))
+                await tx.create_session(new_session("other"))
+                await tx.add_gateway_call(sid, calls[0])
+            before = await store_readings(store, ["s"])
+            async with store.transaction() as tx:
+                for call in calls[1:]:
+                    await tx.add_gateway_call(sid, call)
+                await tx.add_gateway_call(SessionId("other"), gateway_call(9))
+            async with store.snapshot() as reader:
+                every = await reader.gateway_calls(sid, 10)
+                newest = await reader.gateway_calls(sid, 2)
+                last = await reader.gateway_calls(sid, 1)
+                none = await reader.gateway_calls(sid, 0)
+                other = await reader.gateway_calls(SessionId("other"), 10)
+            after = await store_readings(store, ["s"])
+        assert every == calls
+        assert newest == calls[1:]
+        assert last == calls[2:]
+        assert last[0].applied == (1, 3, 4)  # in the order sent, not sorted
+        assert none == []
+        assert other == [gateway_call(9)]
+        assert after == before  # no revision, counter or change log line for a call
+
+    async def test_a_call_of_an_unknown_session_is_refused(self, open_store: OpenStore) -> None:
+        async with open_store() as store:
+
+            async def orphan() -> None:
+                async with store.transaction() as tx:
+                    await tx.add_gateway_call(SessionId("nowhere"), gateway_call(1))
+
+            with pytest.raises(StoreConflict):
+                await orphan()
+            async with store.snapshot() as reader:
+                assert await reader.gateway_calls(SessionId("nowhere"), 5) == []
 
 
 class TestIsolation:

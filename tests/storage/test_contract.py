@@ -2,6 +2,7 @@
 
 from tests.storage.contract import (
     TestCountersAndRevisions,
+    TestGatewayCalls,
     TestIsolation,
     TestMigrations,
     TestPlanMarksLayersSources,
@@ -17,6 +18,7 @@ from tests.storage.contract import (
 
 __all__ = [
     "TestCountersAndRevisions",
+    "TestGatewayCalls",
     "TestIsolation",
     "TestMigrations",
     "TestPlanMarksLayersSources",

@@ -1,0 +1,69 @@
+"""A gateway session's thread page in `frs-mcp web` lists the gateway's requests: what the host
+sent against what went upstream, and the share the squashes saved."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.conversation import SESSION, body, call, result, said, user
+from tests.gateway.harness import rig
+from tests.gateway.test_squashes import service, session_of
+from tests.web.conftest import viewer
+from tests.web.sample import write_sample
+from tests.web.test_viewer import get
+
+pytestmark = pytest.mark.slow
+
+TRANSCRIPT = [
+    user("Look at the logs."),
+    call("toolu_1", "cat log"),
+    result("toolu_1", "entry ok " * 800),
+    said("All fine."),
+    user("Thanks."),
+]
+
+
+async def test_a_gateway_sessions_page_shows_its_calls_sent_against_forwarded(
+    tmp_path: Path,
+) -> None:
+    async with rig(tmp_path) as r:
+        for n in (1, 3, 4):
+            await r.post(body(TRANSCRIPT[:n]), SESSION)
+        session = await session_of(r)
+        await service(r).compress_range(2, 3, "The log <is> fine.", session_id=session.id)
+        await r.post(body(TRANSCRIPT[:5]), SESSION)
+        async with r.gateway.recorder.env.store.snapshot() as reader:
+            calls = await reader.gateway_calls(session.id, 10)
+    last = calls[-1]
+    assert last.applied == (1,)
+    saved = f"{(last.sent_tokens - last.forwarded_tokens) / last.sent_tokens:.0%}"
+    with viewer(r.database) as base:
+        status, headers, page = get(f"{base}/s/{session.id}")
+    assert status == 200
+    assert "unsafe-inline" not in headers["content-security-policy"]
+    found = re.search(r"<details class=\"calls\"><summary>(.*?)</summary>", page)
+    assert found is not None, page[:2000]
+    assert found[1].startswith("Gateway calls: 4 calls, host sent ")
+    assert found[1].endswith(" saved")
+    rows = re.findall(r"<tr>(<td>.*?)</tr>", page)
+    assert len(rows) == 4
+    newest = re.findall(r"<td>(.*?)</td>", rows[0])  # the newest first
+    assert newest[1] == "anthropic"
+    assert newest[2].endswith(f"{last.sent_bytes:,} bytes")
+    assert newest[3].endswith(f"{last.forwarded_bytes:,} bytes")
+    assert saved != "0%"
+    assert newest[4] == saved
+    assert newest[5] == "SQ.1"
+    assert re.findall(r"<td>(.*?)</td>", rows[-1])[4:6] == ["0%", "—"]
+
+
+async def test_a_session_the_gateway_never_saw_shows_no_calls(tmp_path: Path) -> None:
+    path = tmp_path / "frs.db"
+    ids = await write_sample(path)
+    with viewer(path) as base:
+        status, _, page = get(f"{base}/s/{ids.session}")
+    assert status == 200
+    assert "Gateway calls" not in page
