@@ -22,8 +22,10 @@ from frs.layout import (
     focus_heading,
     focus_headings,
     footer_line,
+    gap_line,
     label,
     merge_runs,
+    restored_gaps,
     spans,
     stamp,
 )
@@ -82,7 +84,8 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
     """The candidates fitted into `budget` estimated tokens (see the module's docstring)."""
     selection = candidates.selection
     pinned = await _task(request, budget) if pin else Pinned(None, [])
-    fixed = weigh(_frame_lines(request, selection, budget))
+    gaps = await _gap_room(request)
+    fixed = weigh(_frame_lines(request, selection, budget)) + gaps
     room = budget - fixed
     shape = await fit(candidates, room)
     if shape is not None and _pins(pinned, candidates, shape):
@@ -98,7 +101,16 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
             return text
         room -= excess + 1  # merged runs came out larger than their parts: show less
         shape = await fit(candidates, room)
-    raise await _too_small(request, candidates, pinned, budget)
+    raise await _too_small(request, candidates, pinned, budget, gaps)
+
+
+async def _gap_room(request: Request) -> float:
+    """Room for the line of every restored summary numbered inside the selection (few, and
+    fixed once restored, so what the entries get moves no boundary between appends)."""
+    options = request.options
+    hi = request.session.next_number - 1 if options.end is None else options.end
+    gaps = await request.restored(options.start or 1, hi)
+    return weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0.0
 
 
 def _pins(pinned: Pinned, candidates: Candidates, shape: Fit) -> bool:
@@ -112,13 +124,13 @@ def _pins(pinned: Pinned, candidates: Candidates, shape: Fit) -> bool:
 
 
 async def _too_small(
-    request: Request, candidates: Candidates, pinned: Pinned, budget: int
+    request: Request, candidates: Candidates, pinned: Pinned, budget: int, gaps: float
 ) -> InvalidRequest:
     # The frame holds the budget's own digits: size it at the minimum it names.
     needed = 0.0 if not candidates.count else await candidates.size(candidates.count - 1, "line")
     minimum = budget
     for _ in range(3):
-        fixed = weigh(_frame_lines(request, candidates.selection, minimum))
+        fixed = weigh(_frame_lines(request, candidates.selection, minimum)) + gaps
         minimum = math.ceil(fixed + (weigh(pinned.task_lines) if needed else 0) + needed) + 1
     if not candidates.count:
         return InvalidRequest(
@@ -209,9 +221,20 @@ async def _head_lines(
     layer's goal above its first; and the layers whose goal they placed."""
     lines: list[str] = []
     placed: list[FocusLayer] = []
+    gaps: list[tuple[int, int]] = []
+    reached = 0
+    if head and request.shows_gaps():
+        reached = request.starts_after((await candidates.shown(0)).message.ord)
+        gaps = await request.restored(reached + 1, (await candidates.shown(head - 1)).message.ord)
     for index in range(head):
         shown = await candidates.shown(index)
         await candidates.size(index, "line")  # renders and keeps the lines
+        while gaps and gaps[0][0] < shown.message.ord:
+            number, n = gaps.pop(0)
+            if number > reached:
+                lines.append(gap_line(number, n))
+        if gaps:
+            reached = max(reached, shown.message.ord_last)
         for layer in request.frame.layers:
             if layer not in placed and layer.start_ord <= shown.message.ord_last:
                 placed.append(layer)
@@ -261,6 +284,14 @@ async def _entries(
         thinking = [*await request.reader.thinking(session.id, 0, 0), *thinking]
     labels = [label(s.message, s.position, mode) for s in shown]
     built, before = attach(shown, labels, thinking, request.frame.checkpoints, starts)
+    if shown and request.shows_gaps():
+        first = shown[0].message.ord
+        if top:
+            after = (await candidates.shown(top - 1)).message.ord_last
+        else:
+            after = request.starts_after(first)
+        gaps = await request.restored(after + 1, shown[-1].message.ord)
+        built = restored_gaps(built, gaps, after)
     first_ord = shown[0].message.ord if shown else 10**18
     in_view = [layer for layer in request.frame.layers if layer.start_ord >= first_ord or not top]
     ends = not shown or shown[-1].position == session.live_count

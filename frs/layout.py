@@ -97,6 +97,40 @@ def _holds(message: Message, ord_: int) -> bool:
     return message.ord <= ord_ <= message.ord_last
 
 
+def gap_line(number: int, n: int) -> str:
+    """`[11] (summary SQ.3, restored)`: where a restored squash's summary took a number that
+    no entry has any more (numbers are never reused), in absolute numbering only."""
+    return f"[{number}] (summary SQ.{n}, restored)"
+
+
+def restored_gaps(
+    entries: list[Entry], restored: Sequence[tuple[int, int]], after: int
+) -> list[Entry]:
+    """Each restored summary's number (from `ThreadReader.restored_summaries`) above the first
+    entry past it, unless an entry before spans it or it is not past `after` (where the view
+    starts: a gap before the first entry is shown only in a window that starts in it).
+
+    A line above the entry after the gap, not a note on it: the number is fixed once the
+    squash is restored, so every line before the first changed entry stays byte-identical."""
+    if not restored or not entries:
+        return entries
+    notes: dict[int, list[str]] = {}
+    reached = after
+    at = 0
+    for number, n in restored:
+        while at < len(entries) and entries[at].message.ord < number:
+            reached = max(reached, entries[at].message.ord_last)
+            at += 1
+        if at < len(entries) and number > reached:
+            notes.setdefault(at, []).append(gap_line(number, n))
+    if not notes:
+        return entries
+    return [
+        replace(entry, headings=(*notes.get(i, ()), *entry.headings))
+        for i, entry in enumerate(entries)
+    ]
+
+
 def focus_headings(
     entries: list[Entry], layers: Sequence[FocusLayer], shows_end: bool
 ) -> tuple[list[Entry], list[str]]:

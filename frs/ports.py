@@ -168,6 +168,13 @@ class ThreadReader(Protocol):
         """Every squash of the session, by n."""
         ...
 
+    async def restored_summaries(
+        self, session_id: SessionId, lo: int, hi: int
+    ) -> list[tuple[int, int]]:
+        """(summary number, n) of each restored squash whose summary took a number in lo..hi,
+        by number: the numbers an absolute view shows no entry for and says why."""
+        ...
+
     # -- plan, marks, layers, changes, sources ------------------------------------------------
 
     async def plan(self, session_id: SessionId) -> list[PlanStep]:

@@ -107,6 +107,24 @@ class Request:
             frame,
         )
 
+    def shows_gaps(self) -> bool:
+        """Whether the view says why a number is missing (`frs.layout.restored_gaps`): in
+        absolute numbering, when no filter hides entries anyway."""
+        options = self.options
+        return self.mode == "absolute" and not options.roles and options.run_id is None
+
+    def starts_after(self, first: int) -> int:
+        """The number a view whose first entry starts at ord `first` shows nothing up to: the
+        one before `from` in an absolute window (a gap where it starts is explained)."""
+        start = self.options.start
+        return first - 1 if start is None or self.mode != "absolute" else min(start, first) - 1
+
+    async def restored(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The restored summaries numbered lo..hi, when the view shows gaps."""
+        if not self.shows_gaps() or hi < lo:
+            return []
+        return await self.reader.restored_summaries(self.session.id, lo, hi)
+
     def header(self) -> list[str]:
         """The title line, goal, plan and sources: the view's first lines."""
         session = self.session

@@ -11,7 +11,16 @@ from collections.abc import Sequence
 
 from frs.budgets import budgeted, fits_whole
 from frs.candidates import Candidates
-from frs.layout import Shown, attach, focus_headings, footer_line, label, merge_runs, stamp
+from frs.layout import (
+    Shown,
+    attach,
+    focus_headings,
+    footer_line,
+    label,
+    merge_runs,
+    restored_gaps,
+    stamp,
+)
 from frs.model import Limits, Session
 from frs.ports import ThreadReader
 from frs.render import render_view
@@ -68,6 +77,10 @@ async def plain(request: Request, selection: Selection, shown: list[Shown]) -> s
     marks = request.frame.checkpoints
     built, before = attach(shown, labels, thinking, marks, selection.scope is None or starts)
     empty = ["(no messages yet: record them with frs_record)"] if session.live_count == 0 else []
+    if shown and request.shows_gaps():
+        after = request.starts_after(shown[0].message.ord)
+        gaps = await request.restored(after + 1, shown[-1].message.ord)
+        built = restored_gaps(built, gaps, after)
     ends = not shown or shown[-1].position == session.live_count
     built, trailing = focus_headings(built, request.frame.layers, ends)
     count = len(built)

@@ -347,6 +347,20 @@ class PgReader:
         )
         return [squash_from_row(row) for row in rows]
 
+    async def restored_summaries(
+        self, session_id: SessionId, lo: int, hi: int
+    ) -> list[tuple[int, int]]:
+        # The session's squashes by key, not its messages: a few per thousand messages.
+        rows = await self._all(
+            "select summary_number, n from squashes where session_id = $1"
+            " and restored_at is not null and summary_number between $2 and $3"
+            " order by summary_number",
+            session_id,
+            lo,
+            hi,
+        )
+        return [(int(row[0]), int(row[1])) for row in rows]
+
     # plan, marks, thinking, changes
 
     async def plan(self, session_id: SessionId) -> list[PlanStep]:

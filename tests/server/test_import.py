@@ -101,11 +101,15 @@ class TestCorpus:
         assert estimate_tokens(view) <= 4_000
         note = view.split("\n")[-1]
         assert note.startswith("· Budget ~4,000 tokens: ")
-        omitted = re.search(r"; 1–(\d+) out: frs_view_thread\(from=1, to=(\d+)\)", note)
+        # The oldest entries stay on top as one-line cards; the span left out lies below them.
+        omitted = re.search(r"; (\d+)–(\d+) out: frs_view_thread\(from=(\d+), to=(\d+)\)", note)
         assert omitted is not None, note
-        assert omitted[1] == omitted[2], note
+        assert (omitted[1], omitted[2]) == (omitted[3], omitted[4]), note
+        assert int(omitted[1]) > 2, note
+        lines = view.split("\n")
+        assert not any(line.startswith(f"[{omitted[1]}] ") for line in lines), note
         # The task stays on top, above what was left out.
-        assert view.split("\n")[1].startswith("[2] User: ")
+        assert lines[2].startswith("[2] User: "), lines[:3]
         newest = len(raw_lines(largest))
         role = json.loads(raw_lines(largest)[-1])["role"].capitalize()
         assert any(line.startswith(f"[{newest}] {role}") for line in view.split("\n"))

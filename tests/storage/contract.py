@@ -406,6 +406,7 @@ async def readings(reader: ThreadReader, sid: SessionId, top: int = 30) -> dict[
         "members": [await reader.squash_members(sid, n) for n in range(6)],
         "holding": [await reader.squash_holding(sid, n) for n in probe],
         "squashes": await reader.squashes(sid),
+        "restored": [await reader.restored_summaries(sid, lo, hi) for lo, hi in spans],
         "plan": await reader.plan(sid),
         "checkpoints": await reader.checkpoints(sid),
         "open layers": await reader.open_layers(sid),
@@ -719,6 +720,23 @@ class TestWindowsAndLanes:
         assert (summary.kind, summary.live) == ("summary", True)
         assert restored is not None
         assert (restored.squash_n, restored.live) == (2, False)
+
+    async def test_restored_summaries_are_found_by_number_range(
+        self, open_store: OpenStore
+    ) -> None:
+        async with open_store() as store:
+            thread = await self.mixed(store)
+            async with store.snapshot() as reader:
+                none = await reader.restored_summaries(thread.sid, 1, 10**6)
+            async with store.transaction() as tx:
+                await thread.restore(tx, 2)  # summary 42 leaves the thread
+            async with store.snapshot() as reader:
+                found = [
+                    await reader.restored_summaries(thread.sid, lo, hi)
+                    for lo, hi in ((1, 10**6), (42, 42), (1, 41), (43, 10**6), (42, 1))
+                ]
+        assert none == []
+        assert found == [[(42, 2)], [(42, 2)], [], [], []]
 
     async def test_thinking_blocks_come_by_anchor_in_the_order_recorded_and_are_never_entries(
         self, open_store: OpenStore
@@ -1600,6 +1618,7 @@ class TestIsolation:
             "squash": [None] * 6,
             "members": [[]] * 6,
             "holding": [None] * 31,
+            "restored": [[]] * 30,
             "last layer": 0,
             "entries_at": [[]] * 10,
         }
