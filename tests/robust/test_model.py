@@ -134,11 +134,35 @@ class Thread:
                 headings.setdefault(self.entries.index(inside[0]), []).append(heading)
             else:
                 trailing.append(heading)
+        gaps = self.gaps() if mode == "absolute" else {}
         lines: list[str] = []
         for position, entry in enumerate(self.entries, start=1):
+            lines.extend(gaps.get(position - 1, ()))
             lines.extend(headings.get(position - 1, ()))
             lines.extend(entry.lines(self.label(entry, position, mode)))
         return lines + trailing
+
+    def gaps(self) -> dict[int, list[str]]:
+        """Absolute numbering: a restored squash's summary number, which no entry has any more,
+        named above the first entry past it, unless an entry before it spans the number or it
+        lies outside the entries' numbers."""
+        notes: dict[int, list[str]] = {}
+        if not self.entries:
+            return notes
+        low, high = self.entries[0].first, self.entries[-1].first
+        numbers = sorted(
+            (self.squashes[n].number, n)
+            for n in self.restored
+            if low <= self.squashes[n].number <= high
+        )
+        reached, at = low - 1, 0
+        for number, n in numbers:
+            while at < len(self.entries) and self.entries[at].first < number:
+                reached = max(reached, self.entries[at].last)
+                at += 1
+            if at < len(self.entries) and number > reached:
+                notes.setdefault(at, []).append(f"[{number}] (summary SQ.{n}, restored)")
+        return notes
 
     def window_by_positions(self, start: int, end: int) -> list[Entry] | str:
         if not 1 <= start <= end <= len(self.entries):
