@@ -10,7 +10,6 @@ sees the frs tools as Anthropic's API users do: names only, until ToolSearch loa
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 
 from tests.hosts import pinned, readme
 from tests.hosts.model import Seen, Step, ToolCall, Turn
+from tests.hosts.runs import HostRun
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 PREFIX = "mcp__frs__"
@@ -62,30 +62,16 @@ def config() -> str:
     return readme.pasted("Claude Code")
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(HostRun):
     """A finished `claude -p`: its exit code, output and the JSON result it printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
 
     @property
     def result(self) -> dict[str, Any]:
-        try:
-            parsed: dict[str, Any] = json.loads(self.stdout)
-        except ValueError:
-            raise AssertionError(f"claude printed no JSON result: {self.describe()}") from None
-        return parsed
+        return self.json_output("claude")
 
     @property
     def session_id(self) -> str:
         return str(self.result["session_id"])
-
-    def describe(self) -> str:
-        return (
-            f"exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}"
-        )
 
 
 @dataclass(frozen=True)

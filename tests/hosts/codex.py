@@ -27,6 +27,7 @@ from typing import Any
 
 from tests.hosts import pinned, readme
 from tests.hosts.model import Step, ToolCall, Turn
+from tests.hosts.runs import HostRun
 
 TIMEOUT = 120  # a scenario takes seconds; this only stops a hung host
 STARTUP = 60  # seconds Codex waits for frs-mcp to list its tools (a loaded CI machine is slow)
@@ -80,12 +81,7 @@ def config_toml(model_url: str, mcp: str) -> str:
     return "\n".join(lines) + "\n\n" + mcp
 
 
-@dataclass(frozen=True)
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
+class Run(HostRun):
     def events(self) -> list[dict[str, Any]]:
         """The JSON lines `codex exec --json` printed."""
         return [json.loads(line) for line in self.stdout.splitlines() if line.startswith("{")]
@@ -97,11 +93,6 @@ class Run:
         if not started:
             raise AssertionError(f"codex exec printed no thread.started: {self.describe()}")
         return str(started[0]["thread_id"])
-
-    def describe(self) -> str:
-        return (
-            f"exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}"
-        )
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from typing import Any
 
 from tests.hosts import pinned, readme
 from tests.hosts.model import ToolCall
+from tests.hosts.runs import HostRun
 
 TIMEOUT = 180  # a scenario takes seconds; this only stops a hung host
 PREFIX = "mcp_frs_"
@@ -84,26 +85,12 @@ def config() -> dict[str, Any]:
     return readme.parsed("Gemini CLI")
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(HostRun):
     """A finished `gemini -p`: its exit code, output and the JSON result it printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
 
     @property
     def result(self) -> dict[str, Any]:
-        try:
-            parsed: dict[str, Any] = json.loads(self.stdout)
-        except ValueError:
-            raise AssertionError(f"gemini printed no JSON result: {self.describe()}") from None
-        return parsed
-
-    def describe(self) -> str:
-        return (
-            f"exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}"
-        )
+        return self.json_output("gemini")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from typing import Any
 
 from tests.hosts import pinned, readme
 from tests.hosts.model import ToolCall
+from tests.hosts.runs import HostRun
 
 TIMEOUT = 180  # a scenario takes seconds; this only stops a hung host
 PREFIX = "frs_"
@@ -93,13 +94,8 @@ def provider(model_url: str) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(HostRun):
     """A finished `opencode run`: its exit code, and the JSON events it printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -107,11 +103,6 @@ class Run:
             return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
         except ValueError:
             raise AssertionError(f"opencode printed no JSON events: {self.describe()}") from None
-
-    def describe(self) -> str:
-        return (
-            f"exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}"
-        )
 
 
 @dataclass(frozen=True)
