@@ -173,7 +173,7 @@ class Scope:
         """This scope narrowed to one conversation of its host: the client's name gains
         `#interface:id`, so the conversation keeps its own current session in the store (a
         resumed conversation finds it again), and a conversation that chose none gets its
-        own session, get-or-create by (interface, id) (`frs.sessions.find`)."""
+        own session, get-or-create by (interface, id) (`frs.sessions.find_current`)."""
         return replace(self, client=f"{self.client}#{conversation.key}", conversation=conversation)
 
 

@@ -18,7 +18,7 @@ from frs.env import Env
 from frs.errors import StaleRevision
 from frs.model import Session, SessionId
 from frs.ports import ThreadTx
-from frs.sessions import resolve
+from frs.sessions import ensure_in
 
 
 @dataclass(slots=True)
@@ -39,7 +39,7 @@ async def mutation(
     env: Env, session_id: SessionId | None, expected_revision: int | None
 ) -> AsyncIterator[Mutation]:
     async with env.store.transaction() as tx:
-        session = await resolve(env, tx, session_id)
+        session = await ensure_in(env, tx, session_id)
         await check_revision(tx, session, expected_revision)
         m = Mutation(tx, session, env.clock())
         yield m

@@ -14,9 +14,9 @@ from frs.model import Message, Session, SessionId
 from frs.originals import render_parts
 from frs.ports import ThreadReader
 from frs.render import plural
-from frs.sessions import existing, find
+from frs.sessions import ensure, find_current, get
 from frs.sources import current_text
-from frs.squashes import find_squash
+from frs.squashes import get_squash
 from frs.text import message_body
 
 
@@ -37,11 +37,14 @@ async def get_alias(
     ref = parse_alias(alias)
     size = max_chars or env.limits.page_chars
     if ref.is_source:
-        session = await existing(env, session_id)
+        session = await ensure(env, session_id)
         text, heading = await current_text(env, session, ref)
     else:
         async with env.store.snapshot() as reader:
-            found = await find(env, reader, session_id)
+            if session_id is not None:
+                found: Session | None = await get(env, reader, session_id)
+            else:
+                found = await find_current(env, reader)
             if found is None:
                 raise AliasNotFound(ref.name, "there is no session yet; record messages first.")
             if ref.family != "M":
@@ -60,7 +63,7 @@ async def _squash_page(
     length. Only the members the page overlaps are read and rendered, so a page of a 100 MB
     squash costs what its own characters cost."""
     ref = parse_alias(alias)
-    squash = await find_squash(reader, session, ref.n)
+    squash = await get_squash(reader, session, ref.n)
     if not sha_matches(ref, squash.sha256):
         raise sha_mismatch(alias, squash.alias)
     heading = (

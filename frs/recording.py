@@ -20,7 +20,7 @@ from frs.mutation import mutation
 from frs.pairing import Pairing, call_ids
 from frs.ports import ThreadReader
 from frs.render import plural
-from frs.sessions import find as find_session
+from frs.sessions import find_current, get
 from frs.text import estimate_tokens, message_body, sha256_hex
 
 #: `progress(done, total)`: called as long work advances; it must return at once.
@@ -108,7 +108,10 @@ async def remove_newest(
     summary is refused (InvalidRequest) -- restore its squash first.
     """
     async with env.store.snapshot() as reader:
-        found = await find_session(env, reader, session_id)
+        if session_id is not None:
+            found: Session | None = await get(env, reader, session_id)
+        else:
+            found = await find_current(env, reader)
         if found is None or found.live_count == 0:
             return None
     async with mutation(env, found.id, expected_revision) as m:

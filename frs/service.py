@@ -94,14 +94,21 @@ class ReasoningService:
     async def list_sessions(self, limit: int = 50, offset: int = 0) -> SessionPage:
         return await sessions.page(self.env, limit, offset)
 
-    async def find_session(self, session_id: SessionId | None = None) -> Session | None:
-        """The given session (raises SessionNotFound), else the current one; None when there
-        is none yet. A read: it never creates one."""
+    async def get_session(self, session_id: SessionId) -> Session:
+        """The session with this id; raises SessionNotFound. A read: it never creates one."""
         async with self.env.store.snapshot() as reader:
-            return await sessions.find(self.env, reader, session_id)
+            return await sessions.get(self.env, reader, session_id)
 
-    async def session(self, session_id: SessionId | None = None) -> Session:
-        return await sessions.existing(self.env, session_id)
+    async def find_current_session(self) -> Session | None:
+        """The caller's current session; None when there is none yet. A read: it never
+        creates one."""
+        async with self.env.store.snapshot() as reader:
+            return await sessions.find_current(self.env, reader)
+
+    async def ensure_session(self, session_id: SessionId | None = None) -> Session:
+        """The given session (raises SessionNotFound), else the current one, created if the
+        caller has none."""
+        return await sessions.ensure(self.env, session_id)
 
     async def live_thread(self, session_id: SessionId | None = None) -> LiveThread:
         return await sessions.live_thread(self.env, session_id)
@@ -134,12 +141,15 @@ class ReasoningService:
             found = await sources.states(self.env, session_id)
             session_id, lines = found.session.id, [state.line() for state in found.states]
         async with self.env.store.snapshot() as reader:
-            session = await sessions.find(self.env, reader, session_id)
+            if session_id is not None:
+                session: Session | None = await sessions.get(self.env, reader, session_id)
+            else:
+                session = await sessions.find_current(self.env, reader)
             if session is not None:
                 frame = await self._frame(reader, session)
                 return await render_thread(reader, session, options, self.limits, lines, frame)
         # No session yet: a view creates the first one, as every tool without a session does.
-        session = await sessions.existing(self.env, session_id)
+        session = await sessions.ensure(self.env, session_id)
         async with self.env.store.snapshot() as reader:
             frame = await self._frame(reader, session)
             return await render_thread(reader, session, options, self.limits, lines, frame)

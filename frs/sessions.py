@@ -9,6 +9,12 @@ conversation instead falls back to the conversation's own session, keyed by (int
 conversation). A write that finds no session at all creates a first one ("Untitled", or the
 conversation's) and makes it current, so an agent can record before it starts anything.
 Reads never create one.
+
+Four ways to get a session, one per need: `get` a named one (raises SessionNotFound),
+`find_current` the caller's current one (None when there is none yet), `ensure` the named
+one or else the current one, creating a first session when there is none, and `ensure_in`
+the same inside a transaction the caller holds. A call that names a session and then finds
+nothing is refused; only the current one may be absent.
 """
 
 from __future__ import annotations
@@ -138,25 +144,26 @@ async def page(env: Env, limit: int = 50, offset: int = 0) -> SessionPage:
                 "Use an offset from 0 to the total."
             )
         found = await reader.list_sessions(env.scope.tenant, limit, offset)
-        current = await find(env, reader, None)
+        current = await find_current(env, reader)
         return SessionPage(tuple(found), current.id if current else None, total, offset)
 
 
-async def existing(env: Env, session_id: SessionId | None = None) -> Session:
-    """The given session, else the current one (created if the database has none)."""
+async def ensure(env: Env, session_id: SessionId | None = None) -> Session:
+    """The given session (raises SessionNotFound), else the current one, created if there is
+    none: read in a snapshot first, so only the first call of a caller takes the writer."""
     async with env.store.snapshot() as reader:
-        found = await find(env, reader, session_id)
+        found = await _named_or_current(env, reader, session_id)
     if found is not None:
         return found
     async with env.store.transaction() as tx:
-        session = await resolve(env, tx, session_id)
+        session = await ensure_in(env, tx, session_id)
     env.chosen.choose(env.scope, session.id)
     return session
 
 
 async def live_thread(env: Env, session_id: SessionId | None = None) -> LiveThread:
     """Every entry of the session in thread order, read in one snapshot."""
-    session = await existing(env, session_id)
+    session = await ensure(env, session_id)
     async with env.store.snapshot() as reader:
         session = await get(env, reader, session.id)
         live = session.live_count
@@ -166,17 +173,15 @@ async def live_thread(env: Env, session_id: SessionId | None = None) -> LiveThre
 
 async def squash_log(env: Env, session_id: SessionId | None = None) -> SquashLog:
     """Every squash of the session, restored or not: the audit trail."""
-    session = await existing(env, session_id)
+    session = await ensure(env, session_id)
     async with env.store.snapshot() as reader:
         return SquashLog(session, tuple(await reader.squashes(session.id)))
 
 
-async def find(env: Env, reader: ThreadReader, session_id: SessionId | None) -> Session | None:
-    """The given session (raises SessionNotFound), else the caller's current one: its
-    connection's choice, else its scope's, else its conversation's session (a scope narrowed
-    to a conversation) or its tenant's default client's; None when there is none."""
-    if session_id is not None:
-        return await get(env, reader, session_id)
+async def find_current(env: Env, reader: ThreadReader) -> Session | None:
+    """The caller's current session: its connection's choice, else its scope's, else its
+    conversation's session (a scope narrowed to a conversation) or its tenant's default
+    client's; None when there is none."""
     chosen = env.chosen.get(env.scope)
     if chosen is not None:
         found = await reader.find_session(env.scope.tenant, chosen)
@@ -210,10 +215,11 @@ async def get(env: Env, reader: ThreadReader, session_id: SessionId) -> Session:
     return session
 
 
-async def resolve(env: Env, tx: ThreadTx, session_id: SessionId | None) -> Session:
-    """The given session, else the current one, creating a first session if none exists
-    (the caller then chooses it, once the transaction commits: `Chosen.choose`)."""
-    found = await find(env, tx, session_id)
+async def ensure_in(env: Env, tx: ThreadTx, session_id: SessionId | None) -> Session:
+    """`ensure` inside the caller's transaction: the given session (raises SessionNotFound),
+    else the current one, creating a first session if none exists (the caller then chooses
+    it, once the transaction commits: `Chosen.choose`)."""
+    found = await _named_or_current(env, tx, session_id)
     if found is not None:
         return found
     conversation = env.scope.conversation
@@ -225,6 +231,14 @@ async def resolve(env: Env, tx: ThreadTx, session_id: SessionId | None) -> Sessi
     await tx.create_session(session)
     await tx.set_current(env.scope, session.id)
     return session
+
+
+async def _named_or_current(
+    env: Env, reader: ThreadReader, session_id: SessionId | None
+) -> Session | None:
+    if session_id is not None:
+        return await get(env, reader, session_id)
+    return await find_current(env, reader)
 
 
 def new_session(

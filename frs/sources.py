@@ -26,7 +26,7 @@ from frs.escaping import escape_inline
 from frs.model import FileText, Session, SessionId, Source
 from frs.mutation import mutation
 from frs.ports import ThreadReader
-from frs.sessions import existing
+from frs.sessions import ensure
 from frs.text import check_text, sha256_hex
 
 
@@ -147,7 +147,7 @@ async def remove(
 
 async def states(env: Env, session_id: SessionId | None = None, check: bool = True) -> SourceStates:
     """Every source of the session; with `check`, files are re-read and re-hashed now."""
-    session = await existing(env, session_id)
+    session = await ensure(env, session_id)
     async with env.store.snapshot() as reader:
         sources = await reader.sources(session.id)
     return SourceStates(session, tuple([await _state(env, source, check) for source in sources]))

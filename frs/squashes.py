@@ -224,7 +224,7 @@ async def restore(
         )
     async with mutation(env, session_id, expected_revision) as m:
         session = m.session
-        squash = await find_squash(m.tx, session, ref.n)
+        squash = await get_squash(m.tx, session, ref.n)
         if not sha_matches(ref, squash.sha256):
             raise sha_mismatch(alias, squash.alias)
         if squash.restored:
@@ -251,7 +251,7 @@ async def restore(
     return Restored(session.id, squash, first, first + len(members) - 1, m.session.revision)
 
 
-async def find_squash(reader: ThreadReader, session: Session, n: int) -> Squash:
+async def get_squash(reader: ThreadReader, session: Session, n: int) -> Squash:
     """Squash n of the session; raises AliasNotFound naming the squashes there are."""
     squash = await reader.squash(session.id, n)
     if squash is None:

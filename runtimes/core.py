@@ -239,9 +239,8 @@ class Conversation:
         """Start the conversation over: its session is set aside, kept whole (renamed to say
         so, found by id or in frs_session's list), and the next call creates a new one."""
         service = await self.service()
-        session = await service.find_session(await self.session_id())
-        if session is not None:
-            await service.set_aside(session.id)
+        session = await service.get_session(await self.session_id())
+        await service.set_aside(session.id)
         self._session_id = None
 
 

@@ -53,7 +53,9 @@ async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
             sid: SessionId | None = newest[0].id
         else:
             sid = None if session == "current" else SessionId(session)
-        if await service.find_session(sid) is None:
+        if sid is not None:
+            await service.get_session(sid)  # raises SessionNotFound
+        elif await service.find_current_session() is None:
             # A read must not create the session it was asked to show.
             raise InvalidRequest(
                 f"{redact(settings.database)} has no current session in scope "

@@ -86,7 +86,7 @@ async def creates(ctx: DepsContext, session_id: str | None) -> bool:
     frs = service(ctx)
     if frs.env.chosen.get(frs.scope) is not None:
         return False
-    return await frs.find_session(None) is None
+    return await frs.find_current_session() is None
 
 
 async def changed(ctx: DepsContext, session_id: str, change: Change, new: bool = False) -> None:

@@ -8,11 +8,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import SessionId, replies
+from frs import Session, SessionId, replies
 from server.deps import DepsContext, service
 from server.errors import tool_errors
 from server.live import Change, changed
-from server.tools.arguments import NumberingArg, SessionArg, choices, numbering_of, session_of
+from server.tools.arguments import NumberingArg, SessionArg, choices, numbering_of
 from server.tools.results import SessionOut, result, session_page, session_result
 
 
@@ -83,7 +83,10 @@ async def frs_session(
                 text += replies.shared_current(session, scope)
             return session_result(text, "use", session, True, scope)
         if action == "info":
-            found = await frs.find_session(session_of(session_id))
+            if session_id is not None:
+                found: Session | None = await frs.get_session(SessionId(session_id))
+            else:
+                found = await frs.find_current_session()
             if found is None:
                 # A read must not create the session it describes.
                 text = replies.no_session(scope)

@@ -219,14 +219,14 @@ class Scenario:
         self.twin, self.sid = twin.id, main.id
 
     async def state(self) -> tuple[int, str]:
-        session = await self.service.session(self.sid)
+        session = await self.service.get_session(self.sid)
         return session.revision, await self.service.view(ViewOptions(), self.sid)
 
     async def check(self) -> str:
         revision, view = await self.state()
         assert revision == self.model.revision
         assert seen_view(view) == self.model.expected_view()
-        session = await self.service.session(self.sid)
+        session = await self.service.get_session(self.sid)
         assert session.live_count == len(self.model.entries)
         return view
 

@@ -64,7 +64,7 @@ async def service_with(
 
 async def state(service: ReasoningService) -> tuple[int, str]:
     """Revision and full view (with thinking): what a refused call must not change."""
-    session = await service.session()
+    session = await service.ensure_session()
     return session.revision, await service.view(ViewOptions(show_thinking=True))
 
 
@@ -593,7 +593,7 @@ class TestRevision:
             await service.use_session(session.id)
             await service.list_sessions()
             await service.squash_log()
-            revisions.append((await service.session()).revision)
+            revisions.append((await service.ensure_session()).revision)
         assert revisions == [0, 1, 2, 3, 4, 5, 6, 6]
 
     async def test_refused_calls_change_nothing(self, tmp_path: Path) -> None:

@@ -194,7 +194,7 @@ class TestFreshDatabase:
         async with open_database(path) as db:
             assert await migrate(db) == LATEST  # a second run in the same process, too
             again = ReasoningService(SqliteStore(db))
-            found = await again.session(session.id)
+            found = await again.get_session(session.id)
             page = await again.get_alias("M.1", session_id=session.id)
         assert (schema_of(path), version_of(path)) == (schema, version)
         assert (found.title, found.revision, page.text) == ("kept", 1, "still here")
@@ -438,7 +438,7 @@ class TestBackfill:
             store = SqliteStore(db)
             service = ReasoningService(store)
             page = await service.get_alias("SQ.2", offset=7, max_chars=50)
-            sid = (await service.session()).id
+            sid = (await service.ensure_session()).id
             async with store.snapshot() as reader:
                 whole = render_originals(await reader.squash_members(sid, 2))
         assert rows_of(path, layout) == made
@@ -458,11 +458,11 @@ class TestScopes:
             assert await db.user_version() == LATEST
             default = ReasoningService(SqliteStore(db))
             named = default.for_scope(Scope(client="claude-ai"))
-            current = await default.find_session()
-            continued = await named.find_session()  # it never chose one: the default's
+            current = await default.find_current_session()
+            continued = await named.find_current_session()  # it never chose one: the default's
             await named.start_session("its own")
-            own = await named.find_session()
-            still = await default.find_session()
+            own = await named.find_current_session()
+            still = await default.find_current_session()
         assert rows_of(
             path, "select id, tenant, recorded_tokens from sessions where id = 'old'"
         ) == [("old", "local", 4)]
@@ -493,7 +493,7 @@ class TestUpgrade:
             if version >= 1:
                 view = await service.view(ViewOptions(), SessionId("old"))
                 page = await service.get_alias("M.2", session_id=SessionId("old"))
-                current = (await service.session()).id
+                current = (await service.ensure_session()).id
         assert rows_of(path, "select note from keep") == [("mine",)]
         if version >= 1:
             assert view.split("\n")[:3] == [

@@ -91,7 +91,7 @@ class TestSeveralInstances:
             started = await services[0].start_session("race")
             sid = started.session.id
             await services[0].record([NewMessage("user", f"message {i}") for i in range(12)], sid)
-            session = await services[0].session(sid)
+            session = await services[0].get_session(sid)
             revision = session.revision
             outcomes: list[str] = []
 
@@ -105,7 +105,7 @@ class TestSeveralInstances:
             async with anyio.create_task_group() as group:
                 for k, service in enumerate(services * 2):
                     group.start_soon(squash, service, k)
-            after = await services[1].session(sid)
+            after = await services[1].get_session(sid)
             log = await services[2].squash_log(sid)
         assert sorted(outcomes) == ["stale"] * 7 + ["won"]
         assert after.revision == revision + 1
@@ -128,7 +128,7 @@ class TestSeveralInstances:
                 " and state like 'idle in transaction%'",
             )
             assert idle[0][0] == 0
-            session = await services[1].session(sid)
+            session = await services[1].get_session(sid)
             thread = await services[0].live_thread(sid)
         # Each record either committed whole (50 messages) or not at all.
         assert session.live_count == len(thread.entries)
@@ -195,7 +195,7 @@ class TestText:
             f"alter database {pg_cluster.name_of(dsn)} set default_transaction_read_only = on"
         )
         async with instances(dsn, 1) as (service,):
-            assert (await service.session(sid)).title == "before"
+            assert (await service.get_session(sid)).title == "before"
             with pytest.raises(StoreReadOnly, match="read-only transaction"):
                 await service.record([NewMessage("user", "x")], sid)
 

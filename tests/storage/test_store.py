@@ -98,7 +98,7 @@ class Checker:
         live = await brute_force(self.db, self.sid)
         ords = [entry.ord for entry in live]
         count = len(live)
-        session = await self.service.session(self.sid)
+        session = await self.service.get_session(self.sid)
         assert session.live_count == count
         assert session.live_tokens == sum(entry.tokens for entry in live)
         assert await stored_blocks(self.db, self.sid) == Counter(o >> BLOCK_BITS for o in ords)
