@@ -28,9 +28,10 @@ from frs import NewMessage, ReasoningService, Role
 from frs.text import estimate_tokens
 from server import Settings, build_server
 from server.deps import open_deps
-from storage import Database, SqliteStore, open_database
+from storage import SqliteStore, open_database
 from tests.calls import call_text, refused, text_of
 from tests.conftest import Connect
+from tests.steps import count_steps
 
 BIG = 100_000
 SMALL = 300
@@ -291,19 +292,12 @@ class TestBudget:
         async def steps(path: Path, **arguments: Any) -> tuple[int, str]:
             settings = Settings(database=str(path))
             async with open_deps(settings) as deps:
-                counted = [0]
-
-                def tick() -> int:
-                    counted[0] += 1
-                    return 0  # continue
-
-                assert isinstance(deps.db, Database)  # SQLite's own step counter
-                await deps.db._reader.set_progress_handler(tick, 100)
+                counter = await count_steps(deps.db)
                 async with Client(build_server(settings, shared=deps)) as client:
                     await call_text(client, "frs_session", action="info")  # warm up, not counted
-                    counted[0] = 0
+                    counter.reset()
                     view = await call_text(client, "frs_view_thread", **arguments)
-                return counted[0], view
+                return counter.counted, view
 
         small, small_view = await steps(thousand_thread, budget_tokens=4_000)
         big, big_view = await steps(big_thread, budget_tokens=4_000)

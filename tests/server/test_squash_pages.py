@@ -16,9 +16,10 @@ from mcp import Client
 from frs.originals import render_originals
 from server import Settings, build_server
 from server.deps import open_deps
-from storage import Database, SqliteStore, open_database
+from storage import SqliteStore, open_database
 from tests.calls import call, text_of
 from tests.conftest import Connect
+from tests.steps import count_steps
 
 SPAN = re.compile(r"chars (?P<start>[\d,]+)–(?P<end>[\d,]+) of (?P<total>[\d,]+)$")
 
@@ -86,14 +87,7 @@ class TestPages:
         async def steps(count: int) -> int:
             settings = Settings(database=str(tmp_path / f"{count}.db"))
             async with open_deps(settings) as deps:
-                counted = [0]
-
-                def tick() -> int:
-                    counted[0] += 1
-                    return 0  # continue
-
-                assert isinstance(deps.db, Database)  # SQLite's own step counter
-                await deps.db._reader.set_progress_handler(tick, 100)
+                counter = await count_steps(deps.db)
                 async with Client(build_server(settings, shared=deps)) as client:
                     messages = [
                         {"role": "user", "content": f"m{i} " + "x" * 200} for i in range(count)
@@ -102,9 +96,9 @@ class TestPages:
                     await call(client, "frs_compress_last", count=count, summary="all of it")
                     await call(client, "get_alias", alias="SQ.1", max_chars=100)  # warm up
                     total = count * 210
-                    counted[0] = 0
+                    counter.reset()
                     await call(client, "get_alias", alias="SQ.1", offset=total // 2, max_chars=100)
-                return counted[0]
+                return counter.counted
 
         small, big = await steps(20), await steps(2_000)
         assert small > 0
