@@ -129,10 +129,17 @@ def package_imports(package: str, forbidden: frozenset[str]) -> list[str]:
     ]
 
 
+ENGINES = frozenset({"sqlite3", "aiosqlite", "asyncpg"})
+
+
 class TestTheOtherArrows:
     def test_the_edge_knows_no_database_engine(self) -> None:
         # Engine errors become frs.errors.StoreError in storage; server sees only those.
-        assert package_imports("server", frozenset({"sqlite3", "aiosqlite"})) == []
+        assert package_imports("server", ENGINES) == []
+
+    def test_the_runtime_adapters_know_no_database_engine(self) -> None:
+        # They open a store through storage (runtimes.core.open_store), as server does.
+        assert package_imports("runtimes", ENGINES) == []
 
     def test_storage_knows_no_protocol_and_no_edge(self) -> None:
         assert package_imports("storage", frozenset({"mcp", "server", "runtimes"})) == []
