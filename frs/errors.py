@@ -5,8 +5,9 @@
     ├── Conflict          StaleRevision, AlreadyRestored, CoveredByLaterSquash, AliasTaken
     ├── InvalidRequest    PositionOutOfRange, SplitsToolCall, SummaryTooLarge, SummaryNotSmaller,
     │                     InvalidContent, InvalidAlias, NothingToSquash, SourceRefused
-    └── StoreError        StoreUnavailable, StoreReadOnly, StoreFull (the store failed, not the
-                          request; raised by a store, with the engine's own words)
+    ├── StoreError        StoreUnavailable, StoreReadOnly, StoreFull, StoreConflict (the store
+    │                     failed, not the request; raised by a store, with the engine's words)
+    └── SearchTooSlow     (a search stopped at its time bound)
 
 The server turns any FrsError into a tool error whose text is `str(exc)`; anything else is a bug.
 """
