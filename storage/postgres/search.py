@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 import re
 import string
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from frs.model import Session
@@ -62,9 +64,26 @@ def uses_index(text: str) -> bool:
 async def search_sessions(conn: Any, tenant: str, text: str, limit: int) -> list[Session]:
     """The port's `search_sessions` on asyncpg connection `conn`, inside a read transaction
     someone else opened (`PgDatabase.searching` sets its statement timeout)."""
-    indexed = uses_index(text) and bool(await conn.fetchval(_HAS_INDEX))
-    rows = await conn.fetch(INDEXED if indexed else SCAN, tenant, like_pattern(text), limit)
+    pattern = like_pattern(text)
+    if not (uses_index(text) and await conn.fetchval(_HAS_INDEX)):
+        rows = await conn.fetch(SCAN, tenant, pattern, limit)
+    else:
+        async with reading_index(conn):
+            rows = await conn.fetch(INDEXED, tenant, pattern, limit)
     return [session_from_row(row) for row in rows]
+
+
+@asynccontextmanager
+async def reading_index(conn: Any) -> AsyncIterator[None]:
+    """Statements that read `messages` through the index rather than whole. The planner
+    prices a sequential scan by the table's pages, and long texts live out of them (TOAST),
+    nor does it count the cost of `translate` and LIKE over each text: it picks a scan of
+    every message where the index reads a handful. Within the caller's transaction only."""
+    await conn.execute("set local enable_seqscan = off")
+    try:
+        yield
+    finally:
+        await conn.execute("set local enable_seqscan = on")
 
 
 async def index_messages(conn: Any) -> bool:
