@@ -29,11 +29,13 @@ SCAN = (
     f"{_SELECT} and (title like ?2 escape '\\' or exists (select 1 from messages m"
     f" where m.session_id = s.id and m.content like ?2 escape '\\')){_ORDER}"
 )
-#: The messages the index names, each checked by LIKE; their sessions, the tenant's only.
+#: The messages the index names, of the tenant's sessions (checked first: another tenant's
+#: candidates cost a row read, never a LIKE over their text), each checked by LIKE.
 INDEXED = (
     f"{_SELECT} and (title like ?2 escape '\\' or s.id in (select m.session_id"
     " from messages_search f join messages m on m.id = f.rowid"
-    f" where messages_search match ?4 and m.content like ?2 escape '\\')){_ORDER}"
+    " where messages_search match ?4 and m.session_id in (select id from sessions"
+    f" where tenant = ?1) and m.content like ?2 escape '\\')){_ORDER}"
 )
 
 

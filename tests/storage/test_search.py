@@ -33,7 +33,8 @@ from storage.postgres import PgStore, open_postgres
 from storage.postgres import search as pg_search
 from tests.pg import Cluster
 
-TENANTS = ("local", "other")
+LOCAL = "local"
+TENANTS = (LOCAL, "other")
 #: Texts a search could get wrong: LIKE's wildcards and escape, FTS5's quote, U+0000 (LIKE
 #: reads up to it), letters whose case folds outside ASCII (only ASCII folds), whitespace.
 AWKWARD = (
@@ -240,6 +241,27 @@ class TestSameAnswers:
         else:
             assert "Bitmap Index Scan on messages_search" in plan, plan
             assert "Seq Scan on messages" not in plan, plan
+
+    async def test_only_ascii_letters_fold_through_the_index_too(
+        self, backend: tuple[str, str]
+    ) -> None:
+        async with opened(*backend) as (store, _):
+            service = ReasoningService(store)
+            for title, text in (("lower", "été straße σίσυφος"), ("upper", "ÉTÉ STRASSE ΣΊΣΥΦΟΣ")):
+                await service.start_session(title)
+                await service.record([NewMessage("user", f"{text} Mixed CASE ascii")])
+            async with store.searching(60) as reader:
+
+                async def titles(text: str) -> list[str]:
+                    return sorted(s.title for s in await reader.search_sessions(LOCAL, text, 9))
+
+                assert await titles("été") == ["lower"]
+                assert await titles("ÉTÉ") == ["upper"]
+                assert await titles("Été") == []
+                assert await titles("σίσυφος") == ["lower"]
+                assert await titles("strasse") == ["upper"]
+                assert await titles("mixed case ASCII") == ["lower", "upper"]
+                assert await titles("é straße σ") == ["lower"]
 
     def test_short_queries_and_queries_pg_trgm_cannot_narrow_take_the_scan(self) -> None:
         assert sqlite_search.trigram_query("ab") is None

@@ -1,0 +1,348 @@
+"""Search before and after the trigram index (issue 23), on SQLite and PostgreSQL.
+
+One tenant holds 10 MB of messages (corpus text, ten sessions); another tenant has a short
+thread. "Before" is the scan every search was (LIKE over every message of the tenant; on
+PostgreSQL folding case with `translate`, as it did), "after" is `search_sessions` as it runs
+now (the index where the query has a trigram). Queries: 200 characters cut from a message
+with its middle character changed (found nowhere: the scan reads everything, the index finds
+the one message that nearly holds it), the same 200 characters unchanged (found), common
+words ("the", "error"), and two characters found nowhere (under 3: a scan both times). Then
+the other tenant's view while the 200-character search runs without pause, each way; and
+what building the index costs (migration 10 / 5 on a database of the version before): its
+time, and the database's growth, on 10 MB, on the corpus and on a 100,000-message thread.
+
+`run` is the `bench` section (`python -m bench --only search`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from string import ascii_lowercase, ascii_uppercase
+from typing import Any
+
+import anyio
+import asyncpg
+
+from bench.corpus import load_corpus
+from bench.threads import TextPool
+from frs import NewMessage, ReasoningService, ViewOptions
+from frs.model import Scope
+from storage import SqliteStore, open_database
+from storage import search as sqlite_search
+from storage.postgres import PgStore, open_postgres
+from storage.postgres import search as pg_search
+from storage.rows import SESSION_COLUMNS
+from tests.pg import Cluster, start_cluster
+
+#: PostgreSQL's search before the index, as `storage/postgres/reads.py` ran it: `translate`
+#: folding, ten times the cost of today's scan (`lower(… collate "C")`) on top of reading all.
+PG_BEFORE = (
+    f"select {SESSION_COLUMNS} from sessions s where s.tenant = $1"
+    " and (translate(s.title, $4, $5) like $2 or exists (select 1 from messages m"
+    " where m.session_id = s.id and translate(m.content, $4, $5) like $2))"
+    " order by updated_at desc, id limit $3"
+)
+MB = 2**20
+SESSIONS = 10
+_QUERY_NAMES = ("200 chars, absent", "200 chars, found", "the", "error", "q#")
+SEARCHER, VIEWER = "searcher", "viewer"
+Log = Callable[[str], None]
+
+
+def _queries(pool: TextPool) -> dict[str, str]:
+    text = next(t for t in pool.results if len(t) >= 400)
+    found = text[100:300]
+    absent = found[:100] + ("#" if found[100] != "#" else "@") + found[101:]
+    return {
+        "200 chars, absent": absent,
+        "200 chars, found": found,
+        "the": "the",
+        "error": "error",
+        "q#": "q#",
+    }
+
+
+async def _fill(store: Any, pool: TextPool, megabytes: float) -> dict[str, int]:
+    """`megabytes` of messages in SESSIONS sessions of the searching tenant, and a 100-message
+    thread of the viewing one."""
+    searcher = ReasoningService(store, scope=Scope(tenant=SEARCHER))
+    count = size = step = 0
+    per_session = megabytes * MB / SESSIONS
+    for n in range(SESSIONS):
+        session = (await searcher.start_session(f"bench search {n}")).session
+        held = 0
+        while held < per_session:
+            batch = pool.messages(500, first_step=step, tag=f"s{n}-")
+            step += 100
+            await searcher.record(batch, session.id)
+            held += sum(len(m.content.encode()) for m in batch)
+            count += len(batch)
+        size += held
+    viewer = ReasoningService(store, scope=Scope(tenant=VIEWER))
+    await viewer.start_session("the other tenant")
+    await viewer.record([NewMessage("user", f"a short note {n}") for n in range(100)])
+    return {"messages": count, "bytes": size}
+
+
+async def _timed(action: Callable[[], Awaitable[object]], rounds: int) -> float:
+    """The median time of `action`, in ms."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        await action()
+        times.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(times), 1)
+
+
+class _Engine:
+    """One backend's store and the scan's own statement on it."""
+
+    def __init__(self, store: Any, scan: Callable[[str], Awaitable[object]]) -> None:
+        self.store = store
+        self.scan = scan
+
+    async def search(self, text: str) -> object:
+        async with self.store.searching(600) as reader:
+            return await reader.search_sessions(SEARCHER, text, 50)
+
+
+async def _search_until(
+    stop: anyio.Event, search: Callable[[str], Awaitable[object]], text: str
+) -> None:
+    while not stop.is_set():
+        await search(text)
+
+
+async def _compare(engine: _Engine, pool: TextPool, rounds: int, log: Log) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, text in _queries(pool).items():
+        before = await _timed(partial(engine.scan, text), rounds)
+        after = await _timed(partial(engine.search, text), rounds)
+        out[name] = {"before_ms": before, "after_ms": after}
+        log(f"search {name!r}: {before:.1f} ms scanning, {after:.1f} ms now")
+    long = _queries(pool)["200 chars, absent"]
+    viewer = ReasoningService(engine.store, scope=Scope(tenant=VIEWER))
+    alone = await _timed(lambda: viewer.view(ViewOptions(last=10)), rounds * 4)
+    out["view alone_ms"] = alone
+    for name, search in (("before", engine.scan), ("after", engine.search)):
+        waits: list[float] = []
+        stop = anyio.Event()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(_search_until, stop, search, long)
+            await anyio.sleep(0.05)
+            for _ in range(rounds * 4):
+                started = time.perf_counter()
+                await viewer.view(ViewOptions(last=10))
+                waits.append((time.perf_counter() - started) * 1000)
+            stop.set()
+        out[f"view beside search {name}"] = {
+            "p50_ms": round(statistics.median(waits), 1),
+            "max_ms": round(max(waits), 1),
+        }
+        log(
+            f"the other tenant's view beside the search {name}: {out[f'view beside search {name}']}"
+        )
+    return out
+
+
+def _file_size(path: Path) -> int:
+    return sum(
+        os.path.getsize(f"{path}{suffix}")
+        for suffix in ("", "-wal")
+        if os.path.exists(f"{path}{suffix}")
+    )
+
+
+def _sqlite_back_to_9(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for trigger in ("insert", "update", "delete"):
+            conn.execute(f"drop trigger messages_search_{trigger}")
+        conn.execute("drop table messages_search")
+        conn.execute("pragma user_version = 9")
+        conn.execute("vacuum")
+    finally:
+        conn.close()
+
+
+async def _sqlite_backfill(path: Path) -> dict[str, Any]:
+    """Migration 10 on `path` brought back to version 9: seconds, size before and after."""
+    _sqlite_back_to_9(path)
+    before = _file_size(path)
+    started = time.perf_counter()
+    async with open_database(path):
+        seconds = time.perf_counter() - started
+    return {"seconds": round(seconds, 2), "bytes_before": before, "bytes_after": _file_size(path)}
+
+
+async def _pg_backfill(dsn: str) -> dict[str, Any]:
+    """Migration 5 on `dsn` brought back to version 4: seconds, size before and after."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("drop index messages_search")
+        await conn.execute("delete from schema_migrations where version = 5")
+        await conn.execute("vacuum analyze")
+        before = int(await conn.fetchval("select pg_database_size(current_database())"))
+        started = time.perf_counter()
+        async with open_postgres(dsn, size=2):
+            seconds = time.perf_counter() - started
+        after = int(await conn.fetchval("select pg_database_size(current_database())"))
+        index = int(await conn.fetchval("select pg_relation_size('messages_search')"))
+    finally:
+        await conn.close()
+    return {
+        "seconds": round(seconds, 2),
+        "bytes_before": before,
+        "bytes_after": after,
+        "index_bytes": index,
+    }
+
+
+async def _record_corpus(store: Any) -> None:
+    service = ReasoningService(store)
+    for transcript in load_corpus():
+        await service.start_session(transcript.name)
+        await service.record([line.to_new() for line in transcript.lines])
+
+
+async def _record_thread(store: Any, pool: TextPool, size: int) -> None:
+    service = ReasoningService(store)
+    session = (await service.start_session(f"thread of {size:,}")).session
+    for batch in pool.batches(size, 1_000, tag="t-"):
+        await service.record(batch, session.id)
+
+
+@asynccontextmanager
+async def _cluster() -> AsyncIterator[Cluster]:
+    cluster = await anyio.to_thread.run_sync(start_cluster)
+    try:
+        yield cluster
+    finally:
+        await anyio.to_thread.run_sync(cluster.stop)
+
+
+async def run(folder: Path, pool: TextPool, plan: dict[str, Any], log: Log) -> dict[str, Any]:
+    megabytes, rounds, thread = plan["megabytes"], plan["rounds"], plan["thread"]
+    out: dict[str, Any] = {"megabytes": megabytes, "rounds": rounds, "thread": thread}
+    out["load_before"] = os.getloadavg()
+
+    path = folder / "search.db"
+    async with open_database(path) as db:
+        store = SqliteStore(db)
+        out["filled"] = await _fill(store, pool, megabytes)
+        log(f"search: {out['filled']['messages']:,} messages, {out['filled']['bytes']:,} bytes")
+
+        async def sqlite_scan(text: str) -> object:
+            async with db.searching(600) as conn:
+                pattern = sqlite_search.like_pattern(text)
+                return await conn.execute_fetchall(sqlite_search.SCAN, (SEARCHER, pattern, 50))
+
+        out["sqlite"] = await _compare(_Engine(store, sqlite_scan), pool, rounds, log)
+    out["sqlite"]["backfill 10 MB"] = await _sqlite_backfill(path)
+    for index, name in enumerate(("corpus", f"{thread:,} messages")):
+        other = folder / f"search-{index}.db"
+        async with open_database(other) as db:
+            if index == 0:
+                await _record_corpus(SqliteStore(db))
+            else:
+                await _record_thread(SqliteStore(db), pool, thread)
+        out["sqlite"][f"backfill {name}"] = await _sqlite_backfill(other)
+        log(f"search: SQLite backfill of the {name}: {out['sqlite'][f'backfill {name}']}")
+
+    async with _cluster() as cluster:
+        dsn = cluster.create_database()
+        async with open_postgres(dsn, size=10) as pg:
+            pg_store = PgStore(pg)
+            await _fill(pg_store, pool, megabytes)
+            async with pg.transaction() as conn:
+                await conn.execute("analyze")
+
+            async def pg_scan(text: str) -> object:
+                async with pg.searching(600) as conn:
+                    pattern = pg_search.like_pattern(text)
+                    return await conn.fetch(
+                        PG_BEFORE, SEARCHER, pattern, 50, ascii_uppercase, ascii_lowercase
+                    )
+
+            out["postgres"] = await _compare(_Engine(pg_store, pg_scan), pool, rounds, log)
+        out["postgres"]["backfill 10 MB"] = await _pg_backfill(dsn)
+        for name in ("corpus", f"{thread:,} messages"):
+            dsn = cluster.create_database()
+            async with open_postgres(dsn, size=4) as pg:
+                if name == "corpus":
+                    await _record_corpus(PgStore(pg))
+                else:
+                    await _record_thread(PgStore(pg), pool, thread)
+            out["postgres"][f"backfill {name}"] = await _pg_backfill(dsn)
+            log(f"search: PostgreSQL backfill of the {name}: {out['postgres'][f'backfill {name}']}")
+    out["load_after"] = os.getloadavg()
+    return out
+
+
+def _mb(value: int) -> str:
+    return f"{value / MB:.1f} MB"
+
+
+def render(section: dict[str, Any]) -> list[str]:
+    """The BENCHMARKS.md section."""
+    if not section:
+        return []
+    lines = [
+        "## Search before and after the trigram index",
+        "",
+        f"One tenant's {section['filled']['messages']:,} messages"
+        f" ({_mb(section['filled']['bytes'])} of corpus text in {SESSIONS} sessions); median of"
+        f" {section['rounds']} searches each. Before: LIKE over every message of the tenant (the"
+        " scan); after: the trigram index, LIKE checking its candidates (FTS5 on SQLite,"
+        " pg_trgm on PostgreSQL). Load average"
+        f" {'/'.join(f'{x:.1f}' for x in section['load_before'])} before,"
+        f" {'/'.join(f'{x:.1f}' for x in section['load_after'])} after.",
+        "",
+        "| query | SQLite before ms | SQLite after ms | PostgreSQL before ms"
+        " | PostgreSQL after ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    sqlite, pg = section["sqlite"], section["postgres"]
+    for name in _QUERY_NAMES:
+        lines.append(
+            f"| {name} | {sqlite[name]['before_ms']} | {sqlite[name]['after_ms']} |"
+            f" {pg[name]['before_ms']} | {pg[name]['after_ms']} |"
+        )
+    lines += [
+        "",
+        "The other tenant's view (last ten entries) while the 200-character search runs without"
+        " pause (p50 / max ms):",
+        "",
+        "| | SQLite | PostgreSQL |",
+        "|---|---:|---:|",
+        f"| alone | {sqlite['view alone_ms']} | {pg['view alone_ms']} |",
+    ]
+    for name in ("before", "after"):
+        key = f"view beside search {name}"
+        lines.append(
+            f"| beside the search, {name} | {sqlite[key]['p50_ms']} / {sqlite[key]['max_ms']} |"
+            f" {pg[key]['p50_ms']} / {pg[key]['max_ms']} |"
+        )
+    lines += [
+        "",
+        "Building the index on a database of the version before (migration 10 on SQLite, 5 on"
+        " PostgreSQL): the time the first start takes, and the database's size before → after.",
+        "",
+        "| database | SQLite s | SQLite size | PostgreSQL s | PostgreSQL size |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in ("10 MB", "corpus", f"{section['thread']:,} messages"):
+        s, p = sqlite[f"backfill {name}"], pg[f"backfill {name}"]
+        lines.append(
+            f"| {name} | {s['seconds']} | {_mb(s['bytes_before'])} → {_mb(s['bytes_after'])} |"
+            f" {p['seconds']} | {_mb(p['bytes_before'])} → {_mb(p['bytes_after'])} |"
+        )
+    return [*lines, ""]
