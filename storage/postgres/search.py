@@ -80,12 +80,11 @@ async def reading_index(conn: Any) -> AsyncIterator[None]:
     """Statements that read `messages` through the index rather than whole. The planner
     prices a sequential scan by the table's pages, and long texts live out of them (TOAST),
     nor does it count the cost of `translate` and LIKE over each text: it picks a scan of
-    every message where the index reads a handful. Within the caller's transaction only."""
+    every message where the index reads a handful. Within the caller's transaction only (a
+    failed statement aborts it, and the setting goes with it: nothing to put back)."""
     await conn.execute("set local enable_seqscan = off")
-    try:
-        yield
-    finally:
-        await conn.execute("set local enable_seqscan = on")
+    yield
+    await conn.execute("set local enable_seqscan = on")
 
 
 async def index_messages(conn: Any) -> bool:
