@@ -79,8 +79,8 @@ async def _fill(store: Any, pool: TextPool, megabytes: float) -> dict[str, int]:
         session = (await searcher.start_session(f"bench search {n}")).session
         held = 0
         while held < per_session:
-            batch = pool.messages(500, first_step=step, tag=f"s{n}-")
-            step += 100
+            batch = pool.messages(100, first_step=step, tag=f"s{n}-")
+            step += 20
             await searcher.record(batch, session.id)
             held += sum(len(m.content.encode()) for m in batch)
             count += len(batch)
