@@ -78,7 +78,7 @@ FULL = {
     "web_rounds": 50,
     "postgres": {"size": 100_000, "rounds": 60, "load_calls": 60},
     "hostile": (8, 100),  # normal clients, calls each
-    "search": {"megabytes": 10, "rounds": 5, "thread": 100_000},
+    "search": {"megabytes": 10, "rounds": 5, "thread": 100_000, "record": 20_000},
     "gateway_calls": 30,
 }
 QUICK = {
@@ -98,7 +98,7 @@ QUICK = {
     "web_rounds": 5,
     "postgres": {"size": 10_000, "rounds": 4, "load_calls": 8},
     "hostile": (4, 20),
-    "search": {"megabytes": 1, "rounds": 2, "thread": 10_000},
+    "search": {"megabytes": 1, "rounds": 2, "thread": 10_000, "record": 2_000},
     "gateway_calls": 6,
 }
 

@@ -9,7 +9,8 @@ the one message that nearly holds it), the same 200 characters unchanged (found)
 words ("the", "error"), and two characters found nowhere (under 3: a scan both times). Then
 the other tenant's view while the 200-character search runs without pause, each way; and
 what building the index costs (migration 10 / 5 on a database of the version before): its
-time, and the database's growth, on 10 MB, on the corpus and on a 100,000-message thread.
+time, and the database's growth, on 10 MB, on the corpus and on a 100,000-message thread;
+and what it costs a write (recording with the index and without).
 
 `run` is the `bench` section (`python -m bench --only search`).
 """
@@ -220,6 +221,45 @@ async def _record_thread(store: Any, pool: TextPool, size: int) -> None:
         await service.record(batch, session.id)
 
 
+async def _recording(store: Any, pool: TextPool, size: int, steps: int) -> dict[str, float]:
+    """`size` messages in batches of 1,000, then `steps` single agent steps (5 messages):
+    seconds for the batches, p50 ms of a step."""
+    service = ReasoningService(store)
+    session = (await service.start_session("recording")).session
+    started = time.perf_counter()
+    for batch in pool.batches(size, 1_000, tag="r-"):
+        await service.record(batch, session.id)
+    seconds = time.perf_counter() - started
+    step = await _timed(
+        lambda: service.record(pool.messages(5, first_step=size, tag="one-"), session.id), steps
+    )
+    return {"batches_s": round(seconds, 2), "step_p50_ms": step}
+
+
+async def record_cost(
+    folder: Path, cluster: Cluster, pool: TextPool, size: int, log: Log
+) -> dict[str, Any]:
+    """What keeping the index costs a write: the same recording with the index and without
+    (SQLite: its triggers dropped; PostgreSQL: the index dropped), on each engine."""
+    out: dict[str, Any] = {"messages": size}
+    for index in (False, True):
+        key = "with index" if index else "without index"
+        async with open_database(folder / f"record-{key}.db") as db:
+            if not index:
+                async with db.transaction() as conn:
+                    for trigger in ("insert", "update", "delete"):
+                        await conn.execute(f"drop trigger messages_search_{trigger}")
+            out[f"sqlite {key}"] = await _recording(SqliteStore(db), pool, size, 200)
+        dsn = cluster.create_database()
+        async with open_postgres(dsn, size=4) as pg:
+            if not index:
+                async with pg.transaction() as conn:
+                    await conn.execute("drop index messages_search")
+            out[f"postgres {key}"] = await _recording(PgStore(pg), pool, size, 200)
+        log(f"search: recording {key}: {out[f'sqlite {key}']} / {out[f'postgres {key}']}")
+    return out
+
+
 @asynccontextmanager
 async def _cluster() -> AsyncIterator[Cluster]:
     cluster = await anyio.to_thread.run_sync(start_cluster)
@@ -283,6 +323,7 @@ async def run(folder: Path, pool: TextPool, plan: dict[str, Any], log: Log) -> d
                     await _record_thread(PgStore(pg), pool, thread)
             out["postgres"][f"backfill {name}"] = await _pg_backfill(dsn)
             log(f"search: PostgreSQL backfill of the {name}: {out['postgres'][f'backfill {name}']}")
+        out["recording"] = await record_cost(folder, cluster, pool, plan["record"], log)
     out["load_after"] = os.getloadavg()
     return out
 
@@ -345,4 +386,21 @@ def render(section: dict[str, Any]) -> list[str]:
             f"| {name} | {s['seconds']} | {_mb(s['bytes_before'])} → {_mb(s['bytes_after'])} |"
             f" {p['seconds']} | {_mb(p['bytes_before'])} → {_mb(p['bytes_after'])} |"
         )
+    recording = section.get("recording")
+    if recording:
+        lines += [
+            "",
+            f"What the index costs a write: {recording['messages']:,} corpus messages recorded in"
+            " batches of 1,000 (seconds), then single agent steps of 5 messages (p50 ms),"
+            " without the index and with it.",
+            "",
+            "| | SQLite batches s | SQLite step ms | PostgreSQL batches s | PostgreSQL step ms |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for key in ("without index", "with index"):
+            s, p = recording[f"sqlite {key}"], recording[f"postgres {key}"]
+            lines.append(
+                f"| {key} | {s['batches_s']} | {s['step_p50_ms']} | {p['batches_s']} |"
+                f" {p['step_p50_ms']} |"
+            )
     return [*lines, ""]
