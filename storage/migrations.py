@@ -288,23 +288,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " nudges text not null)",
         "create index gateway_calls_by_session on gateway_calls (session_id, id)",
     ),
-    (  # 10: a trigram index over every message's text, for search (`storage.search`)
-        # External content: it stores trigrams and message ids, not a second copy of the text;
-        # detail=none: no positions either, since LIKE checks every candidate. Filled from the
-        # messages already recorded, then kept in step by triggers.
-        "create virtual table messages_search using fts5(content, content = 'messages',"
-        " content_rowid = 'id', tokenize = 'trigram', detail = 'none')",
-        "insert into messages_search (messages_search) values ('rebuild')",
-        "create trigger messages_search_insert after insert on messages begin"
-        " insert into messages_search (rowid, content) values (new.id, new.content); end",
-        "create trigger messages_search_update after update of content on messages begin"
-        " insert into messages_search (messages_search, rowid, content)"
-        " values ('delete', old.id, old.content);"
-        " insert into messages_search (rowid, content) values (new.id, new.content); end",
-        "create trigger messages_search_delete after delete on messages begin"
-        " insert into messages_search (messages_search, rowid, content)"
-        " values ('delete', old.id, old.content); end",
-    ),
 )
 
 

@@ -8,6 +8,7 @@ most one block of the `messages_live` index, however long the thread grows.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
@@ -45,7 +46,6 @@ from storage.rows import (
     squash_from_row,
     step_from_row,
 )
-from storage.search import search_sessions
 
 BLOCK_BITS = 10  # 1024 ords per block
 
@@ -134,7 +134,17 @@ class SqliteReader:
         return int(row[0])
 
     async def search_sessions(self, tenant: str, text: str, limit: int) -> list[Session]:
-        return await search_sessions(self.conn, tenant, text, limit)
+        # LIKE is case-insensitive for ASCII letters only, as the port promises; its wildcards
+        # in the text asked for are escaped so they match themselves.
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
+        rows = await self._all(
+            f"select {SESSION_COLUMNS} from sessions s where s.tenant = ?1"
+            " and (title like ?2 escape '\\' or exists (select 1 from messages m"
+            " where m.session_id = s.id and m.content like ?2 escape '\\'))"
+            " order by updated_at desc, id limit ?3",
+            (tenant, pattern, limit),
+        )
+        return [session_from_row(row) for row in rows]
 
     # positions
 

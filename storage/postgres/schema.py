@@ -195,8 +195,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " nudges text not null)",
         "create index gateway_calls_by_session on gateway_calls (session_id, id)",
     ),
-    (  # 5: SQLite's 10: a trigram index over every message's text, for search; pg_trgm may
-        # be refused, so it is made by a function (BACKFILLS: `storage.postgres.search`)
+    (  # 5: a trigram index over every message's text, for search (PostgreSQL only: on
+        # SQLite it cost every recording more than it saved, issue 23); pg_trgm may be
+        # refused, so it is made by a function (BACKFILLS: `storage.postgres.search`)
     ),
 )
 

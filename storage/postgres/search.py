@@ -1,13 +1,13 @@
 """Sessions found by text on PostgreSQL: `ThreadReader.search_sessions`, and the trigram
 index it uses.
 
-The port's promise is SQLite's (`storage.search`): title or any message's text holds `text`,
-case-insensitive for ASCII letters only (`lower` under collation "C" folds A-Z and nothing
-else, byte by byte; ILIKE would fold every letter the locale knows, and `translate`, which
-folded before, costs ten times as much), LIKE's wildcards matching themselves, newest first,
-at most `limit`. LIKE decides every answer. Where the query has a trigram pg_trgm can look up
-(3 letters or digits in a row) and the index `messages_search` exists, it is a GIN trigram
-index over the folded text (schema version 5), and PostgreSQL reads only the messages it
+The port's promise, as SQLite's scan keeps it (`storage.reads`): title or any message's text
+holds `text`, case-insensitive for ASCII letters only (`lower` under collation "C" folds A-Z and
+nothing else, byte by byte; ILIKE would fold every letter the locale knows, and `translate`,
+which folded before, costs ten times as much), LIKE's wildcards matching themselves, newest
+first, at most `limit`. LIKE decides every answer. Where the query has a trigram pg_trgm can
+look up (3 letters or digits in a row) and the index `messages_search` exists, it is a GIN
+trigram index over the folded text (schema version 5), and PostgreSQL reads only the messages it
 names, rechecking each with the same LIKE. Without pg_trgm (`CREATE EXTENSION` refused) the
 index is missing and every search is the bounded scan it was.
 """

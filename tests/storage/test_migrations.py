@@ -35,7 +35,7 @@ from storage import (
 from storage.migrations import BACKFILLS
 
 LATEST = len(MIGRATIONS)
-_CREATED = re.compile(r"^create (?:unique |virtual )?(table|index|trigger) (\w+)", re.IGNORECASE)
+_CREATED = re.compile(r"^create (?:unique )?(?:table|index) (\w+)", re.IGNORECASE)
 _DROPPED = re.compile(r"^drop table (\w+)", re.IGNORECASE)
 _RENAMED = re.compile(r"^alter table (\w+) rename to (\w+)", re.IGNORECASE)
 # Rows valid in the schema of version 1, which later migrations must keep readable: a session
@@ -141,7 +141,7 @@ def names_standing() -> set[str]:
     for statements in MIGRATIONS:
         for sql in statements:
             if created := _CREATED.match(sql.strip()):
-                standing.add(created[2])
+                standing.add(created[1])
             elif dropped := _DROPPED.match(sql.strip()):
                 standing.discard(dropped[1])
                 # Dropping a table drops its indexes; the migration makes them again if needed.
@@ -156,14 +156,9 @@ _ADDED = re.compile(r"alter table (\w+) add column (\w+)")
 
 
 def names_created_by(version: int) -> list[str]:
-    """Tables, indexes and triggers migration `version` (1-based) creates, in order."""
-    return list(created_by(version))
-
-
-def created_by(version: int) -> dict[str, str]:
-    """The kind of each table, index or trigger migration `version` creates, by name."""
+    """Tables and indexes migration `version` (1-based) creates, in order."""
     found = (_CREATED.match(sql.strip()) for sql in MIGRATIONS[version - 1])
-    return {match[2]: match[1].lower() for match in found if match}
+    return [match[1] for match in found if match]
 
 
 class TestFreshDatabase:
@@ -367,16 +362,9 @@ class TestFailedMigration:
         # A rebuild re-creates indexes that already exist: collide with its last new object.
         names = [n for n in names_created_by(version + 1) if n not in existing]
         if names:
-            # A table (or a trigger) under the name of the migration's last new object:
-            # everything before it runs, then that statement fails, and all of it must roll
-            # back. (Tables and triggers have names of their own: a table does not collide
-            # with a trigger.)
-            if created_by(version + 1)[names[-1]] == "trigger":
-                run(
-                    path, f"create trigger {names[-1]} after delete on sessions begin select 1; end"
-                )
-            else:
-                run(path, f"create table {names[-1]} (x)")
+            # A table under the name of the migration's last new object: everything before it
+            # runs, then that statement fails, and all of it must roll back.
+            run(path, f"create table {names[-1]} (x)")
             failure: tuple[type[Exception], ...] = (StoreUnavailable,)
             says = "already"
         elif MIGRATIONS[version] and (added := _ADDED.match(MIGRATIONS[version][-1].strip())):
@@ -435,13 +423,9 @@ class TestBackfill:
         layout = "select n, seq, at from squash_members order by n, seq"
         made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
         # The file as version 6 left it: neither column, nor the index (nor 8's raw items,
-        # nor 9's gateway calls, nor 10's search index).
+        # nor 9's gateway calls).
         run(
             path,
-            "drop trigger messages_search_insert",
-            "drop trigger messages_search_update",
-            "drop trigger messages_search_delete",
-            "drop table messages_search",
             "drop table gateway_calls",
             "alter table messages drop column raw",
             "drop index squash_members_at",
