@@ -32,7 +32,8 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 log = logging.getLogger(__name__)
 
-#: Open listen streams one tenant may hold; a further listen is refused until one closes.
+#: Open listen streams one tenant may hold over stdio; a further listen is refused until one
+#: closes. Over HTTP a tenant's share of `--max-connections` (`server.shares.listen_share`).
 MAX_STREAMS_PER_TENANT = 256
 #: Seconds a 2025-era subscriber may take to take a notification before it is dropped: a
 #: client that stopped reading must not hold up the call that made the change.
@@ -141,8 +142,9 @@ class TenantEvents:
     """Per tenant, made when first needed: a bus and a listen handler (2026-07-28), and the
     subscribers (2025-11-25)."""
 
-    def __init__(self, max_streams: int = MAX_STREAMS_PER_TENANT) -> None:
+    def __init__(self, max_streams: int = MAX_STREAMS_PER_TENANT, source: str = "") -> None:
         self._max_streams = max_streams
+        self.source = source  # where the limit comes from, for the refusal ("" : a constant)
         self._buses: dict[str, InMemorySubscriptionBus] = {}
         self._handlers: dict[str, ListenHandler] = {}
         self._subscribers: dict[str, Subscribers] = {}

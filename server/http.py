@@ -46,7 +46,7 @@ from server.guards import (
 )
 from server.hosts import WILDCARD_HOSTS, HostPolicy
 from server.settings import APP_NAME, Settings
-from server.shares import RequestShare, request_share, share
+from server.shares import RequestShare, listen_share, request_share, share
 from server.sockets import SocketLimits, guarded_protocol
 from server.web.app import viewer_of
 from storage.postgres import redact
@@ -310,7 +310,10 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     then the database closes."""
     port = int(sock.getsockname()[1])
     deps: Deps
-    async with open_deps(settings) as deps:
+    cap = options.sockets.max_connections
+    listens = listen_share(cap, options.tenant_count)
+    source = f"half your tenant's share of --max-connections {cap}"
+    async with open_deps(settings, listens, source) as deps:
         mcp = build_server(settings, shared=deps)
         config = uvicorn.Config(
             build_app(mcp, options, port, viewer_of(deps.service.store)),
