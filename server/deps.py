@@ -16,6 +16,7 @@ from frs.ports import Store
 from server.events import MAX_STREAMS_PER_TENANT, TenantEvents
 from server.scopes import current_scope, scope_of
 from server.settings import Settings
+from server.shares import PoolShare, pool_share
 from storage import Database, LocalFiles, SqliteStore, open_database
 from storage.postgres import PgDatabase, PgStore, is_postgres, open_postgres
 
@@ -49,17 +50,25 @@ def service(ctx: DepsContext) -> ReasoningService:
 
 @asynccontextmanager
 async def open_deps(
-    settings: Settings, listens: int = MAX_STREAMS_PER_TENANT, listens_from: str = ""
+    settings: Settings,
+    listens: int = MAX_STREAMS_PER_TENANT,
+    listens_from: str = "",
+    tenants: int = 1,
 ) -> AsyncIterator[Deps]:
     """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
     service, and the task that fans changes out to listeners (`listens` open listen streams
-    per tenant, a share `listens_from` names); close them on exit."""
+    per tenant, a share `listens_from` names); close them on exit. With several `tenants`,
+    each holds at most its share of PostgreSQL's pool (`server.shares.PoolShare`)."""
     scope = Scope(client=settings.scope) if settings.scope else Scope()
     events = TenantEvents(listens, listens_from)
     if is_postgres(settings.database):
         files = LocalFiles(settings.allow_roots, None, settings.max_source_bytes)
         async with open_postgres(settings.database) as pg, events.running():
-            yield Deps(_service(PgStore(pg), settings, files, scope), pg, settings, events)
+            store: Store = PgStore(pg)
+            if tenants > 1:
+                size = pg.pool.get_max_size()
+                store = PoolShare(store, pool_share(size, tenants), size)
+            yield Deps(_service(store, settings, files, scope), pg, settings, events)
         return
     files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
     async with open_database(settings.database) as db, events.running():

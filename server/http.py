@@ -313,7 +313,7 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     cap = options.sockets.max_connections
     listens = listen_share(cap, options.tenant_count)
     source = f"half your tenant's share of --max-connections {cap}"
-    async with open_deps(settings, listens, source) as deps:
+    async with open_deps(settings, listens, source, options.tenant_count) as deps:
         mcp = build_server(settings, shared=deps)
         config = uvicorn.Config(
             build_app(mcp, options, port, viewer_of(deps.service.store)),

@@ -27,7 +27,8 @@ from frs.errors import SearchTooSlow, StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
 from frs.render import plural
-from server.guards import TENANT_KEY
+from server.guards import TENANT_KEY, tenant_in
+from server.shares import calling_as
 from server.web import audit, markdown, pages
 from server.web.html import MOUNTED_AT
 from server.web.thread import PAGE, Budget, Opened, load_page, open_squash
@@ -257,7 +258,8 @@ def viewer_of(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIAp
 
 class Mounted:
     """Tells the pages where the viewer is mounted (the request's `root_path`: `/ui` inside
-    the HTTP transports), so their links lead back into it."""
+    the HTTP transports), so their links lead back into it; and the store whose tenant's
+    calls these are (`server.shares.calling_as`: each tenant's share of a pool)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -265,7 +267,8 @@ class Mounted:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         token = MOUNTED_AT.set(str(scope.get("root_path", "")).rstrip("/"))
         try:
-            await self.app(scope, receive, send)
+            with calling_as(tenant_in(scope) or LOCAL_TENANT):
+                await self.app(scope, receive, send)
         finally:
             MOUNTED_AT.reset(token)
 
