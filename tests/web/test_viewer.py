@@ -470,7 +470,7 @@ class TestRefusals:
             with closing(stalled):
                 host = f"127.0.0.1:{port}".encode()
                 stalled.sendall(
-                    b"GET /s/" + big.encode() + b"/md HTTP/1.1\r\nHost: " + host + b"\r\n\r\n"
+                    b"GET /s/" + big.encode() + b" HTTP/1.1\r\nHost: " + host + b"\r\n\r\n"
                 )
                 meanwhile = await anyio.to_thread.run_sync(get, base + "/")
                 logged = await anyio.to_thread.run_sync(_logged, process, "--write-timeout")
