@@ -381,9 +381,11 @@ def render(section: dict[str, Any]) -> list[str]:
         "|" + "|".join("---" for _ in head) + "|",
         *("| " + " | ".join(row) + " |" for row in rows),
         "",
-        "Freed answers stay in the process's allocator (glibc keeps large freed blocks), so"
-        " VmRSS does not fall back to idle; what the write timeout changes is that sockets and"
-        " answers are released, so memory stops growing with each client that stops reading.",
+        "Without a write timeout each client that stops reading keeps its answer for ever."
+        " With one, the sockets are aborted and their answers freed, and a second later the"
+        " server hands the freed heap back to the system (glibc keeps blocks that large"
+        " otherwise: 600 MiB after ten before that was added), so VmRSS returns to about idle;"
+        " the peak is the ten answers built at once.",
         "",
         f"**Live-update fan-out.** A writer's `frs_record` p50 over {fan['writes']} calls"
         f" (Streamable HTTP): {fan['p50_alone_ms']} ms alone, {fan['p50_beside_ms']} ms while"
