@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.server import MCPServer
+from mcp.shared import subscriptions
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import (
@@ -387,7 +388,7 @@ class TestBursts:
         close, and the stream then ends."""
         monkeypatch.setattr(events, "PACE", 3600.0)
         sent: list[str] = []
-        to_frame = events.event_to_notification
+        to_frame = subscriptions.event_to_notification
 
         def counted(event: ServerEvent, meta: dict[str, Any]) -> Any:
             sent.append(getattr(event, "uri", ""))
