@@ -417,6 +417,7 @@ def render(section: dict[str, Any]) -> list[str]:
         f" {fan['listeners_told_the_last']} of them were told of a last change made after the"
         " writes (a stream is ordered: they were told of every change before it). The finding,"
         " with the fan-out on the writer's path: 3 → 86 ms; with it in a task of its own but"
-        " every write told to every listener, this run's machine measured 28 → 242 ms.",
+        " every write told to every listener (no pause), a run on this machine at 08:11 UTC"
+        " measured 28 → 242 ms (8.7×).",
         "",
     ]
