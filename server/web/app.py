@@ -26,7 +26,7 @@ from starlette.types import Message as AsgiMessage
 from frs.errors import SearchTooSlow, StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
-from frs.render import plural
+from frs.views.render import plural
 from server.guards import TENANT_KEY, tenant_in
 from server.shares import calling_as
 from server.web import audit, markdown, pages

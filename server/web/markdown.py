@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from frs.annotations import annotate_call
 from frs.model import Message
-from frs.render import ROLE_LABEL, plural
+from frs.views.render import ROLE_LABEL, plural
 from server.web.pages import capped, tokens
 from server.web.thread import WHOLE_CHARS, Budget, Node, Opened
 
