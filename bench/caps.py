@@ -36,7 +36,7 @@ from bench.machine import load_average
 from bench.servers import free_port, http_server, memory_kib
 from frs import NewMessage, ReasoningService
 from frs.model import Limits
-from server.events import PACE
+from server.mcp.events import PACE
 from storage import SqliteStore, open_database
 
 EXPORT_MESSAGES = 200  # of 100,000 characters: an export of some 20 MB

@@ -2,7 +2,7 @@
 
 It reads through `snapshot()` only, one snapshot per page, so a page is one consistent state
 even while a server writes beside it. A caller sees only its tenant's sessions: the tenant
-comes from the bearer token (`server.guards.BearerGuard` sets it) and is the local tenant
+comes from the bearer token (`server.http.guards.BearerGuard` sets it) and is the local tenant
 without one, as on stdio. Every answer carries a Content-Security-Policy that allows this
 server's own stylesheet and script and nothing else: no inline code, nothing remote.
 """
@@ -27,8 +27,8 @@ from frs.errors import SearchTooSlow, StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
 from frs.views.render import plural
-from server.guards import TENANT_KEY, tenant_in
-from server.shares import calling_as
+from server.http.guards import TENANT_KEY, tenant_in
+from server.mcp.pool import calling_as
 from server.web import audit, markdown, pages
 from server.web.html import MOUNTED_AT
 from server.web.thread import PAGE, Budget, Opened, load_page, open_squash
@@ -259,7 +259,7 @@ def viewer_of(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIAp
 class Mounted:
     """Tells the pages where the viewer is mounted (the request's `root_path`: `/ui` inside
     the HTTP transports), so their links lead back into it; and the store whose tenant's
-    calls these are (`server.shares.calling_as`: each tenant's share of a pool)."""
+    calls these are (`server.mcp.pool.calling_as`: each tenant's share of a pool)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -1,6 +1,6 @@
 """Each tenant's share of PostgreSQL's pool (issue 23): one tenant's slow store calls once held
 the whole pool and another tenant waited for it (12 searches held a pool of 10, another
-tenant's view waited 7.9 s). With `server.shares.PoolShare` a tenant holds at most its share
+tenant's view waited 7.9 s). With `server.mcp.pool.PoolShare` a tenant holds at most its share
 and waits for its own calls; the rest of the pool stays free for the others.
 
 On the run's real PostgreSQL cluster: a pool of 4 shared by two tenants, 2 each. The slow calls
@@ -15,9 +15,9 @@ import anyio
 import pytest
 
 from frs.model import LOCAL_TENANT
-from server.deps import open_deps
+from server.mcp.deps import open_deps
+from server.mcp.pool import PoolShare, calling_as, pool_share
 from server.settings import Settings
-from server.shares import PoolShare, calling_as, pool_share
 from storage.postgres import PgStore, open_postgres
 from tests.pg import Cluster
 

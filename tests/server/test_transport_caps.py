@@ -17,9 +17,9 @@ import pytest
 
 from frs import NewMessage, ReasoningService
 from frs.model import LOCAL_TENANT, Limits
-from server.app import build_server
-from server.deps import open_deps
-from server.http import HttpOptions, HttpTransport, build_app
+from server.http.transports import HttpOptions, HttpTransport, build_app
+from server.mcp.app import build_server
+from server.mcp.deps import open_deps
 from server.settings import Settings
 from server.web.app import viewer_of
 from storage import SqliteStore, open_database
