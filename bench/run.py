@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
-cache, peers, web, postgres, hostile, search, gateway, gateway-replay.
+cache, peers, web, postgres, hostile, search, caps, gateway, gateway-replay.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -23,6 +23,7 @@ import anyio
 
 from bench import (
     cache,
+    caps,
     gateway,
     gateway_replay,
     hostile,
@@ -58,6 +59,7 @@ SECTIONS = (
     "postgres",
     "hostile",
     "search",
+    "caps",
     "gateway",
     "gateway-replay",
 )
@@ -187,6 +189,9 @@ async def measure(
     if "search" in sections:
         t = time.perf_counter()
         stamp("search", await search.run(folder, pool, settings["search"], log), t)
+    if "caps" in sections:
+        t = time.perf_counter()
+        stamp("caps", await caps.run(folder, log), t)
     if "gateway" in sections:
         t = time.perf_counter()
         stamp("gateway", await gateway.run(settings["gateway_calls"], log), t)
