@@ -173,14 +173,23 @@ async def _assemble(
     """The budgeted view of the fitted candidates, with every option the caller asked for."""
     grouped = shape.count("group")
     top = shape.first + grouped  # the first candidate shown as an entry of its own
-    head, placed = await _head_lines(request, candidates, shape.head)
+    rich = len(shape.rich)
+    rich_lines: list[str] = []
+    rich_counts, rich_ord = (0, 0), 0
+    if rich:
+        rich_lines, _, rich_counts = await _entries(request, candidates, range(rich), shape.rich)
+        rich_ord = (await candidates.shown(rich - 1)).message.ord_last
+    placed = [layer for layer in request.frame.layers if layer.start_ord <= rich_ord]
+    head, placed = await _head_lines(request, candidates, rich, shape.head, placed)
     groups = await _group_lines(request, candidates, shape.first, top, shape.per_group)
-    entries, trailing, counts = await _entries(request, candidates, shape, top)
+    entries, trailing, counts = await _entries(
+        request, candidates, range(top, candidates.count), shape.tiers[top - shape.first :]
+    )
     left_out = candidates.positions(shape.head, shape.first)
     figures = (
-        shape.count("whole"),
-        shape.count("card"),
-        shape.count("line") + shape.head,
+        shape.count("whole") + shape.rich.count("whole"),
+        shape.count("card") + shape.rich.count("card"),
+        shape.count("line") + shape.head - rich,
         grouped,
     )
     note = _note(request, budget, figures, left_out, [])
@@ -194,7 +203,8 @@ async def _assemble(
         shown,
         scope,
         request.options.roles,
-        len(shown) - counts[0] + counts[1],  # merged runs show fewer entries than they hold
+        # Merged runs show fewer entries than they hold.
+        len(shown) - counts[0] + counts[1] - rich_counts[0] + rich_counts[1],
         note,
         scope is None,
     )
@@ -208,6 +218,7 @@ async def _assemble(
     if _pins(pinned, candidates, shape):
         lines.extend(pinned.task_lines)
     lines.extend(focus_heading(layer) for layer in left_behind)
+    lines.extend(rich_lines)
     lines.extend(head)
     if shape.first > shape.head:
         lines.append(_MARKER)
@@ -215,18 +226,21 @@ async def _assemble(
 
 
 async def _head_lines(
-    request: Request, candidates: Candidates, head: int
+    request: Request, candidates: Candidates, lo: int, head: int, placed: list[FocusLayer]
 ) -> tuple[list[str], list[FocusLayer]]:
-    """The oldest candidates as one-line cards, as the line region showed them, each open
-    layer's goal above its first; and the layers whose goal they placed."""
+    """Candidates `lo`..`head - 1` as one-line cards, as the line region showed them, each open
+    layer's goal (unless already `placed`) above its first; and the layers placed so far."""
     lines: list[str] = []
-    placed: list[FocusLayer] = []
+    placed = list(placed)
     gaps: list[tuple[int, int]] = []
     reached = 0
-    if head and request.shows_gaps():
-        reached = request.starts_after((await candidates.shown(0)).message.ord)
+    if head > lo and request.shows_gaps():
+        if lo:
+            reached = (await candidates.shown(lo - 1)).message.ord_last
+        else:
+            reached = request.starts_after((await candidates.shown(0)).message.ord)
         gaps = await request.restored(reached + 1, (await candidates.shown(head - 1)).message.ord)
-    for index in range(head):
+    for index in range(lo, head):
         shown = await candidates.shown(index)
         await candidates.size(index, "line")  # renders and keeps the lines
         while gaps and gaps[0][0] < shown.message.ord:
@@ -265,14 +279,15 @@ async def _group_lines(
 
 
 async def _entries(
-    request: Request, candidates: Candidates, shape: Fit, top: int
+    request: Request, candidates: Candidates, indexes: range, shown_as: Sequence[str]
 ) -> tuple[list[str], list[str], tuple[int, int]]:
-    """The lines of the candidates shown one by one (from `top` on), decorated as the options
-    ask; the lines after them; and how many entries they are, before and after merging."""
+    """The lines of the candidates at `indexes`, shown one by one in the tiers `shown_as`,
+    decorated as the options ask; the lines after them; and how many entries they are,
+    before and after merging."""
     options, session, mode = request.options, request.session, request.mode
-    indexes = range(top, candidates.count)
+    top = indexes.start
     shown = [await candidates.shown(i) for i in indexes]
-    tiers: list[str] = list(shape.tiers[top - shape.first :])
+    tiers: list[str] = list(shown_as)
     thinking = [
         t
         for i, tier in zip(indexes, tiers, strict=True)

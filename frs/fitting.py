@@ -31,6 +31,15 @@ _GROUP_TOKENS = 48
 # what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
 # than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
 _HEAD_SHARE = 0.75
+# The band that fills what the regions leave: its start moves in blocks of this many positions,
+# and an entry is whole in it when its whole form takes at most this share of the room.
+_FILL_BLOCK = 8
+_FILL_WHOLE_SHARE = 1 / 16
+# The share of a room of `_SMALL_ROOM` or more the oldest entries keep in their band form (the
+# rich head), and the share of the rest the next ones keep as one-line cards once the thread
+# outgrows it.
+_RICH_SHARE = 0.55
+_RICH_HEAD_SHARE = 0.5
 #: Entries a group line stands for: groups start on positions 1, 9, 17, …
 PER_GROUP = 8
 
@@ -141,8 +150,10 @@ class Fit:
     first: int
     tiers: tuple[Tier, ...]
     per_group: int = 8
-    # Candidates 0..head-1 are one-line cards above the left-out span (head..first-1).
+    # Candidates 0..head-1 are above the left-out span (head..first-1): the first len(rich)
+    # in the tiers `rich` holds (the rich head), the others one-line cards.
     head: int = 0
+    rich: tuple[Tier, ...] = ()
 
     def count(self, tier: Tier) -> int:
         return self.tiers.count(tier)
@@ -152,20 +163,57 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     """The tiers of a view whose entries get `room` estimated tokens; None when not even the
     newest candidate fits as a one-line card.
 
-    Once the oldest entry no longer fits as a one-line card, the oldest entries keep that
-    form in a fixed share of the room (the head), and the span left out is the one after
-    them: the entries shown one by one before the thread outgrew the room are the head's,
-    byte for byte, and what the thread adds later changes the view only below the head."""
+    In a room of `_SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
+    share of it (the rich head), and the rest of the thread is fitted below them in what is
+    left. Once the oldest entry after them no longer fits as a one-line card, the next entries
+    keep that form in a fixed share of the rest (the head), and the span left out is the one
+    after them. Neither head depends on what the thread adds later, so an append changes the
+    view only below them; the room the regions below leave is filled (`_filled`)."""
     last = sizer.count - 1
     if last < 0:
         return Fit(0, ())
     shape = Shape.for_room(room)
-    plain = await _walk(sizer, shape)
-    if plain is None or (plain.first == 0 and plain.tiers[0] != "group"):
-        return plain
-    head, used = await _head_lines(sizer, room * _HEAD_SHARE, last)
-    if not head:
-        return plain
+    cap = max(shape.whole, room * _FILL_WHOLE_SHARE)
+    if room >= _SMALL_ROOM:
+        rich, used = await _rich_head(sizer, room * _RICH_SHARE)
+        if rich:
+            rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap)
+            if rest is not None:
+                return replace(rest, head=max(rest.head, len(rich)), rich=tuple(rich))
+    return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap)
+
+
+async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
+    """The oldest candidates (never the newest) that fit `room` as cards, and what they
+    take."""
+    tiers: list[Tier] = []
+    used = 0.0
+    for index in range(sizer.count - 1):
+        size = await sizer.size(index, "card")
+        if used + size > room:
+            break
+        tiers.append("card")
+        used += size
+    return tiers, used
+
+
+async def _fit_from(
+    sizer: Sizer, room: float, bottom: int, head_share: float, cap: float
+) -> Fit | None:
+    """The fit of the candidates from `bottom` on in `room` (see `fit`)."""
+    last = sizer.count - 1
+    shape = Shape.for_room(room)
+    plain = await _walk(sizer, shape, bottom)
+    if plain is None:
+        return None
+    if plain.first == bottom and plain.tiers[0] != "group":
+        # Under a rich head the band may reach the top of the rest; without one, only the
+        # cards and the entries whole: the band's start moving would rewrite the whole view.
+        floor = bottom if bottom else next(i for i, t in enumerate(plain.tiers) if t != "line")
+        return await _filled(sizer, plain, room, cap, floor)
+    head, used = await _head_lines(sizer, room * head_share, last, bottom)
+    if head == bottom:
+        return await _filled(sizer, plain, room, cap, bottom)
     taken = min(shape.group, used)
     headed = Shape.of(
         shape.whole,
@@ -178,15 +226,71 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     )
     walked = await _walk(sizer, headed, head)
     if walked is None:
-        return plain
-    return replace(walked, head=head)
+        return await _filled(sizer, plain, room, cap, bottom)
+    return await _filled(sizer, replace(walked, head=head), room, cap, bottom)
 
 
-async def _head_lines(sizer: Sizer, room: float, limit: int) -> tuple[int, float]:
-    """How many of the oldest candidates (before `limit`) fit `room` as one-line cards, and
-    what they take."""
+async def _used(sizer: Sizer, shaped: Fit, bottom: int) -> float:
+    """Estimated tokens of the candidates of `shaped` from `bottom` on: head, group lines and
+    the rest."""
     used = 0.0
-    for index in range(limit):
+    for index in range(bottom, shaped.head):
+        used += await sizer.size(index, "line")
+    top = shaped.first + shaped.count("group")
+    index = shaped.first
+    while index < top:
+        end = index
+        group = (sizer.anchor(index) - 1) // shaped.per_group
+        while end + 1 < top and (sizer.anchor(end + 1) - 1) // shaped.per_group == group:
+            end += 1
+        used += await sizer.group_size(index, end)
+        index = end + 1
+    for index in range(top, sizer.count):
+        used += await sizer.size(index, shaped.tiers[index - shaped.first])
+    return used
+
+
+async def _band_tier(sizer: Sizer, index: int, cap: float) -> Tier:
+    return "whole" if await sizer.size(index, "whole") <= cap else "card"
+
+
+async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float, floor: int) -> Fit:
+    """`shaped` with the room it leaves spent on its newest entries: from a start on a block
+    of `_FILL_BLOCK` positions to the newest, every entry whole when that is small, else a
+    card. Each entry's form in the band depends on the entry alone, so between two moves of
+    its start an append only adds below; the start moves by whole blocks, when the band
+    outgrows the room."""
+    top = max(floor, shaped.first + shaped.count("group"))
+    last = sizer.count - 1
+    if top > last:
+        return shaped
+    spare = room - await _used(sizer, shaped, floor)
+    block = _FILL_BLOCK
+    extra = 0.0
+    start: int | None = None
+    bands: list[Tier] = []
+    for index in range(last, top - 1, -1):
+        tier = await _band_tier(sizer, index, cap)
+        base = shaped.tiers[index - shaped.first]
+        extra += await sizer.size(index, tier) - await sizer.size(index, base)
+        if extra > spare:
+            break
+        bands.append(tier)
+        if index == top or _starts_block(sizer.anchor(index), block):
+            start = index
+    if start is None:
+        return shaped
+    tiers = list(shaped.tiers)
+    for offset, tier in enumerate(bands[: last - start + 1]):
+        tiers[last - offset - shaped.first] = tier
+    return replace(shaped, tiers=tuple(tiers))
+
+
+async def _head_lines(sizer: Sizer, room: float, limit: int, bottom: int = 0) -> tuple[int, float]:
+    """Where the oldest candidates from `bottom` (before `limit`) that fit `room` as one-line
+    cards end, and what they take."""
+    used = 0.0
+    for index in range(bottom, limit):
         size = await sizer.size(index, "line")
         if used + size > room:
             return index, used
