@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from frs.candidates import Candidates, tier_lines, weigh
 from frs.errors import InvalidRequest
-from frs.fitting import Fit, fit
+from frs.fitting import Fit, fit, spent
 from frs.layout import (
     Shown,
     attach,
@@ -98,10 +98,34 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
         text = await _assemble(request, candidates, shape, budget, pinned)
         excess = estimate_tokens(text) - budget
         if excess <= 0:
-            return text
+            # What the frame and the sizes' rounding left unused (not what the band could not
+            # take: giving it that would move the band's start with every append).
+            unused = -excess - (room - await spent(candidates, shape))
+            return await _spend(request, candidates, room, budget, pinned, text, unused)
         room -= excess + 1  # merged runs came out larger than their parts: show less
         shape = await fit(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
+
+
+async def _spend(
+    request: Request,
+    candidates: Candidates,
+    room: float,
+    budget: int,
+    pinned: Pinned,
+    text: str,
+    unused: float,
+) -> str:
+    """`text`, or the view whose band also gets the `unused` tokens of the budget (the frame is
+    sized at its widest, and an entry's size prices its first byte at its dearest), when that
+    view still fits. The regions keep the room they had, so their boundaries stay put."""
+    if unused < _LEAST_ENTRY_TOKENS:
+        return text
+    shape = await fit(candidates, room, unused)
+    if shape is None:
+        return text
+    filled = await _assemble(request, candidates, shape, budget, pinned)
+    return filled if estimate_tokens(filled) <= budget else text
 
 
 async def _gap_room(request: Request) -> float:

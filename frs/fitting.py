@@ -31,7 +31,8 @@ _GROUP_TOKENS = 48
 # what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
 # than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
 _HEAD_SHARE = 0.75
-# The band that fills what the regions leave: its start moves in blocks of this many positions,
+# The band that fills what the regions leave: its start moves in blocks of this many positions
+# (half as many in a room under `_SMALL_ROOM`),
 # and an entry is whole in it when its whole form takes at most this share of the room.
 _FILL_BLOCK = 8
 _FILL_WHOLE_SHARE = 1 / 16
@@ -159,9 +160,10 @@ class Fit:
         return self.tiers.count(tier)
 
 
-async def fit(sizer: Sizer, room: float) -> Fit | None:
+async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
     """The tiers of a view whose entries get `room` estimated tokens; None when not even the
-    newest candidate fits as a one-line card.
+    newest candidate fits as a one-line card. `spare` is room the regions do not get but the
+    band may (what the view's frame turned out not to need).
 
     In a room of `_SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
     share of it (the rich head), and the rest of the thread is fitted below them in what is
@@ -177,10 +179,10 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     if room >= _SMALL_ROOM:
         rich, used = await _rich_head(sizer, room * _RICH_SHARE)
         if rich:
-            rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap)
+            rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap, spare)
             if rest is not None:
                 return replace(rest, head=max(rest.head, len(rich)), rich=tuple(rich))
-    return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap)
+    return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap, spare)
 
 
 async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
@@ -198,7 +200,7 @@ async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
 
 
 async def _fit_from(
-    sizer: Sizer, room: float, bottom: int, head_share: float, cap: float
+    sizer: Sizer, room: float, bottom: int, head_share: float, cap: float, spare: float
 ) -> Fit | None:
     """The fit of the candidates from `bottom` on in `room` (see `fit`)."""
     last = sizer.count - 1
@@ -209,11 +211,11 @@ async def _fit_from(
     if plain.first == bottom and plain.tiers[0] != "group":
         # Under a rich head the band may reach the top of the rest; without one, only the
         # cards and the entries whole: the band's start moving would rewrite the whole view.
-        floor = bottom if bottom else next(i for i, t in enumerate(plain.tiers) if t != "line")
-        return await _filled(sizer, plain, room, cap, floor)
+        floor = bottom or next((i for i, t in enumerate(plain.tiers) if t != "line"), last)
+        return await _filled(sizer, plain, room + spare, cap, floor)
     head, used = await _head_lines(sizer, room * head_share, last, bottom)
     if head == bottom:
-        return await _filled(sizer, plain, room, cap, bottom)
+        return await _filled(sizer, plain, room + spare, cap, bottom)
     taken = min(shape.group, used)
     headed = Shape.of(
         shape.whole,
@@ -226,8 +228,16 @@ async def _fit_from(
     )
     walked = await _walk(sizer, headed, head)
     if walked is None:
-        return await _filled(sizer, plain, room, cap, bottom)
-    return await _filled(sizer, replace(walked, head=head), room, cap, bottom)
+        return await _filled(sizer, plain, room + spare, cap, bottom)
+    return await _filled(sizer, replace(walked, head=head), room + spare, cap, bottom)
+
+
+async def spent(sizer: Sizer, shaped: Fit) -> float:
+    """Estimated tokens the entries of `shaped` take, by the sizer's measure."""
+    rich = 0.0
+    for index, tier in enumerate(shaped.rich):
+        rich += await sizer.size(index, tier)
+    return rich + await _used(sizer, shaped, len(shaped.rich))
 
 
 async def _used(sizer: Sizer, shaped: Fit, bottom: int) -> float:
@@ -265,7 +275,7 @@ async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float, floor: int
     if top > last:
         return shaped
     spare = room - await _used(sizer, shaped, floor)
-    block = _FILL_BLOCK
+    block = _FILL_BLOCK if room >= _SMALL_ROOM else _FILL_BLOCK // 2
     extra = 0.0
     start: int | None = None
     bands: list[Tier] = []
