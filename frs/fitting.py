@@ -36,10 +36,10 @@ _HEAD_SHARE = 0.75
 # and an entry is whole in it when its whole form takes at most this share of the room.
 _FILL_BLOCK = 8
 _FILL_WHOLE_SHARE = 1 / 16
-# The share of a room of `_SMALL_ROOM` or more the oldest entries keep in their band form (the
-# rich head), and the share of the rest the next ones keep as one-line cards once the thread
-# outgrows it.
-_RICH_SHARE = 0.55
+# The share of a room of `_SMALL_ROOM` or more the oldest entries keep as cards (the rich head),
+# and the share of the rest the next ones keep as one-line cards once the thread outgrows it
+# (measured on the corpus: at 0.6 no ten-append window keeps less than 55%; at 0.55, 51%).
+_RICH_SHARE = 0.6
 _RICH_HEAD_SHARE = 0.5
 #: Entries a group line stands for: groups start on positions 1, 9, 17, …
 PER_GROUP = 8
