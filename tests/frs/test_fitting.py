@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frs.fitting import Fit, Tier, fit
+from frs.views.fitting import Fit, Tier, fit
 
 CARD, LINE, GROUP = 90.0, 45.0, 48.0
 
@@ -59,7 +59,8 @@ async def used(thread: Thread, shown: list[str]) -> list[float]:
         elif form.startswith("group"):
             sizes.append(GROUP if index == 0 or shown[index - 1] != form else 0.0)
         else:
-            sizes.append(await thread.size(index, form.removeprefix("rich ")))  # type: ignore[arg-type]
+            tier = form.removeprefix("rich ")
+            sizes.append(await thread.size(index, tier))  # type: ignore[arg-type]
     return sizes
 
 
@@ -92,17 +93,27 @@ class TestFill:
         for room in ROOMS:
             uses = sorted(sum(sizes) / room for _, sizes in await views(room))
             assert uses[-1] <= 1.0, room
-            assert uses[len(uses) // 2] >= 0.9, (room, uses[len(uses) // 2])
+            # Under 2,500 tokens the tail below the head is a few entries, on 8-entry blocks.
+            least = 0.8 if room < 2_500 else 0.9
+            assert uses[len(uses) // 2] >= least, (room, uses[len(uses) // 2])
 
     async def test_unused_frame_room_goes_to_the_band_alone(self) -> None:
-        thread = Thread(300)
-        plain, spent = await fit(thread, 3_700.0), await fit(thread, 3_700.0, 200.0)
-        assert plain is not None and spent is not None
-        before, after = forms(plain, 300), forms(spent, 300)
-        changed = next(i for i, (x, y) in enumerate(zip(before, after, strict=True)) if x != y)
-        assert all(form in ("whole", "card") for form in after[changed:])
-        assert sum(await used(thread, after)) <= 3_700.0 + 200.0
-        assert sum(await used(thread, after)) > sum(await used(thread, before))
+        grew = 0
+        for count in range(200, 320):
+            thread = Thread(count)
+            plain, spent = await fit(thread, 3_700.0), await fit(thread, 3_700.0, 200.0)
+            assert plain is not None
+            assert spent is not None
+            before, after = forms(plain, count), forms(spent, count)
+            assert sum(await used(thread, after)) <= 3_700.0 + 200.0
+            changed = next(
+                (i for i, (x, y) in enumerate(zip(before, after, strict=True)) if x != y), None
+            )
+            if changed is not None:
+                # Only the band grew upward: no region's start moved.
+                assert all(form in ("whole", "card") for form in after[changed:]), after
+                grew += 1
+        assert grew > 20
 
 
 class TestStability:
@@ -110,8 +121,17 @@ class TestStability:
         self,
     ) -> None:
         for room in ROOMS:
-            seen = await views(room)
-            heads = [shown[:100] for shown, _ in seen[120:]]  # well past the first fits
+            start = next(n for n in range(1, 2_000) if Thread(n).whole(0) * n > room)
+            fits = [await fit(Thread(n), room) for n in range(start + 60, start + 300)]
+            riches = {shaped.rich for shaped in fits if shaped is not None}
+            assert len(riches) == 1, room  # the rich head: cards, from 2,500 tokens of room
+            assert (riches.pop() != ()) == (room >= 2_500), room
+            heads = [
+                forms(shaped, shaped.head)
+                for shaped in fits
+                if shaped is not None and shaped.head > len(shaped.rich)
+            ]
+            assert heads, room
             assert all(head == heads[0] for head in heads), room
 
     async def test_ten_appends_keep_at_least_half_of_the_view(self) -> None:
