@@ -1,13 +1,16 @@
 """Which tier each entry of a budgeted view gets: the arithmetic, apart from any text.
 
-From the newest entry back, a view over its budget shows the newest entries whole (at most a
-tenth of the room, entry by entry), then entries as cards, then as one-line cards, then group
-lines of `PER_GROUP` entries; once the oldest entry no longer fits as a one-line card, the
-oldest entries keep that form in a fixed share of the room (the head) and the span after them
-is left out. The cards, the one-line cards and the groups start on fixed blocks of positions,
-and a region's start moves only when the region overflows, a whole block at a time. So most
-appends change nothing above the newest entries, the rare one that moves a start changes the
-view only from there on, and none changes the head: a prompt cache over the view keeps hitting.
+Top down, a view over its budget shows: in a room of `_SMALL_ROOM` or more, the oldest entries
+as cards in a fixed share of it (the rich head); once the thread outgrows the rest, the next
+oldest as one-line cards in a fixed share of what is left (the head), then the span left out;
+then group lines of `PER_GROUP` entries, one-line cards, cards, and the newest entries whole.
+The regions below the heads get fixed shares and start on fixed blocks of positions, and a
+region's start moves only when the region overflows, a whole block at a time. What they leave
+unused goes to the band (`_filled`): from a start on a block of positions to the newest, each
+entry whole when it is small, else a card, so the view fills its budget. The heads depend only
+on the oldest entries, and the band's form of an entry on the entry alone: an append adds
+below the band, the rare one that moves a start changes the view only from there on, and none
+changes the heads, so a prompt cache over the view keeps hitting.
 
 `fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
 this module knows nothing of rendering; `frs.views.candidates` is the sizer a view uses.
