@@ -17,7 +17,7 @@ from frs.errors import InvalidRequest
 from frs.model import FocusLayer
 from frs.text import estimate_tokens
 from frs.views.candidates import Candidates, tier_lines, weigh
-from frs.views.fitting import Fit, fit, spent
+from frs.views.fitting import SMALL_ROOM, Fit, fit, spent
 from frs.views.layout import (
     Shown,
     attach,
@@ -120,7 +120,7 @@ async def _spend(
     """`text`, or the view whose band also gets the `unused` tokens of the budget (the frame is
     sized at its widest, and an entry's size prices its first byte at its dearest), when that
     view still fits. The regions keep the room they had, so their boundaries stay put."""
-    if unused < _LEAST_ENTRY_TOKENS:
+    if unused < _LEAST_ENTRY_TOKENS or room < SMALL_ROOM:
         return text
     spent_fit = await fit(candidates, room, unused)
     if spent_fit is None:

@@ -1,6 +1,6 @@
 """Which tier each entry of a budgeted view gets: the arithmetic, apart from any text.
 
-Top down, a view over its budget shows: in a room of `_SMALL_ROOM` or more, the oldest entries
+Top down, a view over its budget shows: in a room of `SMALL_ROOM` or more, the oldest entries
 as cards in a fixed share of it (the rich head); once the thread outgrows the rest, the next
 oldest as one-line cards in a fixed share of what is left (the head), then the span left out;
 then group lines of `PER_GROUP` entries, one-line cards, cards, and the newest entries whole.
@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 
 Tier = Literal["whole", "card", "line", "group"]
 # Below this room for entries, most of it goes to group lines (see `Shape`).
-_SMALL_ROOM = 2_500
+SMALL_ROOM = 2_500
 # Typical estimated tokens of a card, a one-line card (with its facts: 50 on the corpus) and a
 # group line: they size the blocks a region starts on, so that a region's start moves about
 # once per half of what it holds.
@@ -35,11 +35,11 @@ _GROUP_TOKENS = 48
 # than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
 _HEAD_SHARE = 0.75
 # The band that fills what the regions leave: its start moves in blocks of this many positions
-# (half as many in a room under `_SMALL_ROOM`),
+# (half as many in a room under `SMALL_ROOM`),
 # and an entry is whole in it when its whole form takes at most this share of the room.
 _FILL_BLOCK = 8
 _FILL_WHOLE_SHARE = 1 / 16
-# The share of a room of `_SMALL_ROOM` or more the oldest entries keep as cards (the rich head),
+# The share of a room of `SMALL_ROOM` or more the oldest entries keep as cards (the rich head),
 # and the share of the rest the next ones keep as one-line cards once the thread outgrows it
 # (measured on the corpus: at 0.6 no ten-append window keeps less than 55%; at 0.55, 51%).
 _RICH_SHARE = 0.6
@@ -95,7 +95,7 @@ class Shape:
     def for_room(cls, room: float) -> Shape:
         # Tuned on corpus threads with `python -m bench.cache` (BENCHMARKS.md has the
         # figures): the median kept prefix after 1 and 10 appends at each budget it tries.
-        if room >= _SMALL_ROOM:
+        if room >= SMALL_ROOM:
             shares, spread, group_spread, newest = (0.05, 0.09, 0.78), 1.1, 1.5, 0.16
         else:
             # Little room: most of it holds group lines, the one-line cards hold the group
@@ -168,7 +168,7 @@ async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
     newest candidate fits as a one-line card. `spare` is room the regions do not get but the
     band may (what the view's frame turned out not to need).
 
-    In a room of `_SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
+    In a room of `SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
     share of it (the rich head), and the rest of the thread is fitted below them in what is
     left. Once the oldest entry after them no longer fits as a one-line card, the next entries
     keep that form in a fixed share of the rest (the head), and the span left out is the one
@@ -179,7 +179,7 @@ async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
         return Fit(0, ())
     shape = Shape.for_room(room)
     cap = max(shape.whole, room * _FILL_WHOLE_SHARE)
-    if room >= _SMALL_ROOM:
+    if room >= SMALL_ROOM:
         rich, used = await _rich_head(sizer, room * _RICH_SHARE)
         if rich:
             rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap, spare)
@@ -278,7 +278,7 @@ async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float, floor: int
     if top > last:
         return shaped
     spare = room - await _used(sizer, shaped, floor)
-    block = _FILL_BLOCK if room >= _SMALL_ROOM else _FILL_BLOCK // 2
+    block = _FILL_BLOCK if room >= SMALL_ROOM else _FILL_BLOCK // 2
     extra = 0.0
     start: int | None = None
     bands: list[Tier] = []

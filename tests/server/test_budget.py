@@ -401,7 +401,7 @@ class TestPinned:
         assert lines[3].startswith("    Fix the flaky test in sync.py with every detail")
         assert marker > 2
         head, _ = split_head(view)
-        assert marker == len(head) + 1
+        assert head == list(range(1, len(head) + 1)), "the oldest on top, cards then lines"
         assert budget_note(view)["call"].startswith(f"frs_view_thread(from={len(head) + 1}, to=")
 
     async def test_the_goal_of_a_layer_left_out_is_pinned(self, connect: Connect) -> None:
