@@ -34,8 +34,9 @@ _GROUP_TOKENS = 48
 # what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
 # than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
 _HEAD_SHARE = 0.75
-# The band that fills what the regions leave: its start moves in blocks of this many positions
-# (half as many in a room under `SMALL_ROOM`),
+# The band that fills what the regions leave (in a room of `SMALL_ROOM` or more): its start
+# moves in blocks of this many positions (half as many in the rest under a rich head that is
+# under `SMALL_ROOM`),
 # and an entry is whole in it when its whole form takes at most this share of the room.
 _FILL_BLOCK = 8
 _FILL_WHOLE_SHARE = 1 / 16
@@ -185,7 +186,9 @@ async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
             rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap, spare)
             if rest is not None:
                 return replace(rest, head=max(rest.head, len(rich)), rich=tuple(rich))
-    return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap, spare)
+    # Under SMALL_ROOM no band: what it adds there is a few points of the budget, and it
+    # would move the tail of a view of a few entries with most appends.
+    return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap if room >= SMALL_ROOM else None, spare)
 
 
 async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
@@ -203,7 +206,12 @@ async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
 
 
 async def _fit_from(
-    sizer: Sizer, room: float, bottom: int, head_share: float, cap: float, spare: float
+    sizer: Sizer,
+    room: float,
+    bottom: int,
+    head_share: float,
+    cap: float | None,
+    spare: float,
 ) -> Fit | None:
     """The fit of the candidates from `bottom` on in `room` (see `fit`)."""
     last = sizer.count - 1
@@ -267,7 +275,7 @@ async def _band_tier(sizer: Sizer, index: int, cap: float) -> Tier:
     return "whole" if await sizer.size(index, "whole") <= cap else "card"
 
 
-async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float, floor: int) -> Fit:
+async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float | None, floor: int) -> Fit:
     """`shaped` with the room it leaves spent on its newest entries: from a start on a block
     of `_FILL_BLOCK` positions to the newest, every entry whole when that is small, else a
     card. Each entry's form in the band depends on the entry alone, so between two moves of
@@ -275,7 +283,7 @@ async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float, floor: int
     outgrows the room."""
     top = max(floor, shaped.first + shaped.count("group"))
     last = sizer.count - 1
-    if top > last:
+    if cap is None or top > last:
         return shaped
     spare = room - await _used(sizer, shaped, floor)
     block = _FILL_BLOCK if room >= SMALL_ROOM else _FILL_BLOCK // 2

@@ -93,8 +93,8 @@ class TestFill:
         for room in ROOMS:
             uses = sorted(sum(sizes) / room for _, sizes in await views(room))
             assert uses[-1] <= 1.0, room
-            # Under 2,500 tokens the tail below the head is a few entries, on 8-entry blocks.
-            least = 0.8 if room < 2_500 else 0.9
+            # Under 2,500 tokens there is no band: the tail below the head is a few entries.
+            least = 0.75 if room < 2_500 else 0.9
             assert uses[len(uses) // 2] >= least, (room, uses[len(uses) // 2])
 
     async def test_unused_frame_room_goes_to_the_band_alone(self) -> None:
