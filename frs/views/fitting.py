@@ -223,7 +223,7 @@ async def _fit_from(
         # Under a rich head the band may reach the top of the rest; without one, only the
         # cards and the entries whole: the band's start moving would rewrite the whole view.
         floor = bottom or next((i for i, t in enumerate(plain.tiers) if t != "line"), last)
-        return await _filled(sizer, plain, room + spare, cap, floor)
+        return await _filled(sizer, plain, room + spare, cap, bottom, floor)
     head, used = await _head_lines(sizer, room * head_share, last, bottom)
     if head == bottom:
         return await _filled(sizer, plain, room + spare, cap, bottom)
@@ -275,17 +275,20 @@ async def _band_tier(sizer: Sizer, index: int, cap: float) -> Tier:
     return "whole" if await sizer.size(index, "whole") <= cap else "card"
 
 
-async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float | None, floor: int) -> Fit:
+async def _filled(
+    sizer: Sizer, shaped: Fit, room: float, cap: float | None, bottom: int, floor: int = 0
+) -> Fit:
     """`shaped` with the room it leaves spent on its newest entries: from a start on a block
     of `_FILL_BLOCK` positions to the newest, every entry whole when that is small, else a
     card. Each entry's form in the band depends on the entry alone, so between two moves of
     its start an append only adds below; the start moves by whole blocks, when the band
-    outgrows the room."""
-    top = max(floor, shaped.first + shaped.count("group"))
+    outgrows the room. The candidates from `bottom` on are the fit's; the band starts at
+    `floor` or after."""
+    top = max(bottom, floor, shaped.first + shaped.count("group"))
     last = sizer.count - 1
     if cap is None or top > last:
         return shaped
-    spare = room - await _used(sizer, shaped, floor)
+    left = room - await _used(sizer, shaped, bottom)
     block = _FILL_BLOCK if room >= SMALL_ROOM else _FILL_BLOCK // 2
     extra = 0.0
     start: int | None = None
@@ -294,7 +297,7 @@ async def _filled(sizer: Sizer, shaped: Fit, room: float, cap: float | None, flo
         tier = await _band_tier(sizer, index, cap)
         base = shaped.tiers[index - shaped.first]
         extra += await sizer.size(index, tier) - await sizer.size(index, base)
-        if extra > spare:
+        if extra > left:
             break
         bands.append(tier)
         if index == top or _starts_block(sizer.anchor(index), block):
