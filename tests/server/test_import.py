@@ -100,8 +100,7 @@ class TestCorpus:
             view = await call_text(client, "frs_view_thread", session_id=corpus.session(file))
         assert view.split("\n")[-1].startswith("· Budget ~20,000 tokens: ")
         assert 0.9 * 20_000 <= estimate_tokens(view) <= 20_000
-        # The oldest entries stay on top as cards: the system prompt's first line is its size.
-        assert re.fullmatch(r"\[1\] System: [\d,]+ chars · M\.1@[0-9a-f]{8}", view.split("\n")[1])
+        assert view.split("\n")[1].startswith("[1] System: "), "the oldest entries on top"
 
     async def test_a_budgeted_view_of_the_largest_transcript_fits_its_budget(
         self, connect: Connect, corpus: Corpus
