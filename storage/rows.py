@@ -29,31 +29,13 @@ from frs.raw import Raw, fold, unfold
 
 Row = Sequence[Any]
 
-#: The columns of `sessions`, in the order of `session_to_row` and `session_from_row`.
-SESSION_NAMES = (
-    "id",
-    "title",
-    "goal",
-    "numbering",
-    "interface",
-    "conversation",
-    "revision",
-    "next_number",
-    "next_squash",
-    "live_count",
-    "live_tokens",
-    "live_system",
-    "live_user",
-    "live_assistant",
-    "live_tool",
-    "live_summary",
-    "recorded",
-    "created_at",
-    "updated_at",
-    "tenant",
-    "recorded_tokens",
+SESSION_COLUMNS = (
+    "id, title, goal, numbering, interface, conversation, revision, next_number, next_squash,"
+    " live_count, live_tokens, live_system, live_user, live_assistant, live_tool, live_summary,"
+    " recorded, created_at, updated_at, tenant, recorded_tokens"
 )
-SESSION_COLUMNS = ", ".join(SESSION_NAMES)
+#: The same names one by one, in the order of `session_to_row` and `session_from_row`.
+SESSION_NAMES = tuple(name.strip() for name in SESSION_COLUMNS.split(","))
 #: The message columns a backfill of a migration before 8 may read (`raw` came with 8);
 #: `message_from_row` reads a row of these as a message without a raw item.
 MESSAGE_COLUMNS_V7 = (
