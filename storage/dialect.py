@@ -48,8 +48,8 @@ class Dialect(Protocol):
         ...
 
     def each_number(self, mark: int) -> str:
-        """A comparison (`column` + it) with every whole number of list parameter `$mark`,
-        for a statement run by `run_each`."""
+        """What follows a column's name in a condition that holds for each whole number of the
+        list parameter `$mark`, in a statement run by `run_each` (which binds the list)."""
         ...
 
     def rows_of(self, fixed: int, columns: int) -> str:
