@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 
 from frs import FrsError
-from frs.render import plural
 from frs.transcripts import parse_transcript
+from frs.views.render import plural
 from server.deps import open_deps
 from server.progress import Progress
 from server.settings import Settings, resolve_database
