@@ -9,11 +9,11 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from frs import SessionId, replies
-from server.deps import DepsContext, service
-from server.errors import tool_errors
-from server.live import Change, changed
-from server.tools.arguments import NumberingArg, SessionArg, choices, numbering_of, session_of
-from server.tools.results import SessionOut, result, session_page, session_result
+from server.mcp.deps import DepsContext, service
+from server.mcp.errors import tool_errors
+from server.mcp.live import Change, changed
+from server.mcp.tools.arguments import NumberingArg, SessionArg, choices, numbering_of, session_of
+from server.mcp.tools.results import SessionOut, result, session_page, session_result
 
 
 # Longer than most functions: its signature is the tool's input schema, and the four

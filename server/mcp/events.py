@@ -1,13 +1,13 @@
 """Who hears about a change: one subscription bus per tenant, and the 2025-era subscribers.
 
-`server.live` publishes here and serves both eras' subscriptions from here. The SDK's one bus
+`server.mcp.live` publishes here and serves both eras' subscriptions from here. The SDK's one bus
 per server would fan every event out to every listener; a tenant's session ids must not reach
 another tenant, so each tenant gets its own bus and its own `ListenHandler` (its own limit of
 open streams) for 2026-07-28's `subscriptions/listen`, and its own table of its 2025-11-25
 connections and what each sent `resources/subscribe` for, told on their own channel.
 
 The writer never waits for the fan-out: `publish` hands the change to a bounded queue and
-returns; the fan-out task (`running`, opened with the database in `server.deps`) tells the
+returns; the fan-out task (`running`, opened with the database in `server.mcp.deps`) tells the
 listeners. 250 listeners fanned out on the writer's path took its p50 from 3 to 86 ms, and a
 2025 subscriber that stopped reading held every write for `SEND_TIMEOUT`. Each listener has a
 bounded queue of its own: a 2026 listen stream the SDK's (ended when full), a 2025 connection

@@ -15,9 +15,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.hosts import HostPolicy
+from server.http.hosts import HostPolicy
+from server.http.tenants import tenant_of
 from server.settings import APP_NAME, version
-from server.tenants import tenant_of
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,8 @@ class HostGuard:
 @dataclass(slots=True)
 class BearerGuard:
     """401 unless the request carries `Authorization: Bearer <secret>` of a tenant (compared
-    in constant time, `server.tenants`); the request then runs as that tenant
-    (`scope["state"]["frs_tenant"]`, read by `server.scopes`), and as that principal for the
+    in constant time, `server.http.tenants`); the request then runs as that tenant
+    (`scope["state"]["frs_tenant"]`, read by `server.mcp.scopes`), and as that principal for the
     SDK (`scope["user"]`), which keeps each MCP session to the tenant that opened it."""
 
     app: ASGIApp
@@ -173,7 +173,7 @@ class BearerGuard:
 @dataclass(slots=True)
 class SseLimit:
     """At most `limit` open SSE streams, and at most `per_tenant` of one tenant's (its share,
-    `server.shares`); one more gets 503 saying what to do."""
+    `server.http.shares`); one more gets 503 saying what to do."""
 
     app: ASGIApp
     limit: int

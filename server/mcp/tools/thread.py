@@ -8,11 +8,11 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from frs import LANES, ViewOptions, replies
-from server.deps import DepsContext, service
-from server.errors import tool_errors
-from server.live import Change, changed, creates
-from server.progress import with_progress
-from server.tools.arguments import (
+from server.mcp.deps import DepsContext, service
+from server.mcp.errors import tool_errors
+from server.mcp.live import Change, changed, creates
+from server.mcp.progress import with_progress
+from server.mcp.tools.arguments import (
     BATCH,
     FROM_ONE,
     MessageIn,
@@ -22,7 +22,7 @@ from server.tools.arguments import (
     numbering_of,
     session_of,
 )
-from server.tools.results import RecordOut, result
+from server.mcp.tools.results import RecordOut, result
 
 
 async def frs_record(

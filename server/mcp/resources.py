@@ -11,8 +11,8 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from frs import SessionId, ViewOptions
-from server.deps import DepsContext, service
-from server.errors import resource_errors
+from server.mcp.deps import DepsContext, service
+from server.mcp.errors import resource_errors
 
 _WHOLE = 2**62  # a resource is read whole; get_alias pages only for tool output caps
 SESSIONS_URI = "frs://sessions"
@@ -22,7 +22,7 @@ SESSION_URI = "frs://sessions/{session_id}"
 
 
 def session_uris(session_id: str, *, exports: bool = True, squashes: bool = False) -> list[str]:
-    """The URIs of the resources a change to a session changes (`server.live`), the session's
+    """The URIs of the resources a change to a session changes (`server.mcp.live`), the session's
     own first: the thread and the session list (its row: counts, revision, time) always, the
     exports when entries changed, the squash log when a squash was made or restored. The
     alias resources are not announced: a message's and a squash's originals never change, and

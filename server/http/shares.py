@@ -9,7 +9,7 @@ knows (its `--tokens` and `--token`; one without any), at least 1; the open requ
 so a server whose tenants all hold their whole share still answers them. With more tenants
 than a cap, each tenant keeps one and the cap in all still holds.
 
-`RequestShare` counts each tenant's open requests (behind `server.guards.BearerGuard`, which
+`RequestShare` counts each tenant's open requests (behind `server.http.guards.BearerGuard`, which
 names the tenant) and answers a request over its tenant's share with 503, naming the share.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.guards import refuse, tenant_in
+from server.http.guards import refuse, tenant_in
 
 log = logging.getLogger(__name__)
 

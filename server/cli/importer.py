@@ -12,8 +12,8 @@ import anyio
 from frs import FrsError
 from frs.transcripts import parse_transcript
 from frs.views.render import plural
-from server.deps import open_deps
-from server.progress import Progress
+from server.mcp.deps import open_deps
+from server.mcp.progress import Progress
 from server.settings import Settings, resolve_database
 from storage import DatabaseRefused
 

@@ -15,7 +15,7 @@ A client that stops reading a large answer fills the socket's send buffer, uvico
 app (its flow control) and the answer sits in memory for ever: 10 exports never read took the
 server from 74 to 387 MiB. A socket whose peer has read nothing for `write_timeout` seconds
 while writing is paused is aborted, which frees the answer.
-Each tenant's share of open requests (`server.shares`) leaves an eighth of the sockets out of
+Each tenant's share of open requests (`server.http.shares`) leaves an eighth of the sockets out of
 every share, so one tenant's requests never fill the cap and `/health` gets in.
 
 A server reachable from other machines belongs behind a reverse proxy all the same (TLS, rate

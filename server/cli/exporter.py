@@ -17,8 +17,8 @@ from typing import Any, TextIO
 import anyio
 
 from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
-from server.deps import open_deps
-from server.progress import Progress
+from server.mcp.deps import open_deps
+from server.mcp.progress import Progress
 from server.settings import Settings, resolve_database
 from storage import DatabaseRefused
 from storage.postgres import is_postgres, redact

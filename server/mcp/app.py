@@ -14,13 +14,13 @@ from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 
-from server import live, prompts, resources, tools
-from server.bounds import bounds_middleware
-from server.deps import Deps, open_deps
-from server.errors import validation_middleware
-from server.scopes import Roots, scope_middleware
+from server.mcp import live, prompts, resources, tools
+from server.mcp.bounds import bounds_middleware
+from server.mcp.deps import Deps, open_deps
+from server.mcp.errors import validation_middleware
+from server.mcp.scopes import Roots, scope_middleware
+from server.mcp.stdio import DEFAULT_MAX_LINE_BYTES, guarded_stdio
 from server.settings import APP_NAME, Settings, version
-from server.stdio import DEFAULT_MAX_LINE_BYTES, guarded_stdio
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ from the next call on; a session it records says so in its view."""
 
 
 class FrsServer(MCPServer[Deps]):
-    """MCPServer whose stdio answers every line (see `server.stdio`)."""
+    """MCPServer whose stdio answers every line (see `server.mcp.stdio`)."""
 
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 

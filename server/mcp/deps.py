@@ -13,8 +13,8 @@ from mcp.server.mcpserver import Context
 from frs import ReasoningService
 from frs.model import Scope
 from frs.ports import Store
-from server.events import TenantEvents
-from server.scopes import current_scope, scope_of
+from server.mcp.events import TenantEvents
+from server.mcp.scopes import current_scope, scope_of
 from server.settings import Settings
 from storage import Database, LocalFiles, SqliteStore, open_database
 from storage.postgres import PgDatabase, PgStore, is_postgres, open_postgres
@@ -27,7 +27,7 @@ class Deps:
     service: ReasoningService
     db: Database | PgDatabase
     settings: Settings
-    # Who listens for changes (`server.live`): shared, like the database, by every client
+    # Who listens for changes (`server.mcp.live`): shared, like the database, by every client
     # this process serves.
     events: TenantEvents = field(default_factory=TenantEvents)
 
@@ -37,7 +37,7 @@ DepsContext = Context[Deps]
 
 def service(ctx: DepsContext) -> ReasoningService:
     """The service a handler's request runs against, in the caller's scope: its tenant's
-    sessions only, its own current session (`server.scopes`)."""
+    sessions only, its own current session (`server.mcp.scopes`)."""
     rc = ctx.request_context
     deps = rc.lifespan_context
     scope = current_scope()

@@ -9,10 +9,10 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from frs import replies
-from server.deps import DepsContext, service
-from server.errors import tool_errors
-from server.live import Change, changed, creates
-from server.tools.arguments import (
+from server.mcp.deps import DepsContext, service
+from server.mcp.errors import tool_errors
+from server.mcp.live import Change, changed, creates
+from server.mcp.tools.arguments import (
     FROM_ONE,
     SUMMARY,
     NumberingArg,
@@ -24,7 +24,7 @@ from server.tools.arguments import (
     ranges_asked,
     session_of,
 )
-from server.tools.results import RestoreOut, Revision, SquashOut, result, squash_result
+from server.mcp.tools.results import RestoreOut, Revision, SquashOut, result, squash_result
 
 
 async def frs_compress_range(

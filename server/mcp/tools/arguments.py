@@ -24,7 +24,7 @@ NUMBERING_HELP = (
 
 
 # The limits every client can see in the schemas; the server checks the same ones (the raw
-# arguments' sizes first, `server.bounds`), with an error that says what to do.
+# arguments' sizes first, `server.mcp.bounds`), with an error that says what to do.
 _LIMITS = Limits()
 SHORT: dict[str, JsonValue] = {"maxLength": _LIMITS.max_field_chars}
 BATCH: dict[str, JsonValue] = {"maxItems": _LIMITS.max_batch}

@@ -1,6 +1,6 @@
 """Who is calling: the scope each request runs in (`frs.model.Scope`).
 
-The tenant comes from the bearer token (`server.guards.BearerGuard`; stdio and in-process
+The tenant comes from the bearer token (`server.http.guards.BearerGuard`; stdio and in-process
 callers are the local tenant). The client is what the client says about itself: its
 `clientInfo` name, in either protocol era, and, where it offers roots, its first workspace
 root, so two hosts, or two windows on two projects, each keep their own current session;
@@ -13,7 +13,7 @@ tool call's `_meta` (Codex CLI), else the one the host started this stdio proces
 session. An explicit `--scope` keeps the scope as named: no conversation narrows it.
 
 `scope_middleware` works it out once per request, asking for roots once per connection, and
-`current_scope()` hands it to `server.deps.service`.
+`current_scope()` hands it to `server.mcp.deps.service`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from frs import conversations
 from frs.escaping import escape_inline
 from frs.model import DEFAULT_CLIENT, LOCAL_TENANT, Conversation, Scope
-from server.guards import MESSAGE_PATH, TENANT_KEY
+from server.http.guards import MESSAGE_PATH, TENANT_KEY
 
 log = logging.getLogger(__name__)
 

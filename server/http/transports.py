@@ -1,39 +1,28 @@
 """Serve MCP over SSE and Streamable HTTP on one port, safe by default.
 
-One process opens one database and one service; every HTTP session and SSE connection shares
-them (the SDK enters the server lifespan once per SSE connection, so the lifespan only hands out
-the shared deps). In front of the SDK's apps sit the guards of `server.guards` (health, Host
-and Origin, token, SSE limit); the SDK enforces the body limit (413) on `/mcp` and on the SSE
-message endpoint and the session limit on `/mcp` (503), and the guards reword those refusals
-to name the limit. Which hosts may bind and be named is `server.hosts`.
+In front of the SDK's apps sit the guards of `server.http.guards` (health, Host and Origin,
+token, SSE limit); the SDK enforces the body limit (413) on `/mcp` and on the SSE message
+endpoint and the session limit on `/mcp` (503), and the guards reword those refusals to name
+the limit. Which hosts may bind and be named is `server.http.hosts`; the process that serves
+this app is `server.cli.serving`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import errno
-import logging
-import signal
-import socket
 import sys
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any, Literal
 
-import uvicorn
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp
 
-from server.app import build_server
-from server.deps import Deps, open_deps
-from server.evictions import EvictIdle
-from server.guards import (
+from server.http.evictions import EvictIdle
+from server.http.guards import (
     HEALTH_PATH,
     MCP_PATH,
     MESSAGE_PATH,
@@ -44,14 +33,10 @@ from server.guards import (
     RewordLimits,
     SseLimit,
 )
-from server.hosts import WILDCARD_HOSTS, HostPolicy
-from server.settings import APP_NAME, Settings
-from server.shares import RequestShare, request_share, share
-from server.sockets import SocketLimits, guarded_protocol
-from server.web.app import viewer_of
-from storage.postgres import redact
-
-log = logging.getLogger(__name__)
+from server.http.hosts import WILDCARD_HOSTS, HostPolicy
+from server.http.shares import RequestShare, request_share, share
+from server.http.sockets import SocketLimits
+from server.settings import APP_NAME
 
 DEFAULT_PORT = 8765
 UI_PATH = "/ui"  # the read-only web viewer (server.web), under the same guards
@@ -82,7 +67,7 @@ class HttpOptions:
 
     @property
     def tenant_count(self) -> int:
-        """How many tenants share the caps (`server.shares`): one without tokens."""
+        """How many tenants share the caps (`server.http.shares`): one without tokens."""
         return max(1, len({tenant for _, tenant in self.tenants}))
 
     @property
@@ -92,51 +77,6 @@ class HttpOptions:
     @property
     def serves_streamable(self) -> bool:
         return self.transport in ("streamable-http", "both-http")
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on host:port (port 0 picks a free one); raises OSError."""
-    family, _, _, _, address = socket.getaddrinfo(
-        host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets it can see are TCP, and
-    # without it a kept-alive response waits ~40 ms for the client's delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def listen_failure(host: str, port: int, error: OSError) -> str:
-    """The one line for a port that cannot be bound: what the system said, and the fix."""
-    said = f"cannot listen on {host}:{port}: {error}"
-    if error.errno == errno.EADDRINUSE:
-        return (
-            f"{said}. Another process holds the port: pass --port 0 to take a free one (the "
-            f"log says which), or find the process with `ss -ltnp 'sport = :{port}'` (Linux) "
-            f"or `lsof -nP -iTCP:{port} -sTCP:LISTEN` (macOS)."
-        )
-    if error.errno == errno.EACCES and 0 < port < 1024:
-        return f"{said}. Ports below 1024 need privileges: pass a port above 1023, or --port 0."
-    if error.errno == errno.EADDRNOTAVAIL:
-        return f"{said}. {host} is not an address of this machine: pass one that is, or 127.0.0.1."
-    return said
-
-
-# --- Host and Origin (DNS rebinding) -------------------------------------------------------------
-
-
-# --- ASGI layers -----------------------------------------------------------------------------
-
-
-# --- The app and the server --------------------------------------------------------------------
 
 
 def urls(options: HttpOptions, port: int) -> dict[str, str]:
@@ -269,57 +209,3 @@ def _routes(mcp: MCPServer[Any], options: HttpOptions) -> tuple[list[BaseRoute],
         routes += sse.routes
         transports.append("sse")
     return routes, transports
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_exit = on_exit
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        self._loop = asyncio.get_running_loop()
-        await super().serve(sockets)
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        # Open subscriptions/listen streams are requests that never end by themselves: end
-        # them gracefully now (on the loop, not in the signal handler), or each would hold
-        # the shutdown for its whole timeout.
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._on_exit)
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        # uvicorn re-raises a caught SIGINT/SIGTERM once serving stops, which would kill the
-        # process before the database is closed. Stop gracefully and return normally instead.
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-
-async def serve_http(settings: Settings, options: HttpOptions, sock: socket.socket) -> None:
-    """Serve until SIGINT/SIGTERM: in-flight requests get `shutdown_timeout` seconds to finish,
-    then the database closes."""
-    port = int(sock.getsockname()[1])
-    deps: Deps
-    async with open_deps(settings) as deps:
-        mcp = build_server(settings, shared=deps)
-        config = uvicorn.Config(
-            build_app(mcp, options, port, viewer_of(deps.service.store)),
-            lifespan="on",
-            log_config=None,  # our stderr logging, not uvicorn's (its access log goes to stdout)
-            log_level=settings.log_level.lower(),
-            access_log=settings.log_level.upper() == "DEBUG",
-            timeout_graceful_shutdown=options.shutdown_timeout,
-            http=guarded_protocol(options.sockets),
-        )
-        await _Server(config, deps.events.close).serve(sockets=[sock])
-    log.info("stopped; database %s closed", redact(settings.database))

@@ -14,10 +14,10 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.types import ToolAnnotations
 
-from server.tools.context import frs_plan, frs_source
-from server.tools.sessions import frs_session
-from server.tools.squashes import frs_compress_last, frs_compress_range, frs_focus, frs_restore
-from server.tools.thread import frs_record, frs_view_thread, get_alias
+from server.mcp.tools.context import frs_plan, frs_source
+from server.mcp.tools.sessions import frs_session
+from server.mcp.tools.squashes import frs_compress_last, frs_compress_range, frs_focus, frs_restore
+from server.mcp.tools.thread import frs_record, frs_view_thread, get_alias
 
 # Hints clients show and act on. Squashes keep their originals and can be undone, so no tool
 # but frs_source (whose remove drops an inline text) destroys anything; every tool works on

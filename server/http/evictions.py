@@ -6,12 +6,12 @@ keep their sessions until the idle timeout; at `--max-sessions` the SDK would re
 client meanwhile (503). `EvictIdle` stands in front of the SDK's `/mcp` app: when a request
 that opens a session arrives and the limit is reached, it closes the idle session whose last
 request is the oldest, so the newcomer is admitted. The newcomer's tenant's own idle sessions
-go first. Each tenant holds at most its share of the limit (`server.shares`): a tenant at its
+go first. Each tenant holds at most its share of the limit (`server.http.shares`): a tenant at its
 share that opens another session closes its own least recently used idle one, or, when all of
 its own are busy, is refused (503, naming its share), so one tenant's busy sessions never fill
 the limit and never close another tenant's. A session serving a request or holding its GET
 stream open is never closed; if every session is busy, the SDK's 503 stands (reworded by
-`server.guards.RewordLimits`). An evicted client's next request gets 404, after which the
+`server.http.guards.RewordLimits`). An evicted client's next request gets 404, after which the
 protocol has a client initialize anew.
 
 The SDK (mcp 2.3) exposes neither its sessions nor a way to close one, so this reads
@@ -33,7 +33,7 @@ from mcp.types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.guards import TENANT_KEY, RequestBody
+from server.http.guards import TENANT_KEY, RequestBody
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class EvictIdle:
 
 
 def _tenant(scope: Scope) -> str | None:
-    """The caller's tenant, as `server.guards.BearerGuard` set it (None without tokens)."""
+    """The caller's tenant, as `server.http.guards.BearerGuard` set it (None without tokens)."""
     found = scope.get("state", {}).get(TENANT_KEY)
     return str(found) if found is not None else None
 

@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from server import exporter, importer
+from server.cli import exporter, importer
 from server.gateway import command as gateway
-from server.http import DEFAULT_PORT, HttpOptions
+from server.http.transports import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
 from server.web import command as web
 

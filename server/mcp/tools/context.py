@@ -9,11 +9,11 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from frs import PlanStep, replies
-from server.deps import DepsContext, service
-from server.errors import tool_errors
-from server.live import Change, changed, creates
-from server.tools.arguments import STEPS, RevisionArg, SessionArg, StepIn, choices, session_of
-from server.tools.results import Revision, result
+from server.mcp.deps import DepsContext, service
+from server.mcp.errors import tool_errors
+from server.mcp.live import Change, changed, creates
+from server.mcp.tools.arguments import STEPS, RevisionArg, SessionArg, StepIn, choices, session_of
+from server.mcp.tools.results import Revision, result
 
 
 async def frs_plan(

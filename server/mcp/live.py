@@ -7,7 +7,7 @@ server keeps one bus and one handler per tenant, so an event published for a ten
 reaches only that tenant's streams (another tenant subscribing to the same URI hears nothing:
 not even that the id exists).
 
-`server.events.TenantEvents` holds the buses. The mutating tools say what they changed
+`server.mcp.events.TenantEvents` holds the buses. The mutating tools say what they changed
 (`changed`): the edge knows which session a call wrote. A change made by another process on
 the same database file is not seen here (two stdio processes, or an import from the command
 line): each process tells only its own listeners.
@@ -43,15 +43,15 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from server.deps import service
-from server.events import TenantEvents
-from server.resources import session_uris
-from server.scopes import current_scope, tenant_of
+from server.mcp.deps import service
+from server.mcp.events import TenantEvents
+from server.mcp.resources import session_uris
+from server.mcp.scopes import current_scope, tenant_of
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from server.deps import DepsContext
+    from server.mcp.deps import DepsContext
 
 _SDK_LIMIT = "Subscription limit reached"
 
