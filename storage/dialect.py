@@ -3,20 +3,26 @@
 The readers and writers (`storage.reads`, `storage.writes`) are written once, their statements
 in PostgreSQL's numbered placeholders (`$1`, `$2`, a number used as often as needed); a dialect
 runs them on its engine's connection, and supplies the few fragments that differ: index hints,
-row locks, case folding, a statement over many rows. PostgreSQL's is `storage.postgres.dialect`.
+row locks, a statement over many rows, and search (PostgreSQL's reads an index). PostgreSQL's is
+`storage.postgres.dialect`.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, Protocol
+
+from frs.model import Session
+from storage.rows import SESSION_COLUMNS, session_from_row
 
 #: Values per `matching` condition: well under SQLite's oldest limit of 999 bound parameters,
 #: and one statement for a typical batch.
 _VALUES_PER_STATEMENT = 500
 _MARK = re.compile(r"\$(\d+)")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 class Dialect(Protocol):
@@ -84,9 +90,24 @@ class Dialect(Protocol):
         """Hold a lock named `key` until the transaction ends."""
         ...
 
-    def fold(self, expression: str) -> str:
-        """`expression` with ASCII letters in lower case, as `like` compares it."""
+    async def search_sessions(self, conn: Any, tenant: str, text: str, limit: int) -> list[Session]:
+        """`ThreadReader.search_sessions`: how the engine finds `text` (`like_pattern`) in a
+        tenant's titles and messages, newest first."""
         ...
+
+
+def like_pattern(text: str) -> str:
+    """`%text%` for LIKE over text folded to lower case (ASCII letters only): ASCII letters
+    lowered, LIKE's wildcards and its escape character (`\\`) escaped to match themselves."""
+    return "%" + re.sub(r"([\\%_])", r"\\\1", text.translate(_ASCII_LOWER)) + "%"
+
+
+_SEARCH = (
+    f"select {SESSION_COLUMNS} from sessions s where s.tenant = $1"
+    " and (title like $2 escape '\\' or exists (select 1 from messages m"
+    " where m.session_id = s.id and m.content like $2 escape '\\'))"
+    " order by updated_at desc, id limit $3"
+)
 
 
 @cache
@@ -152,8 +173,11 @@ class SqliteDialect:
     async def lock(self, conn: Any, key: str) -> None:
         """Nothing to take: the transaction holds the database's one write lock already."""
 
-    def fold(self, expression: str) -> str:
-        return expression  # `like` folds ASCII letters itself, and only those
+    async def search_sessions(self, conn: Any, tenant: str, text: str, limit: int) -> list[Session]:
+        # A bounded scan on a connection of its own (`Database.searching`); LIKE folds ASCII
+        # letters itself, and only those, as the port promises.
+        rows = await self.all(conn, _SEARCH, (tenant, like_pattern(text), limit))
+        return [session_from_row(row) for row in rows]
 
 
 SQLITE = SqliteDialect()

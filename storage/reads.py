@@ -7,9 +7,6 @@ it with a dialect (`storage.stores.SqliteReader`, `storage.postgres.PgReader`).
 
 from __future__ import annotations
 
-import re
-import string
-
 from frs.model import (
     Change,
     Checkpoint,
@@ -50,7 +47,6 @@ from storage.rows import (
     step_from_row,
 )
 
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _MEMBERS = (
     f"select {qualified(MESSAGE_COLUMNS, 'm')} from squash_members s join messages m"
     " on m.session_id = s.session_id and m.number = s.number where s.session_id = $1 and s.n = $2"
@@ -99,20 +95,7 @@ class StoreReader(EntryReads):
         return int(row[0])
 
     async def search_sessions(self, tenant: str, text: str, limit: int) -> list[Session]:
-        # Case-insensitive for ASCII letters only, as the port promises; LIKE's wildcards in
-        # the text asked for are escaped so they match themselves.
-        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.translate(_ASCII_LOWER)) + "%"
-        fold = self.dialect.fold
-        rows = await self._all(
-            f"select {SESSION_COLUMNS} from sessions s where s.tenant = $1"
-            f" and ({fold('s.title')} like $2 escape '\\' or exists (select 1 from messages m"
-            f" where m.session_id = s.id and {fold('m.content')} like $2 escape '\\'))"
-            " order by updated_at desc, id limit $3",
-            tenant,
-            pattern,
-            limit,
-        )
-        return [session_from_row(row) for row in rows]
+        return await self.dialect.search_sessions(self.conn, tenant, text, limit)
 
     # squashes
 

@@ -1,15 +1,17 @@
-"""PostgreSQL's `storage.dialect.Dialect`, through asyncpg: the shared statements as written,
-a list of rows as arrays in one statement (`unnest`, `= any`), and the locks that let several
-instances write one database: a transaction locks every session row its finders return
-(`for update`), and a get-or-create by conversation first takes an advisory lock on it.
+"""PostgreSQL's `storage.dialect.Dialect`, through asyncpg: the shared statements as written, a
+list of rows as arrays in one statement (`unnest`, `= any`), search through a trigram index
+(`storage.postgres.search`), and the locks that let several instances write one database: a
+transaction locks every session row its finders return (`for update`), and a get-or-create by
+conversation first takes an advisory lock on it.
 """
 
 from __future__ import annotations
 
-import string
 from collections.abc import Sequence
 from typing import Any
 
+from frs.model import Session
+from storage.postgres import search
 from storage.postgres.text import encode_text
 
 
@@ -65,10 +67,8 @@ class PgDialect:
     async def lock(self, conn: Any, key: str) -> None:
         await conn.execute("select pg_advisory_xact_lock(hashtextextended($1, 0))", key)
 
-    def fold(self, expression: str) -> str:
-        # translate() folds ASCII letters only, as the port promises (lower() and ilike fold
-        # every letter the locale knows).
-        return f"translate({expression}, '{string.ascii_uppercase}', '{string.ascii_lowercase}')"
+    async def search_sessions(self, conn: Any, tenant: str, text: str, limit: int) -> list[Session]:
+        return await search.search_sessions(conn, tenant, text, limit)
 
 
 POSTGRES = PgDialect()
