@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 
 from frs import FrsError
-from frs.render import plural
 from frs.transcripts import parse_transcript
+from frs.views.render import plural
 from server.mcp.deps import open_deps
 from server.mcp.progress import Progress
 from server.settings import Settings, resolve_database

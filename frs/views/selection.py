@@ -1,8 +1,8 @@
-"""Which entries a view may show: the options, the selection they make, and its frame.
+"""Which entries a view may show: the selection the options make, and its frame.
 
 A view reads only what it shows: a window or the last N come from position lookups, and the
 whole thread over a budget is read lazily, from the newest entry back, only as far as the
-budget reaches (`frs.candidates`). `last=N` is exact, so its first entry moves with every
+budget reaches (`frs.views.candidates`). `last=N` is exact, so its first entry moves with every
 append; `from=` a fixed position is the window a prompt cache keeps (the tool's description
 says so).
 """
@@ -14,45 +14,11 @@ from dataclasses import dataclass
 
 from frs.checks import check_numbers, check_positions
 from frs.errors import InvalidRequest
-from frs.layout import Shown, sources_block
-from frs.model import LANES, Checkpoint, FocusLayer, Limits, Numbering, PlanStep, Session
+from frs.model import Checkpoint, FocusLayer, Limits, Numbering, PlanStep, Session
 from frs.ports import ThreadReader
-from frs.render import render_view
-from frs.text import check_text
-
-
-@dataclass(frozen=True, slots=True)
-class ViewOptions:
-    numbering: Numbering | None = None  # None: the session's own mode
-    roles: tuple[str, ...] = ()
-    last: int | None = None
-    start: int | None = None  # `from` in the tools
-    end: int | None = None  # `to` in the tools
-    show_plan: bool = True
-    show_thinking: bool = False
-    show_sources: bool = False
-    preview_chars: int | None = None
-    budget_tokens: int | None = None
-    merge_runs: bool = False
-    show_times: bool = False
-    run_id: str | None = None
-
-    @property
-    def whole_thread(self) -> bool:
-        """No window, role or run filter: the view is of the thread itself (perhaps its end)."""
-        return not (self.start or self.end or self.roles or self.run_id)
-
-
-def check_view_options(options: ViewOptions) -> None:
-    for lane in options.roles:
-        if lane not in LANES:
-            raise InvalidRequest(f"Unknown role {lane!r} in roles; use any of {', '.join(LANES)}.")
-    if options.last is not None and options.last < 1:
-        raise InvalidRequest(f"last={options.last}; give a count of at least 1.")
-    if options.budget_tokens is not None and options.budget_tokens < 1:
-        raise InvalidRequest(f"budget_tokens={options.budget_tokens}; give a positive budget.")
-    if options.run_id is not None:
-        check_text(options.run_id, "run_id")
+from frs.views.layout import Shown, sources_block
+from frs.views.options import ViewOptions
+from frs.views.render import render_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +46,8 @@ class Request:
     reader: ThreadReader
     session: Session
     options: ViewOptions
-    mode: Numbering
-    preview: int
+    numbering: Numbering
+    preview_chars: int
     plan: Sequence[PlanStep]
     leading: list[str]  # lines under the header (the sources block)
     frame: Frame
@@ -108,16 +74,16 @@ class Request:
         )
 
     def shows_gaps(self) -> bool:
-        """Whether the view says why a number is missing (`frs.layout.restored_gaps`): in
+        """Whether the view says why a number is missing (`frs.views.layout.restored_gaps`): in
         absolute numbering, when no filter hides entries anyway."""
         options = self.options
-        return self.mode == "absolute" and not options.roles and options.run_id is None
+        return self.numbering == "absolute" and not options.roles and options.run_id is None
 
     def starts_after(self, first: int) -> int:
         """The number a view whose first entry starts at ord `first` shows nothing up to: the
         one before `from` in an absolute window (a gap where it starts is explained)."""
         start = self.options.start
-        return first - 1 if start is None or self.mode != "absolute" else min(start, first) - 1
+        return first - 1 if start is None or self.numbering != "absolute" else min(start, first) - 1
 
     async def restored(self, lo: int, hi: int) -> list[tuple[int, int]]:
         """The restored summaries numbered lo..hi, when the view shows gaps."""
@@ -129,7 +95,7 @@ class Request:
         """The title line, goal, plan and sources: the view's first lines."""
         session = self.session
         return render_view(
-            session.title, session.goal, self.plan, self.leading, [], "", self.preview
+            session.title, session.goal, self.plan, self.leading, [], "", self.preview_chars
         ).split("\n")[:-1]
 
 
@@ -183,12 +149,12 @@ async def select(request: Request) -> Selection:
 async def _window(request: Request) -> Selection:
     """`from`/`to`: a read, so a window running past the end shows up to the end (a range to
     squash is exact instead); one starting past the end is a mistake worth saying."""
-    reader, session, options, mode = request.reader, request.session, request.options, request.mode
+    reader, session, options = request.reader, request.session, request.options
     sid, live, lanes = session.id, session.live_count, options.roles
     lo = options.start if options.start is not None else 1
     if live == 0 and lo == 1:
         return Selection([], 0, 0, None)  # `from=1` on an empty thread: nothing, not an error
-    if mode == "absolute":
+    if request.numbering == "absolute":
         top = session.next_number - 1
         _check_start(lo, options.end, top, "number")
         if options.end is not None and options.end < lo:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from frs.escaping import escape, escape_inline
 from frs.model import LANES, Checkpoint, FocusLayer, Message, Numbering, Session
-from frs.render import (
+from frs.views.render import (
     INDENT,
     Entry,
     checkpoint_line,
@@ -34,9 +34,9 @@ class Shown:
     message: Message
 
 
-def label(message: Message, position: int, mode: Numbering) -> str:
+def label(message: Message, position: int, numbering: Numbering) -> str:
     """`7`, or in absolute numbering the permanent number (`4–8` for a summary's span)."""
-    if mode == "position":
+    if numbering == "position":
         return str(position)
     if message.ord_last != message.ord:
         return f"{message.ord}–{message.ord_last}"
@@ -154,7 +154,7 @@ def focus_headings(
 
 
 def merge_runs(
-    entries: list[Entry], positions: Sequence[int], mode: Numbering, tiers: Sequence[str]
+    entries: list[Entry], positions: Sequence[int], numbering: Numbering, tiers: Sequence[str]
 ) -> tuple[list[Entry], list[str]]:
     """Consecutive assistant and tool messages of one run become one entry spanning them.
 
@@ -183,7 +183,7 @@ def merge_runs(
             and tier == group_tier
         )
         if group and not joins:
-            merged.append(_merged(group, mode))
+            merged.append(_merged(group, numbering))
             merged_tiers.append(group_tier)
             group = []
         if mergeable:
@@ -193,16 +193,16 @@ def merge_runs(
             merged.append(entry)
             merged_tiers.append(tier)
     if group:
-        merged.append(_merged(group, mode))
+        merged.append(_merged(group, numbering))
         merged_tiers.append(group_tier)
     return merged, merged_tiers
 
 
-def _merged(group: list[tuple[Entry, int]], mode: Numbering) -> Entry:
+def _merged(group: list[tuple[Entry, int]], numbering: Numbering) -> Entry:
     if len(group) == 1:
         return group[0][0]
     first, last = group[0], group[-1]
-    if mode == "position":
+    if numbering == "position":
         span = f"{first[1]}–{last[1]}"
     else:
         span = f"{first[0].message.ord}–{last[0].message.ord_last}"

@@ -1,7 +1,7 @@
 """Fitting a view into a token budget: the budgeted view, its pinned task and its last line.
 
 `budgeted` sizes what every view has besides its entries (header, marker, footer at their
-widest), lets `frs.fitting` share the rest out among the candidates, assembles the text, and
+widest), lets `frs.views.fitting` share the rest out among the candidates, assembles the text, and
 measures it; merged runs can come out larger than their parts, so it shrinks and tries
 again. Every figure that changes with an append (the budget note, the positions left out, the
 counts) is on the last line, so an append leaves the top of the view as it was.
@@ -13,10 +13,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frs.candidates import Candidates, tier_lines, weigh
 from frs.errors import InvalidRequest
-from frs.fitting import Fit, fit
-from frs.layout import (
+from frs.model import FocusLayer
+from frs.text import estimate_tokens
+from frs.views.candidates import Candidates, tier_lines, weigh
+from frs.views.fitting import Fit, fit
+from frs.views.layout import (
     Shown,
     attach,
     focus_heading,
@@ -29,10 +31,8 @@ from frs.layout import (
     spans,
     stamp,
 )
-from frs.model import FocusLayer
-from frs.render import Entry, checkpoint_line, plural
-from frs.selection import Request, Selection
-from frs.text import estimate_tokens
+from frs.views.render import Entry, checkpoint_line, plural
+from frs.views.selection import Request, Selection
 
 _LEAST_ENTRY_TOKENS = 5
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
@@ -58,24 +58,25 @@ async def _task(request: Request, budget: int) -> Pinned:
         return Pinned(None, [])
     (position,) = await reader.positions_of(session.id, [found.ord])
     task = Shown(position, found)
-    entry = Entry(label(found, position, request.mode), found)
-    lines = tier_lines(entry, "card", request.preview)
+    entry = Entry(label(found, position, request.numbering), found)
+    lines = tier_lines(entry, "card", request.preview_chars)
     if weigh(lines) > budget * _PINNED_CARD_SHARE:
-        lines = tier_lines(entry, "line", request.preview)
+        lines = tier_lines(entry, "line", request.preview_chars)
     return Pinned(task, lines)
 
 
-async def fits_whole(candidates: Candidates, room: float) -> bool:
-    """Whether every candidate whole fits `room`; reads back from the newest only as far as
-    the room reaches, so a long thread far over it costs what its last entries cost."""
+async def fits_whole(candidates: Candidates, budget: float) -> bool:
+    """Whether every candidate whole fits `budget` (the entries alone: the caller renders the
+    view and measures it); reads back from the newest only as far as the budget reaches, so a
+    long thread far over it costs what its last entries cost."""
     # An entry whole is at least its label, role and newline, some 6 estimated tokens: a
     # selection of more entries than that leaves room for cannot fit, and is not read.
-    if candidates.count * _LEAST_ENTRY_TOKENS > room:
+    if candidates.count * _LEAST_ENTRY_TOKENS > budget:
         return False
     used = 0.0
     for index in range(candidates.count - 1, -1, -1):
         used += await candidates.size(index, "whole")
-        if used > room:
+        if used > budget:
             return False
     return True
 
@@ -87,20 +88,20 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
     gaps = await _gap_room(request)
     fixed = weigh(_frame_lines(request, selection, budget)) + gaps
     room = budget - fixed
-    shape = await fit(candidates, room)
-    if shape is not None and _pins(pinned, candidates, shape):
+    fitted = await fit(candidates, room)
+    if fitted is not None and _pins(pinned, candidates, fitted):
         # The task is not shown as an entry of its own: pin it, in room the entries give up.
         room -= weigh(pinned.task_lines)
-        shape = await fit(candidates, room)
+        fitted = await fit(candidates, room)
     for _ in range(_TRIES):
-        if shape is None:
+        if fitted is None:
             break
-        text = await _assemble(request, candidates, shape, budget, pinned)
+        text = await _assemble(request, candidates, fitted, budget, pinned)
         excess = estimate_tokens(text) - budget
         if excess <= 0:
             return text
         room -= excess + 1  # merged runs came out larger than their parts: show less
-        shape = await fit(candidates, room)
+        fitted = await fit(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
 
 
@@ -113,13 +114,13 @@ async def _gap_room(request: Request) -> float:
     return weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0.0
 
 
-def _pins(pinned: Pinned, candidates: Candidates, shape: Fit) -> bool:
+def _pins(pinned: Pinned, candidates: Candidates, fitted: Fit) -> bool:
     """Whether the task is not shown as an entry of its own (left out, or in a group line)."""
     if pinned.task is None or not candidates.count:
         return False
-    if shape.head and pinned.task.position <= candidates.position(shape.head - 1):
+    if fitted.head and pinned.task.position <= candidates.position(fitted.head - 1):
         return False  # a one-line card of the head
-    top = shape.first + shape.count("group")
+    top = fitted.first + fitted.count("group")
     return top >= candidates.count or pinned.task.position < candidates.position(top)
 
 
@@ -168,24 +169,25 @@ def _frame_lines(request: Request, selection: Selection, budget: int) -> list[st
 
 
 async def _assemble(
-    request: Request, candidates: Candidates, shape: Fit, budget: int, pinned: Pinned
+    request: Request, candidates: Candidates, fitted: Fit, budget: int, pinned: Pinned
 ) -> str:
     """The budgeted view of the fitted candidates, with every option the caller asked for."""
-    grouped = shape.count("group")
-    top = shape.first + grouped  # the first candidate shown as an entry of its own
-    head, placed = await _head_lines(request, candidates, shape.head)
-    groups = await _group_lines(request, candidates, shape.first, top, shape.per_group)
-    entries, trailing, counts = await _entries(request, candidates, shape, top)
-    left_out = candidates.positions(shape.head, shape.first)
+    grouped = fitted.count("group")
+    top = fitted.first + grouped  # the first candidate shown as an entry of its own
+    head, placed = await _head_lines(request, candidates, fitted.head)
+    groups = await _group_lines(request, candidates, fitted.first, top, fitted.per_group)
+    entries, trailing, counts = await _entries(request, candidates, fitted, top)
+    left_out = candidates.positions(fitted.head, fitted.first)
     figures = (
-        shape.count("whole"),
-        shape.count("card"),
-        shape.count("line") + shape.head,
+        fitted.count("whole"),
+        fitted.count("card"),
+        fitted.count("line") + fitted.head,
         grouped,
     )
     note = _note(request, budget, figures, left_out, [])
     shown = [
-        candidates.position(i) for i in (*range(shape.head), *range(shape.first, candidates.count))
+        candidates.position(i)
+        for i in (*range(fitted.head), *range(fitted.first, candidates.count))
     ]
     scope = candidates.selection.scope
     footer = footer_line(
@@ -202,14 +204,14 @@ async def _assemble(
     left_behind = [
         layer
         for layer in request.frame.layers
-        if shape.first + grouped and layer.start_ord < first_ord and layer not in placed
+        if fitted.first + grouped and layer.start_ord < first_ord and layer not in placed
     ]
     lines = request.header()
-    if _pins(pinned, candidates, shape):
+    if _pins(pinned, candidates, fitted):
         lines.extend(pinned.task_lines)
     lines.extend(focus_heading(layer) for layer in left_behind)
     lines.extend(head)
-    if shape.first > shape.head:
+    if fitted.first > fitted.head:
         lines.append(_MARKER)
     return "\n".join([*lines, *groups, *entries, *trailing, footer])
 
@@ -239,7 +241,7 @@ async def _head_lines(
             if layer not in placed and layer.start_ord <= shown.message.ord_last:
                 placed.append(layer)
                 lines.append(focus_heading(layer))
-        entry = Entry(label(shown.message, shown.position, request.mode), shown.message)
+        entry = Entry(label(shown.message, shown.position, request.numbering), shown.message)
         lines.extend(candidates.lines(entry, index, "line"))
     return lines, placed
 
@@ -265,14 +267,14 @@ async def _group_lines(
 
 
 async def _entries(
-    request: Request, candidates: Candidates, shape: Fit, top: int
+    request: Request, candidates: Candidates, fitted: Fit, top: int
 ) -> tuple[list[str], list[str], tuple[int, int]]:
     """The lines of the candidates shown one by one (from `top` on), decorated as the options
     ask; the lines after them; and how many entries they are, before and after merging."""
-    options, session, mode = request.options, request.session, request.mode
+    options, session, numbering = request.options, request.session, request.numbering
     indexes = range(top, candidates.count)
     shown = [await candidates.shown(i) for i in indexes]
-    tiers: list[str] = list(shape.tiers[top - shape.first :])
+    tiers: list[str] = list(fitted.tiers[top - fitted.first :])
     thinking = [
         t
         for i, tier in zip(indexes, tiers, strict=True)
@@ -282,7 +284,7 @@ async def _entries(
     starts = top == 0 and candidates.selection.starts_thread
     if options.show_thinking and starts and not options.roles:
         thinking = [*await request.reader.thinking(session.id, 0, 0), *thinking]
-    labels = [label(s.message, s.position, mode) for s in shown]
+    labels = [label(s.message, s.position, numbering) for s in shown]
     built, before = attach(shown, labels, thinking, request.frame.checkpoints, starts)
     if shown and request.shows_gaps():
         first = shown[0].message.ord
@@ -298,7 +300,7 @@ async def _entries(
     built, trailing = focus_headings(built, in_view, ends)
     count = len(built)
     if options.merge_runs:
-        built, tiers = merge_runs(built, [s.position for s in shown], mode, tiers)
+        built, tiers = merge_runs(built, [s.position for s in shown], numbering, tiers)
     if options.show_times:
         built = stamp(built)
     index_of = {s.message.ord: i for i, s in zip(indexes, shown, strict=True)}
@@ -334,5 +336,5 @@ def _note(
     args = [f"from={positions[0]}", f"to={positions[-1]}"]
     if options.roles:
         args.append("roles=[" + ", ".join(f'"{r}"' for r in options.roles) + "]")
-    prefix = _POSITIONS if request.mode == "absolute" else ""
+    prefix = _POSITIONS if request.numbering == "absolute" else ""
     return f"{text}: frs_view_thread({prefix}{', '.join(args)})"

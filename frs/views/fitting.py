@@ -10,7 +10,7 @@ appends change nothing above the newest entries, the rare one that moves a start
 view only from there on, and none changes the head: a prompt cache over the view keeps hitting.
 
 `fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
-this module knows nothing of rendering; `frs.candidates` is the sizer a view uses.
+this module knows nothing of rendering; `frs.views.candidates` is the sizer a view uses.
 """
 
 from __future__ import annotations

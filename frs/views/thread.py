@@ -2,16 +2,19 @@
 
 `render_thread` is the one way a view is made. Without a budget, the selection is shown as it
 is; the whole thread always has one (the server's cap), and a thread that fits it is still
-shown as it is. Everything else goes through `frs.budgets`.
+shown as it is. Everything else goes through `frs.views.budgets`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frs.budgets import budgeted, fits_whole
-from frs.candidates import Candidates
-from frs.layout import (
+from frs.model import Limits, Session
+from frs.ports import ThreadReader
+from frs.text import estimate_tokens
+from frs.views.budgets import budgeted, fits_whole
+from frs.views.candidates import Candidates
+from frs.views.layout import (
     Shown,
     attach,
     focus_headings,
@@ -21,13 +24,9 @@ from frs.layout import (
     restored_gaps,
     stamp,
 )
-from frs.model import Limits, Session
-from frs.ports import ThreadReader
-from frs.render import render_view
-from frs.selection import Frame, Request, Selection, ViewOptions, load, load_frame, select
-from frs.text import estimate_tokens
-
-__all__ = ["Frame", "ViewOptions", "load_frame", "render_thread"]
+from frs.views.options import ViewOptions
+from frs.views.render import render_view
+from frs.views.selection import Frame, Request, Selection, load, load_frame, select
 
 #: A selection of at most this many entries is rendered whole first, and fitted only if that
 #: is over its budget; a longer one is fitted from the newest entry back at once.
@@ -65,7 +64,8 @@ async def render_thread(
 
 async def plain(request: Request, selection: Selection, shown: list[Shown]) -> str:
     """The view of `shown` with every option applied and nothing shrunk."""
-    reader, session, options, mode = request.reader, request.session, request.options, request.mode
+    reader, session, options = request.reader, request.session, request.options
+    numbering = request.numbering
     thinking = []
     if options.show_thinking and shown:
         lo, hi = shown[0].message.ord, shown[-1].message.ord_last
@@ -73,7 +73,7 @@ async def plain(request: Request, selection: Selection, shown: list[Shown]) -> s
     starts = not options.roles and (not shown or shown[0].position == 1)
     if options.show_thinking and starts:
         thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
-    labels = [label(s.message, s.position, mode) for s in shown]
+    labels = [label(s.message, s.position, numbering) for s in shown]
     marks = request.frame.checkpoints
     built, before = attach(shown, labels, thinking, marks, selection.scope is None or starts)
     empty = ["(no messages yet: record them with frs_record)"] if session.live_count == 0 else []
@@ -86,7 +86,7 @@ async def plain(request: Request, selection: Selection, shown: list[Shown]) -> s
     count = len(built)
     if options.merge_runs:
         positions = [s.position for s in shown]
-        built, _ = merge_runs(built, positions, mode, ["whole"] * count)
+        built, _ = merge_runs(built, positions, numbering, ["whole"] * count)
     if options.show_times:
         built = stamp(built)
     positions = [s.position for s in shown]
@@ -98,5 +98,5 @@ async def plain(request: Request, selection: Selection, shown: list[Shown]) -> s
         [*request.leading, *empty, *before],
         built,
         "\n".join([*trailing, footer]),
-        request.preview,
+        request.preview_chars,
     )

@@ -12,7 +12,8 @@ from frs.annotations import annotate_call
 from frs.escaping import escape
 from frs.model import Checkpoint, Message, PlanStep, ToolCall
 from frs.originals import render_original, render_originals
-from frs.render import (
+from frs.text import estimate_tokens
+from frs.views.render import (
     Entry,
     card,
     checkpoint_line,
@@ -22,7 +23,6 @@ from frs.render import (
     render_entry,
     render_view,
 )
-from frs.text import estimate_tokens
 
 NOW = "2025-01-01T00:00:00Z"
 SHA = "7c1e09aa" + "0" * 56

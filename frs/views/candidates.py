@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frs.fitting import Tier
-from frs.layout import Shown, label
 from frs.model import Message
-from frs.render import REPLY_INDENT, Entry, checkpoint_line, group_line, one_line, render_entry
-from frs.selection import Request, Selection
 from frs.text import token_weight
+from frs.views.fitting import Tier
+from frs.views.layout import Shown, label
+from frs.views.render import (
+    REPLY_INDENT,
+    Entry,
+    checkpoint_line,
+    group_line,
+    one_line,
+    render_entry,
+)
+from frs.views.selection import Request, Selection
 
 #: A card's preview in budgeted views, shorter than the server's preview cap.
 CARD_CHARS = 300
@@ -106,8 +113,8 @@ class Candidates:
             m for m in request.frame.checkpoints if message.ord <= m.after_ord <= message.ord_last
         )
         thoughts = tuple(self.thoughts(index)) if tier == "whole" else ()
-        entry = Entry(label(message, shown.position, request.mode), message, thoughts, marks)
-        return tier_lines(entry, tier, request.preview)
+        entry = Entry(label(message, shown.position, request.numbering), message, thoughts, marks)
+        return tier_lines(entry, tier, request.preview_chars)
 
     async def group_size(self, lo: int, hi: int) -> float:
         return weigh([await self.group(lo, hi)])
@@ -117,7 +124,7 @@ class Candidates:
         key = (lo, hi)
         if key not in self._groups:
             members = [(await self.shown(index)).message for index in range(lo, hi + 1)]
-            if self.request.mode == "position":
+            if self.request.numbering == "position":
                 first, last = self.position(lo), self.position(hi)
             else:
                 first, last = members[0].ord, members[-1].ord_last
@@ -130,19 +137,19 @@ class Candidates:
         run), which sizing left out or reserved."""
         plain = not (entry.headings or entry.stamp or entry.reply or entry.members)
         sized = self._lines.get((index, tier)) if plain else None
-        return sized if sized is not None else tier_lines(entry, tier, self.request.preview)
+        return sized if sized is not None else tier_lines(entry, tier, self.request.preview_chars)
 
 
-def tier_lines(entry: Entry, tier: Tier, preview: int) -> list[str]:
+def tier_lines(entry: Entry, tier: Tier, preview_chars: int) -> list[str]:
     if tier == "line":
         line = one_line(entry, LINE_CHARS)
         if entry.reply:
             line = REPLY_INDENT + line
         shrunk = [*entry.headings, line, *(checkpoint_line(m) for m in entry.checkpoints)]
         # A message as short as its one-line card ("yes", "ok") is shown as it is.
-        whole = render_entry(entry, min(preview, CARD_CHARS))
+        whole = render_entry(entry, min(preview_chars, CARD_CHARS))
         return whole if weigh(whole) <= weigh(shrunk) else shrunk
-    return render_entry(entry, preview if tier == "whole" else min(preview, CARD_CHARS))
+    return render_entry(entry, preview_chars if tier == "whole" else min(preview_chars, CARD_CHARS))
 
 
 def weigh(lines: Sequence[str]) -> float:
