@@ -21,7 +21,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Protocol, cast
 
 import anyio
 import anyio.abc
@@ -29,6 +29,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ServerEvent
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+
+from server.internals import connection_of
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +132,9 @@ class Subscribers:
 
 
 def _connection(session: ServerSession) -> _Told:
-    """The connection a per-request session proxy writes to: what a subscription belongs to.
-    The SDK builds a proxy per request (which holds its connection, so it must not be kept);
-    mcp 2.3 keeps the connection in `_connection`."""
-    found: _Told = getattr(session, "_connection", session)
-    return found
+    """The connection a per-request session proxy writes to (`server.internals.connection_of`):
+    the proxy must not be kept, it holds the connection."""
+    return cast(_Told, connection_of(session))
 
 
 class TenantEvents:
