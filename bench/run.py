@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
-cache, peers, web, postgres, hostile, gateway, gateway-replay.
+cache, peers, web, postgres, hostile, caps, gateway, gateway-replay.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -23,6 +23,7 @@ import anyio
 
 from bench import (
     cache,
+    caps,
     gateway,
     gateway_replay,
     hostile,
@@ -56,6 +57,7 @@ SECTIONS = (
     "web",
     "postgres",
     "hostile",
+    "caps",
     "gateway",
     "gateway-replay",
 )
@@ -180,6 +182,9 @@ async def measure(
         t = time.perf_counter()
         clients, calls = settings["hostile"]
         stamp("hostile", await hostile.run(folder, clients, calls, log), t)
+    if "caps" in sections:
+        t = time.perf_counter()
+        stamp("caps", await caps.run(folder, log), t)
     if "gateway" in sections:
         t = time.perf_counter()
         stamp("gateway", await gateway.run(settings["gateway_calls"], log), t)

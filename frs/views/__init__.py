@@ -5,8 +5,8 @@ below it:
 
     thread.py      `render_thread`: the selection shown whole, or handed to the budget
     budgets.py     the budgeted view: the frame sized, the pinned task, assembly, the last line
-    fitting.py     the tier each candidate gets: arithmetic on sizes, no text (`fit`)
     candidates.py  a budgeted view's entries, read from the newest back, sized per tier
+    fitting.py     the tier each candidate gets: arithmetic on sizes, no text (`fit`)
     selection.py   the entries the options select, the call (`Request`), its `Frame`
     options.py     `ViewOptions`, the one options type, and `check_view_options`
     layout.py      what surrounds the entries: labels, thinking, marks, headings, runs, footer

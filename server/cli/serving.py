@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from server.http.shares import listen_share
 from server.http.sockets import guarded_protocol
 from server.http.transports import HttpOptions, build_app
 from server.internals import Uvicorn
@@ -78,7 +79,10 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     then the database closes."""
     port = int(sock.getsockname()[1])
     deps: Deps
-    async with open_deps(settings) as deps:
+    cap = options.sockets.max_connections
+    listens = listen_share(cap, options.tenant_count)
+    source = f"half your tenant's share of --max-connections {cap}"
+    async with open_deps(settings, listens, source, options.tenant_count) as deps:
         mcp = build_server(settings, shared=deps)
         config = uvicorn.Config(
             build_app(mcp, options, port, viewer_of(deps.service.store)),

@@ -110,8 +110,8 @@ async def listen(
         raise MCPError(
             INTERNAL_ERROR,
             f"Too many open listen streams: your tenant has the most it may have open at once "
-            f"({events.max_streams}). Close one you no longer read (or follow several resources "
-            "in one listen), then listen again.",
+            f"({events.max_streams}{events.source and ', ' + events.source}). Close one you no "
+            "longer read (or follow several resources in one listen), then listen again.",
         ) from None
 
 
