@@ -240,7 +240,8 @@ class MergingListen:
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         if len(self._streams) >= self._max_subscriptions:
-            raise MCPError(INTERNAL_ERROR, "Subscription limit reached")  # `server.mcp.live` rewords it
+            # `server.mcp.live` rewords it.
+            raise MCPError(INTERNAL_ERROR, "Subscription limit reached")
         honored = _honored(params.notifications)
         uris = frozenset(honored.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
