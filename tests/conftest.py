@@ -11,16 +11,8 @@ from mcp import Client
 
 from server import Settings, build_server
 from tests.pg import Cluster, start_cluster
-from tests.schedule import heaviest_first
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The heaviest test files first (tests/schedule.py): with `make test`'s two workers the
-    long files start early and the short ones fill in at the end."""
-    heaviest_first(items)
 
 
 @pytest.fixture
