@@ -36,8 +36,8 @@ from bench.samples import samples
 from bench.simplex import minimize
 from bench.tokenizer import verified
 from frs import ReasoningService, SessionId, ViewOptions
-from frs.render import Entry, one_line
 from frs.text import CLASSES, TOKEN_UNIT, class_pairs, estimate_tokens, message_body
+from frs.views.render import Entry, one_line
 from storage import SqliteStore, open_database
 
 CORPUS = REPO / "tests" / "data" / "corpus"

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from frs.model import Message
-from frs.render import summary_prefix
+from frs.views.render import summary_prefix
 
 # True also when the result was recorded later (after a user turn, say): it then follows as
 # text, since the providers want every result right after its call.

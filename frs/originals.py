@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from frs.escaping import escape, escape_field
 from frs.model import Message
-from frs.render import INDENT, ROLE_LABEL, summary_prefix
+from frs.views.render import INDENT, ROLE_LABEL, summary_prefix
 
 
 def render_originals(messages: Sequence[Message]) -> str:

@@ -13,11 +13,11 @@ from frs.errors import AliasNotFound, InvalidRequest
 from frs.model import Message, Session, SessionId
 from frs.originals import render_parts
 from frs.ports import ThreadReader
-from frs.render import plural
 from frs.sessions import existing, find
 from frs.sources import current_text
 from frs.squashes import find_squash
 from frs.text import message_body
+from frs.views.render import plural
 
 
 async def get_alias(

@@ -16,7 +16,7 @@ from frs.errors import InvalidRequest
 from frs.model import Checkpoint, PlanStep, Session, SessionId
 from frs.mutation import mutation
 from frs.recording import last_ord
-from frs.render import plural
+from frs.views.render import plural
 
 
 @dataclass(frozen=True, slots=True)

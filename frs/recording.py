@@ -19,9 +19,9 @@ from frs.model import Limits, Message, NewMessage, Session, SessionId
 from frs.mutation import mutation
 from frs.pairing import Pairing, call_ids
 from frs.ports import ThreadReader
-from frs.render import plural
 from frs.sessions import find as find_session
 from frs.text import estimate_tokens, message_body, sha256_hex
+from frs.views.render import plural
 
 #: `progress(done, total)`: called as long work advances; it must return at once.
 Progress = Callable[[int, int], None]

@@ -1,7 +1,7 @@
 """The words the model reads in tool results: every reply text, written in one place.
 
 Each function turns a use case's result into the short text a tool returns. Views and errors
-have their own modules (`frs.render`, `frs.errors`); everything else the model sees is here.
+have their own modules (`frs.views.render`, `frs.errors`); everything else the model sees is here.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from frs.model import Session
 from frs.plans import PlanUpdated
 from frs.ranges import span_name
 from frs.recording import Recorded
-from frs.render import plan_line, plural
 from frs.sessions import SessionPage
 from frs.sources import SourceChanged, SourceStates
 from frs.squashes import Restored, Squashed
+from frs.views.render import plan_line, plural
 
 WARNINGS_SHOWN = 20  # a batch of reused ids would otherwise flood the model's context
 

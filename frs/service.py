@@ -23,11 +23,10 @@ from frs.model import Limits, NewMessage, Numbering, PlanStep, Scope, Session, S
 from frs.plans import PlanUpdated
 from frs.ports import FileReader, Store, ThreadReader
 from frs.recording import Progress, Recorded, Removed
-from frs.selection import check_view_options
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
 from frs.sources import SourceChanged, SourceStates
 from frs.squashes import Restored, Squashed
-from frs.views import Frame, ViewOptions, load_frame, render_thread
+from frs.views import Frame, ViewOptions, check_view_options, load_frame, render_thread
 
 _FRAMES_KEPT = 64
 

@@ -21,7 +21,7 @@ from frs.env import Env
 from frs.errors import InvalidRequest, SessionNotFound
 from frs.model import DEFAULT_CLIENT, LANES, Message, Numbering, Session, SessionId, Squash
 from frs.ports import ThreadReader, ThreadTx
-from frs.render import plural
+from frs.views.render import plural
 
 
 @dataclass(frozen=True, slots=True)

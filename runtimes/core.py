@@ -25,7 +25,7 @@ from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, View
 from frs.model import Limits
 from frs.ports import Store
 from frs.raw import Raw
-from frs.render import summary_prefix
+from frs.views.render import summary_prefix
 from storage import Database, SqliteStore, connect_database
 from storage.postgres import PgStore, connect_postgres, is_postgres
 

@@ -2,8 +2,8 @@
 
 # First: refuses a foreign frs, storage or server before the imports below load them.
 import server.origin  # noqa: F401
-from server.app import build_server
-from server.deps import Deps, open_deps
+from server.mcp.app import build_server
+from server.mcp.deps import Deps, open_deps
 from server.settings import Settings
 
 __all__ = ["Deps", "Settings", "build_server", "open_deps"]

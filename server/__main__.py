@@ -15,29 +15,22 @@ from pydantic import ValidationError
 import server.origin  # noqa: F401
 from frs import StoreError, conversations
 from frs.model import Conversation
-from server import exporter, importer
-from server.app import build_server
-from server.cli import parser
-from server.deps import open_deps
+from server.cli import exporter, importer
+from server.cli.logs import hide_session_ids
+from server.cli.options import parser
+from server.cli.serving import serve_http, serve_stdio
 from server.gateway import command as gateway
-from server.hosts import HostPolicy, unsafe_bind
-from server.http import HttpOptions, bind_socket, listen_failure, serve_http
-from server.logs import hide_session_ids
+from server.http.hosts import HostPolicy, unsafe_bind
+from server.http.listening import bind_socket, listen_failure
+from server.http.sockets import SocketLimits
+from server.http.tenants import TokensFileError, tenants_of
+from server.http.transports import HttpOptions
 from server.settings import DatabaseValueError, Settings, resolve_database
-from server.sockets import SocketLimits
-from server.tenants import TokensFileError, tenants_of
 from server.web import command as web
 from storage import DatabaseRefused
 from storage.postgres import redact
 
 log = logging.getLogger("frs-mcp")
-
-
-async def serve(settings: Settings) -> None:
-    async with open_deps(settings) as deps:
-        mcp = build_server(settings, shared=deps)
-        log.info("serving MCP over stdio on %s", redact(settings.database))
-        await mcp.run_stdio_async()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"frs-mcp: invalid settings: {problems}", file=sys.stderr)
         return 2
     if args.transport == "stdio":
-        return _run(serve, settings)
+        return _run(serve_stdio, settings)
     try:
         http = _http_options(args)
     except TokensFileError as exc:

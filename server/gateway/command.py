@@ -23,17 +23,17 @@ from starlette.types import ASGIApp
 from frs import StoreError
 from frs.model import Scope
 from frs.nudges import DEFAULT_STEP
-from server.deps import open_deps
 from server.gateway.anthropic import WIRE as ANTHROPIC
 from server.gateway.chat import WIRE as OPENAI_CHAT
 from server.gateway.proxy import DEFAULT_ANTHROPIC, DEFAULT_OPENAI, Gateway, Upstreams
 from server.gateway.recorder import Recorder
 from server.gateway.responses import WIRE as OPENAI_RESPONSES
-from server.guards import HostGuard
-from server.hosts import HostPolicy, unsafe_bind
-from server.http import bind_socket
+from server.http.guards import HostGuard
+from server.http.hosts import HostPolicy, unsafe_bind
+from server.http.listening import bind_socket
+from server.http.tenants import TokensFileError, tenants_of
+from server.mcp.deps import open_deps
 from server.settings import Settings, resolve_database
-from server.tenants import TokensFileError, tenants_of
 from storage import DatabaseRefused
 from storage.postgres import redact
 

@@ -23,7 +23,7 @@ import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
 from server.gateway.recorder import Prepared, Recorder, WireFormat
-from server.tenants import tenant_of
+from server.http.tenants import tenant_of
 
 log = logging.getLogger("frs-mcp.gateway")
 

@@ -2,7 +2,7 @@
 
 It reads through `snapshot()` only, one snapshot per page, so a page is one consistent state
 even while a server writes beside it. A caller sees only its tenant's sessions: the tenant
-comes from the bearer token (`server.guards.BearerGuard` sets it) and is the local tenant
+comes from the bearer token (`server.http.guards.BearerGuard` sets it) and is the local tenant
 without one, as on stdio. Every answer carries a Content-Security-Policy that allows this
 server's own stylesheet and script and nothing else: no inline code, nothing remote.
 """
@@ -26,7 +26,7 @@ from starlette.types import Message as AsgiMessage
 from frs.errors import SearchTooSlow, StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
-from server.guards import TENANT_KEY
+from server.http.guards import TENANT_KEY
 from server.web import audit, markdown, pages
 from server.web.html import MOUNTED_AT
 from server.web.thread import PAGE, Opened, load_page, open_squash

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frs.model import Change, Session, Squash
-from frs.render import plural
+from frs.views.render import plural
 from server.web.html import Html, page, tag
 from server.web.pages import session_url, tokens
 

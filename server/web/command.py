@@ -20,12 +20,12 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from frs import StoreError
-from server.guards import BearerGuard, HostGuard
-from server.hosts import HostPolicy, unsafe_bind
-from server.http import bind_socket, listen_failure
+from server.http.guards import BearerGuard, HostGuard
+from server.http.hosts import HostPolicy, unsafe_bind
+from server.http.listening import bind_socket, listen_failure
+from server.http.sockets import SocketLimits, guarded_protocol
+from server.http.tenants import TokensFileError, tenants_of
 from server.settings import resolve_database
-from server.sockets import SocketLimits, guarded_protocol
-from server.tenants import TokensFileError, tenants_of
 from server.web.app import SEARCH_SECONDS, Readable, viewer_of
 from server.web.login import CookieLogin
 from storage import SchemaTooNew
@@ -135,7 +135,7 @@ async def _serve(
             file=sys.stderr,
             flush=True,
         )
-        # The transports' socket limits (`server.sockets`): a cap on open sockets, header, body
+        # The transports' socket limits (`server.http.sockets`): a cap on open sockets, header, body
         # and keep-alive timeouts, so idle or slow sockets cannot use up the process's files,
         # and a write timeout, so pages never read cannot pile up in memory.
         config = uvicorn.Config(

@@ -1,8 +1,8 @@
 """A browser's way through the token: a browser cannot add an `Authorization` header, so a
 viewer started with a token asks for it once and then knows the browser by a session cookie.
 
-`CookieLogin` stands in front of `server.guards.BearerGuard`. `GET /login` shows a form;
-`POST /login` checks the token (`server.tenants.tenant_of`, constant time) and, if it is a
+`CookieLogin` stands in front of `server.http.guards.BearerGuard`. `GET /login` shows a form;
+`POST /login` checks the token (`server.http.tenants.tenant_of`, constant time) and, if it is a
 tenant's, opens a viewer session: a random id, unrelated to the token, kept server-side
 (`ViewerSessions`) with its tenant and its expiry, and sent in a cookie that is HttpOnly (no
 script reads it), SameSite=Strict (no other site's page sends it), `Secure` when the viewer is
@@ -29,8 +29,8 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.guards import TENANT_KEY
-from server.tenants import tenant_of
+from server.http.guards import TENANT_KEY
+from server.http.tenants import tenant_of
 from server.web.app import HEADERS
 from server.web.html import LOGGED_IN, Html, page, tag, void
 

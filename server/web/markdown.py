@@ -11,7 +11,7 @@ import re
 
 from frs.annotations import annotate_call
 from frs.model import Message
-from frs.render import ROLE_LABEL, plural
+from frs.views.render import ROLE_LABEL, plural
 from server.web.pages import tokens
 from server.web.thread import Node, Opened
 

@@ -2,8 +2,8 @@
 
 Every stored string reaches the page through `server.web.html` (escaped); the text a line
 shows (labels, role names, tool annotations, summary headers, checkpoint lines, focus
-headings) comes from the same domain functions as the model's view (`frs.render`,
-`frs.layout`), so the viewer and the model see the same numbering and the same entries.
+headings) comes from the same domain functions as the model's view (`frs.views.render`,
+`frs.views.layout`), so the viewer and the model see the same numbering and the same entries.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from urllib.parse import quote, urlencode
 
 from frs.annotations import annotate_call
 from frs.model import GatewayCall, Limits, Message, PlanStep, Session
-from frs.render import (
+from frs.text import minify_json
+from frs.views.render import (
     ROLE_LABEL,
     Entry,
     card,
@@ -22,7 +23,6 @@ from frs.render import (
     plan_line,
     plural,
 )
-from frs.text import minify_json
 from server.web.html import Html, join, page, tag, text, url, void
 from server.web.thread import CALLS_SHOWN, PAGE, WHOLE_CHARS, Node, Opened, ThreadPage, anchor
 

@@ -1,7 +1,7 @@
 """A page of a thread as the model sees it, with every squash opened to its originals.
 
 The entries, their labels, thinking, checkpoints and focus headings come from the domain
-(`frs.layout`), exactly as a view builds them; only the HTML differs from the text view. A page
+(`frs.views`), exactly as a view builds them; only the HTML differs from the text view. A page
 is the newest `PAGE` entries before a position, read by position through the store's block
 counts, so its cost does not grow with the thread. A squash opens to at most `MEMBERS_SHOWN`
 originals, nested squashes `NESTING` deep; its own page shows the rest. A page opens squashes
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frs.layout import Shown, attach, focus_headings, label
 from frs.model import GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
-from frs.render import Entry
-from frs.selection import Frame, load_frame
+from frs.views.layout import Shown, attach, focus_headings, label
+from frs.views.render import Entry
+from frs.views.selection import Frame, load_frame
 
 PAGE = 200
 CALLS_SHOWN = 50  # the newest requests the gateway forwarded for the session

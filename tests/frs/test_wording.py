@@ -7,7 +7,7 @@ from pathlib import Path
 
 from frs import NewMessage, PlanStep, ViewOptions
 from frs.replies import layer_closed, plan_updated
-from server.importer import run_import
+from server.cli.importer import run_import
 from server.settings import Settings
 from tests.frs.conftest import assistant, entry_lines, open_service, tool, user
 

@@ -26,7 +26,7 @@ from server.gateway import chat, responses
 from server.gateway.anthropic import problems
 from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
-from server.http import bind_socket
+from server.http.listening import bind_socket
 from server.settings import Settings
 
 

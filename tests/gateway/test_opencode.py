@@ -22,8 +22,8 @@ import pytest
 from frs import ReasoningService
 from frs.host_threads import find_thread
 from frs.model import Scope
-from server.deps import open_deps
 from server.gateway.chat import problems
+from server.mcp.deps import open_deps
 from server.settings import Settings
 from tests.gateway.test_claude_code import gateway_to
 from tests.hosts import pinned

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.app import INSTRUCTIONS
+from server.mcp.app import INSTRUCTIONS
 from tests.hosts import gemini_cli
 from tests.hosts.gemini_cli import GeminiCli, call, name
 from tests.hosts.listed import server_tools

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from server.app import INSTRUCTIONS
+from server.mcp.app import INSTRUCTIONS
 from tests.hosts import opencode
 from tests.hosts.listed import server_tools
 from tests.hosts.model import ModelServer, Script, Turn

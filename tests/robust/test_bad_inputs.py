@@ -30,7 +30,7 @@ from mcp import Client
 from mcp.types import Implementation
 
 from server import Settings, build_server
-from server.cli import parser
+from server.cli.options import parser
 from storage import MIGRATIONS
 from tests.robust import wire as wire_module
 from tests.robust.audit import Acknowledged, check_acknowledged, check_database, snapshot

@@ -27,7 +27,7 @@ from mcp import Client
 from frs import NewMessage, ReasoningService, Role
 from frs.text import estimate_tokens
 from server import Settings, build_server
-from server.deps import open_deps
+from server.mcp.deps import open_deps
 from storage import Database, SqliteStore, open_database
 from tests.calls import call_text, refused, text_of
 from tests.conftest import Connect

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.cli import parser
-from server.exporter import pieces
+from server.cli.exporter import pieces
+from server.cli.options import parser
 from tests.command import Run, frs_mcp
 
 IMPORTED = re.compile(r" into session (?P<session>[0-9a-f]+) ")

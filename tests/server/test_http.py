@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from server.__main__ import main
-from server.hosts import HostPolicy, parse_allowed_host
+from server.http.hosts import HostPolicy, parse_allowed_host
 from tests.clients.frs_process import FRS_MCP, TOKEN, FrsProcess, frs_http, server_env
 from tests.conftest import Connect
 

@@ -33,9 +33,10 @@ from mcp.types import (
 )
 
 from frs.model import LOCAL_TENANT
-from server import Settings, build_server, events
-from server.deps import Deps, open_deps
-from server.events import TenantEvents
+from server import Settings, build_server
+from server.mcp import events
+from server.mcp.deps import Deps, open_deps
+from server.mcp.events import TenantEvents
 
 pytestmark = pytest.mark.anyio
 

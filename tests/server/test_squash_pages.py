@@ -15,7 +15,7 @@ from mcp import Client
 
 from frs.originals import render_originals
 from server import Settings, build_server
-from server.deps import open_deps
+from server.mcp.deps import open_deps
 from storage import Database, SqliteStore, open_database
 from tests.calls import call, text_of
 from tests.conftest import Connect

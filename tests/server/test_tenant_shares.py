@@ -1,6 +1,6 @@
 """One tenant cannot lock the others out (issue 23): each holds at most its share of the open
 requests (streams of every kind included), of the Streamable HTTP sessions and of the SSE
-streams (`server.shares`), and `/health` answers while a tenant holds all of its share.
+streams (`server.http.shares`), and `/health` answers while a tenant holds all of its share.
 
 A real `frs-mcp --tokens FILE` process on 127.0.0.1 with small caps, so that the attack takes a
 few sockets: alice does what the attacker did, bob and a probe come after her.

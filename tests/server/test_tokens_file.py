@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.tenants import MAX_FILE_BYTES, TokensFileError, read_tokens
+from server.http.tenants import MAX_FILE_BYTES, TokensFileError, read_tokens
 from tests.command import frs_mcp
 
 ALICE = "alice-secret-0123456789"
@@ -61,7 +61,7 @@ def test_a_fifo_or_a_device_is_refused_without_reading_it(tmp_path: Path, kind: 
         os.mkfifo(path, 0o600)
     else:
         path = Path("/dev/zero")
-    code = "from server.tenants import read_tokens; read_tokens(__import__('sys').argv[1])"
+    code = "from server.http.tenants import read_tokens; read_tokens(__import__('sys').argv[1])"
     done = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
     )

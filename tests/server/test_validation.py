@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp.types import TextContent
 
-from server.errors import friendly_validation
+from server.mcp.errors import friendly_validation
 from tests.conftest import Connect
 
 CASES: list[tuple[str, dict[str, Any], list[str]]] = [

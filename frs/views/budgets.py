@@ -1,0 +1,340 @@
+"""Fitting a view into a token budget: the budgeted view, its pinned task and its last line.
+
+`budgeted` sizes what every view has besides its entries (header, marker, footer at their
+widest), lets `frs.views.fitting` share the rest out among the candidates, assembles the text, and
+measures it; merged runs can come out larger than their parts, so it shrinks and tries
+again. Every figure that changes with an append (the budget note, the positions left out, the
+counts) is on the last line, so an append leaves the top of the view as it was.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frs.errors import InvalidRequest
+from frs.model import FocusLayer
+from frs.text import estimate_tokens
+from frs.views.candidates import Candidates, tier_lines, weigh
+from frs.views.fitting import Fit, fit
+from frs.views.layout import (
+    Shown,
+    attach,
+    focus_heading,
+    focus_headings,
+    footer_line,
+    gap_line,
+    label,
+    merge_runs,
+    restored_gaps,
+    spans,
+    stamp,
+)
+from frs.views.render import Entry, checkpoint_line, plural
+from frs.views.selection import Request, Selection
+
+_LEAST_ENTRY_TOKENS = 5
+_TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
+_MARKER = "… entries left out here (the last line says which)"
+_PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget
+_POSITIONS = 'numbering="position", '
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """What a budgeted view of the thread keeps above the left-out entries: the task (the
+    first user message) and the goals of open focus layers whose first entry is left out."""
+
+    task: Shown | None
+    task_lines: list[str]
+
+
+async def _task(request: Request, budget: int) -> Pinned:
+    reader, session = request.reader, request.session
+    first = await reader.entries_between(session.id, 0, session.next_number, ("user",), limit=1)
+    found = first[0] if first else None
+    if found is None:
+        return Pinned(None, [])
+    (position,) = await reader.positions_of(session.id, [found.ord])
+    task = Shown(position, found)
+    entry = Entry(label(found, position, request.numbering), found)
+    lines = tier_lines(entry, "card", request.preview_chars)
+    if weigh(lines) > budget * _PINNED_CARD_SHARE:
+        lines = tier_lines(entry, "line", request.preview_chars)
+    return Pinned(task, lines)
+
+
+async def fits_whole(candidates: Candidates, budget: float) -> bool:
+    """Whether every candidate whole fits `budget` (the entries alone: the caller renders the
+    view and measures it); reads back from the newest only as far as the budget reaches, so a
+    long thread far over it costs what its last entries cost."""
+    # An entry whole is at least its label, role and newline, some 6 estimated tokens: a
+    # selection of more entries than that leaves room for cannot fit, and is not read.
+    if candidates.count * _LEAST_ENTRY_TOKENS > budget:
+        return False
+    used = 0.0
+    for index in range(candidates.count - 1, -1, -1):
+        used += await candidates.size(index, "whole")
+        if used > budget:
+            return False
+    return True
+
+
+async def budgeted(request: Request, candidates: Candidates, budget: int, pin: bool) -> str:
+    """The candidates fitted into `budget` estimated tokens (see the module's docstring)."""
+    selection = candidates.selection
+    pinned = await _task(request, budget) if pin else Pinned(None, [])
+    gaps = await _gap_room(request)
+    fixed = weigh(_frame_lines(request, selection, budget)) + gaps
+    room = budget - fixed
+    fitted = await fit(candidates, room)
+    if fitted is not None and _pins(pinned, candidates, fitted):
+        # The task is not shown as an entry of its own: pin it, in room the entries give up.
+        room -= weigh(pinned.task_lines)
+        fitted = await fit(candidates, room)
+    for _ in range(_TRIES):
+        if fitted is None:
+            break
+        text = await _assemble(request, candidates, fitted, budget, pinned)
+        excess = estimate_tokens(text) - budget
+        if excess <= 0:
+            return text
+        room -= excess + 1  # merged runs came out larger than their parts: show less
+        fitted = await fit(candidates, room)
+    raise await _too_small(request, candidates, pinned, budget, gaps)
+
+
+async def _gap_room(request: Request) -> float:
+    """Room for the line of every restored summary numbered inside the selection (few, and
+    fixed once restored, so what the entries get moves no boundary between appends)."""
+    options = request.options
+    hi = request.session.next_number - 1 if options.end is None else options.end
+    gaps = await request.restored(options.start or 1, hi)
+    return weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0.0
+
+
+def _pins(pinned: Pinned, candidates: Candidates, fitted: Fit) -> bool:
+    """Whether the task is not shown as an entry of its own (left out, or in a group line)."""
+    if pinned.task is None or not candidates.count:
+        return False
+    if fitted.head and pinned.task.position <= candidates.position(fitted.head - 1):
+        return False  # a one-line card of the head
+    top = fitted.first + fitted.count("group")
+    return top >= candidates.count or pinned.task.position < candidates.position(top)
+
+
+async def _too_small(
+    request: Request, candidates: Candidates, pinned: Pinned, budget: int, gaps: float
+) -> InvalidRequest:
+    # The frame holds the budget's own digits: size it at the minimum it names.
+    needed = 0.0 if not candidates.count else await candidates.size(candidates.count - 1, "line")
+    minimum = budget
+    for _ in range(3):
+        fixed = weigh(_frame_lines(request, candidates.selection, minimum)) + gaps
+        minimum = math.ceil(fixed + (weigh(pinned.task_lines) if needed else 0) + needed) + 1
+    if not candidates.count:
+        return InvalidRequest(
+            f"budget_tokens={budget} is below what this view's header and footer need "
+            f"(~{minimum} estimated tokens); use at least {minimum}."
+        )
+    return InvalidRequest(
+        f"budget_tokens={budget} is below what the view's header and footer and its newest "
+        f"entry as a one-line card need (~{minimum} estimated tokens); use at least {minimum}."
+    )
+
+
+def _frame_lines(request: Request, selection: Selection, budget: int) -> list[str]:
+    """Every line a budgeted view may add besides its entries, at its widest: the header, the
+    marker, every open layer's goal, and the footer with the largest figures it can hold."""
+    session, count = request.session, selection.count
+    top = session.live_count
+    # The note at its widest: a whole view is never all four tiers of every candidate, but the
+    # figures can each reach the count's width; a gap makes `spans` write its longest form.
+    gappy = [max(top - 5, 1), top - 3, top - 2, top - 1, top] if selection.shown else [1, top]
+    widest = _note(request, budget, (count, count, count, count), [], gappy)
+    scope = selection.scope
+    footer = footer_line(
+        session,
+        count,
+        [top - 1, top],
+        scope,
+        request.options.roles,
+        count,
+        widest,
+        scope is not None,
+    )
+    headings = [focus_heading(layer) for layer in request.frame.layers]
+    return [*request.header(), _MARKER, *headings, footer]
+
+
+async def _assemble(
+    request: Request, candidates: Candidates, fitted: Fit, budget: int, pinned: Pinned
+) -> str:
+    """The budgeted view of the fitted candidates, with every option the caller asked for."""
+    grouped = fitted.count("group")
+    top = fitted.first + grouped  # the first candidate shown as an entry of its own
+    head, placed = await _head_lines(request, candidates, fitted.head)
+    groups = await _group_lines(request, candidates, fitted.first, top, fitted.per_group)
+    entries, trailing, counts = await _entries(request, candidates, fitted, top)
+    left_out = candidates.positions(fitted.head, fitted.first)
+    figures = (
+        fitted.count("whole"),
+        fitted.count("card"),
+        fitted.count("line") + fitted.head,
+        grouped,
+    )
+    note = _note(request, budget, figures, left_out, [])
+    shown = [
+        candidates.position(i)
+        for i in (*range(fitted.head), *range(fitted.first, candidates.count))
+    ]
+    scope = candidates.selection.scope
+    footer = footer_line(
+        request.session,
+        len(shown),
+        shown,
+        scope,
+        request.options.roles,
+        len(shown) - counts[0] + counts[1],  # merged runs show fewer entries than they hold
+        note,
+        scope is None,
+    )
+    first_ord = (await candidates.shown(top)).message.ord if top < candidates.count else 10**18
+    left_behind = [
+        layer
+        for layer in request.frame.layers
+        if fitted.first + grouped and layer.start_ord < first_ord and layer not in placed
+    ]
+    lines = request.header()
+    if _pins(pinned, candidates, fitted):
+        lines.extend(pinned.task_lines)
+    lines.extend(focus_heading(layer) for layer in left_behind)
+    lines.extend(head)
+    if fitted.first > fitted.head:
+        lines.append(_MARKER)
+    return "\n".join([*lines, *groups, *entries, *trailing, footer])
+
+
+async def _head_lines(
+    request: Request, candidates: Candidates, head: int
+) -> tuple[list[str], list[FocusLayer]]:
+    """The oldest candidates as one-line cards, as the line region showed them, each open
+    layer's goal above its first; and the layers whose goal they placed."""
+    lines: list[str] = []
+    placed: list[FocusLayer] = []
+    gaps: list[tuple[int, int]] = []
+    reached = 0
+    if head and request.shows_gaps():
+        reached = request.starts_after((await candidates.shown(0)).message.ord)
+        gaps = await request.restored(reached + 1, (await candidates.shown(head - 1)).message.ord)
+    for index in range(head):
+        shown = await candidates.shown(index)
+        await candidates.size(index, "line")  # renders and keeps the lines
+        while gaps and gaps[0][0] < shown.message.ord:
+            number, n = gaps.pop(0)
+            if number > reached:
+                lines.append(gap_line(number, n))
+        if gaps:
+            reached = max(reached, shown.message.ord_last)
+        for layer in request.frame.layers:
+            if layer not in placed and layer.start_ord <= shown.message.ord_last:
+                placed.append(layer)
+                lines.append(focus_heading(layer))
+        entry = Entry(label(shown.message, shown.position, request.numbering), shown.message)
+        lines.extend(candidates.lines(entry, index, "line"))
+    return lines, placed
+
+
+async def _group_lines(
+    request: Request, candidates: Candidates, lo: int, hi: int, size: int
+) -> list[str]:
+    """The group lines of candidates `lo`..`hi - 1`, each with the checkpoints inside."""
+    lines: list[str] = []
+    index = lo
+    while index < hi:
+        end = index
+        block = (candidates.anchor(index) - 1) // size
+        while end + 1 < hi and (candidates.anchor(end + 1) - 1) // size == block:
+            end += 1
+        lines.append(await candidates.group(index, end))
+        first = (await candidates.shown(index)).message.ord
+        last = (await candidates.shown(end)).message.ord_last
+        marks = request.frame.checkpoints
+        lines.extend(checkpoint_line(m) for m in marks if first <= m.after_ord <= last)
+        index = end + 1
+    return lines
+
+
+async def _entries(
+    request: Request, candidates: Candidates, fitted: Fit, top: int
+) -> tuple[list[str], list[str], tuple[int, int]]:
+    """The lines of the candidates shown one by one (from `top` on), decorated as the options
+    ask; the lines after them; and how many entries they are, before and after merging."""
+    options, session, numbering = request.options, request.session, request.numbering
+    indexes = range(top, candidates.count)
+    shown = [await candidates.shown(i) for i in indexes]
+    tiers: list[str] = list(fitted.tiers[top - fitted.first :])
+    thinking = [
+        t
+        for i, tier in zip(indexes, tiers, strict=True)
+        if tier == "whole"
+        for t in candidates.thoughts(i)
+    ]
+    starts = top == 0 and candidates.selection.starts_thread
+    if options.show_thinking and starts and not options.roles:
+        thinking = [*await request.reader.thinking(session.id, 0, 0), *thinking]
+    labels = [label(s.message, s.position, numbering) for s in shown]
+    built, before = attach(shown, labels, thinking, request.frame.checkpoints, starts)
+    if shown and request.shows_gaps():
+        first = shown[0].message.ord
+        if top:
+            after = (await candidates.shown(top - 1)).message.ord_last
+        else:
+            after = request.starts_after(first)
+        gaps = await request.restored(after + 1, shown[-1].message.ord)
+        built = restored_gaps(built, gaps, after)
+    first_ord = shown[0].message.ord if shown else 10**18
+    in_view = [layer for layer in request.frame.layers if layer.start_ord >= first_ord or not top]
+    ends = not shown or shown[-1].position == session.live_count
+    built, trailing = focus_headings(built, in_view, ends)
+    count = len(built)
+    if options.merge_runs:
+        built, tiers = merge_runs(built, [s.position for s in shown], numbering, tiers)
+    if options.show_times:
+        built = stamp(built)
+    index_of = {s.message.ord: i for i, s in zip(indexes, shown, strict=True)}
+    lines = list(before)
+    for entry, tier in zip(built, tiers, strict=True):
+        lines.extend(candidates.lines(entry, index_of[entry.message.ord], tier))  # type: ignore[arg-type]
+    return lines, trailing, (count, len(built))
+
+
+def _note(
+    request: Request,
+    budget: int,
+    counts: tuple[int, int, int, int],
+    left_out: Sequence[int],
+    widest: Sequence[int],
+) -> str:
+    """`Budget ~4,000 tokens: 1 whole, 6 cards, 58 one-line, 96 grouped; 2–103 out:
+    frs_view_thread(from=2, to=103)`: entries by how they are shown, then the positions left
+    out and the call that shows them. Short: at small budgets it is a tenth of the view."""
+    whole, cards, lines, grouped = counts
+    shown = [f"{whole:,} whole"]
+    shown += [plural(cards, "card")] if cards else []
+    shown += [f"{lines:,} one-line"] if lines else []
+    shown += [f"{grouped:,} grouped"] if grouped else []
+    text = f"Budget ~{budget:,} tokens: {', '.join(shown)}"
+    positions = left_out or widest
+    if not positions:
+        return text
+    text += f"; {spans(positions)} out"
+    options = request.options
+    if options.run_id is not None:
+        return text
+    args = [f"from={positions[0]}", f"to={positions[-1]}"]
+    if options.roles:
+        args.append("roles=[" + ", ".join(f'"{r}"' for r in options.roles) + "]")
+    prefix = _POSITIONS if request.numbering == "absolute" else ""
+    return f"{text}: frs_view_thread({prefix}{', '.join(args)})"

@@ -1,0 +1,159 @@
+"""A view's candidate entries as a budgeted view reads them: a chunk at a time, from the
+newest back, each rendered once per tier and sized in estimated tokens.
+
+Sizes are `frs.text.token_weight` sums, additive, so the sum of an entry's lines is what it
+adds to the view; `weigh` is the one place lines become tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from frs.model import Message
+from frs.text import token_weight
+from frs.views.fitting import Tier
+from frs.views.layout import Shown, label
+from frs.views.render import (
+    REPLY_INDENT,
+    Entry,
+    checkpoint_line,
+    group_line,
+    one_line,
+    render_entry,
+)
+from frs.views.selection import Request, Selection
+
+#: A card's preview in budgeted views, shorter than the server's preview cap.
+CARD_CHARS = 300
+#: The first words a one-line card shows.
+LINE_CHARS = 56
+_CHUNK = 64  # entries read at a time as the walk goes back
+_STAMP = " [2025-01-02 10:00]"
+
+
+class Candidates:
+    """A selection's entries, read a chunk at a time as the walk asks for them, each rendered
+    once per tier however often the walk sizes it."""
+
+    def __init__(self, request: Request, selection: Selection) -> None:
+        self.request, self.selection = request, selection
+        self.count = selection.count
+        self._shown: dict[int, Shown] = dict(enumerate(selection.shown or ()))
+        self._thoughts: dict[int, list[Message]] = {}
+        self._read: set[int] = set()  # chunks read (thinking included)
+        self._lines: dict[tuple[int, Tier], list[str]] = {}
+        self._sizes: dict[tuple[int, Tier], float] = {}
+        self._groups: dict[tuple[int, int], str] = {}
+
+    def position(self, index: int) -> int:
+        if self.selection.shown is not None:
+            return self.selection.shown[index].position
+        return self.selection.first + index
+
+    def positions(self, lo: int, hi: int) -> Sequence[int]:
+        """The positions of candidates `lo`..`hi - 1`: a range for a stretch of the thread,
+        which names 100,000 left-out positions without listing them."""
+        if self.selection.shown is None:
+            return range(self.selection.first + lo, self.selection.first + hi)
+        return [s.position for s in self.selection.shown[lo:hi]]
+
+    def anchor(self, index: int) -> int:
+        return self.selection.first + index if self.selection.shown is None else index + 1
+
+    async def shown(self, index: int) -> Shown:
+        chunk = index // _CHUNK if self.selection.shown is None else 0
+        if chunk not in self._read:
+            await self._read_chunk(chunk)
+        return self._shown[index]
+
+    def thoughts(self, index: int) -> list[Message]:
+        return self._thoughts.get(index, [])
+
+    async def _read_chunk(self, chunk: int) -> None:
+        selection = self.selection
+        if selection.shown is None:
+            lo, hi = chunk * _CHUNK, min(self.count, (chunk + 1) * _CHUNK)
+            found = await self.request.reader.entries_at(
+                self.request.session.id, selection.first + lo, hi - lo
+            )
+            for offset, message in enumerate(found):
+                self._shown[lo + offset] = Shown(selection.first + lo + offset, message)
+        else:
+            lo, hi = 0, self.count
+        self._read.add(chunk)
+        if self.request.options.show_thinking and hi > lo:
+            await self._read_thinking(lo, hi)
+
+    async def _read_thinking(self, lo: int, hi: int) -> None:
+        """Each thinking block goes with the newest candidate at or before it."""
+        first, last = self._shown[lo].message, self._shown[hi - 1].message
+        found = await self.request.reader.thinking(
+            self.request.session.id, first.ord, last.ord_last
+        )
+        index = lo
+        for thought in found:
+            while index + 1 < hi and self._shown[index + 1].message.ord <= thought.ord:
+                index += 1
+            self._thoughts.setdefault(index, []).append(thought)
+
+    async def size(self, index: int, tier: Tier) -> float:
+        key = (index, tier)
+        if key not in self._sizes:
+            lines = self._lines[key] = self._render(await self.shown(index), index, tier)
+            size = weigh(lines)
+            if self.request.options.show_times:
+                # Room for a stamp on the first line, or a reply's indent on every line.
+                size += max(token_weight(_STAMP), len(lines) * token_weight(REPLY_INDENT))
+            self._sizes[key] = size
+        return self._sizes[key]
+
+    def _render(self, shown: Shown, index: int, tier: Tier) -> list[str]:
+        request, message = self.request, shown.message
+        marks = tuple(
+            m for m in request.frame.checkpoints if message.ord <= m.after_ord <= message.ord_last
+        )
+        thoughts = tuple(self.thoughts(index)) if tier == "whole" else ()
+        entry = Entry(label(message, shown.position, request.numbering), message, thoughts, marks)
+        return tier_lines(entry, tier, request.preview_chars)
+
+    async def group_size(self, lo: int, hi: int) -> float:
+        return weigh([await self.group(lo, hi)])
+
+    async def group(self, lo: int, hi: int) -> str:
+        """The group line for the candidates at `lo`..`hi`."""
+        key = (lo, hi)
+        if key not in self._groups:
+            members = [(await self.shown(index)).message for index in range(lo, hi + 1)]
+            if self.request.numbering == "position":
+                first, last = self.position(lo), self.position(hi)
+            else:
+                first, last = members[0].ord, members[-1].ord_last
+            span = str(first) if first == last else f"{first}–{last}"
+            self._groups[key] = group_line(span, members)
+        return self._groups[key]
+
+    def lines(self, entry: Entry, index: int, tier: Tier) -> list[str]:
+        """An entry's lines as sized, unless the view added to it (a heading, a stamp, a merged
+        run), which sizing left out or reserved."""
+        plain = not (entry.headings or entry.stamp or entry.reply or entry.members)
+        sized = self._lines.get((index, tier)) if plain else None
+        return sized if sized is not None else tier_lines(entry, tier, self.request.preview_chars)
+
+
+def tier_lines(entry: Entry, tier: Tier, preview_chars: int) -> list[str]:
+    if tier == "line":
+        line = one_line(entry, LINE_CHARS)
+        if entry.reply:
+            line = REPLY_INDENT + line
+        shrunk = [*entry.headings, line, *(checkpoint_line(m) for m in entry.checkpoints)]
+        # A message as short as its one-line card ("yes", "ok") is shown as it is.
+        whole = render_entry(entry, min(preview_chars, CARD_CHARS))
+        return whole if weigh(whole) <= weigh(shrunk) else shrunk
+    return render_entry(entry, preview_chars if tier == "whole" else min(preview_chars, CARD_CHARS))
+
+
+def weigh(lines: Sequence[str]) -> float:
+    """Estimated tokens of lines joined by newlines, counting one newline after each. One call
+    for them all: the estimate of a whole is at most the sum of its parts', so the weights of
+    an entry's lines, summed over entries, never fall short of the view's."""
+    return sum(token_weight(line) for line in lines) + len(lines) * token_weight("\n")

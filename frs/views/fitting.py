@@ -1,0 +1,306 @@
+"""Which tier each entry of a budgeted view gets: the arithmetic, apart from any text.
+
+From the newest entry back, a view over its budget shows the newest entries whole (at most a
+tenth of the room, entry by entry), then entries as cards, then as one-line cards, then group
+lines of `PER_GROUP` entries; once the oldest entry no longer fits as a one-line card, the
+oldest entries keep that form in a fixed share of the room (the head) and the span after them
+is left out. The cards, the one-line cards and the groups start on fixed blocks of positions,
+and a region's start moves only when the region overflows, a whole block at a time. So most
+appends change nothing above the newest entries, the rare one that moves a start changes the
+view only from there on, and none changes the head: a prompt cache over the view keeps hitting.
+
+`fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
+this module knows nothing of rendering; `frs.views.candidates` is the sizer a view uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+Tier = Literal["whole", "card", "line", "group"]
+# Below this room for entries, most of it goes to group lines (see `Shape`).
+_SMALL_ROOM = 2_500
+# Typical estimated tokens of a card, a one-line card (with its facts: 50 on the corpus) and a
+# group line: they size the blocks a region starts on, so that a region's start moves about
+# once per half of what it holds.
+_CARD_TOKENS = 90
+_LINE_TOKENS = 50
+_GROUP_TOKENS = 48
+# The share of the room the oldest entries keep as one-line cards once the thread outgrows it:
+# what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
+# than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
+_HEAD_SHARE = 0.75
+#: Entries a group line stands for: groups start on positions 1, 9, 17, …
+PER_GROUP = 8
+
+
+class Sizer(Protocol):
+    """The candidates of a view (oldest first), read as the walk needs them."""
+
+    count: int
+
+    def position(self, index: int) -> int: ...
+    def anchor(self, index: int) -> int:
+        """Where the entry at `index` sits for blocks and groups: its position in the thread
+        when the candidates are a stretch of it, its 1-based place among them otherwise (a
+        role or run view), so that blocks hold entries the view shows."""
+        ...
+
+    async def size(self, index: int, tier: Tier) -> float:
+        """Estimated tokens the entry at `index` adds to the view in `tier` (not "group")."""
+        ...
+
+    async def group_size(self, lo: int, hi: int) -> float:
+        """Estimated tokens of the group line standing for the entries at `lo`..`hi`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How the room for entries is shared out, newest first: entries whole, cards, one-line
+    cards, group lines; and the blocks of positions each region but the first starts on.
+
+    A small room gives most of itself to group lines: the one-line cards then hold little more
+    than the group being filled, so an append adds a line at the end of the view and a full
+    group folds into one group line just above it, and what lies above stays as it was.
+    """
+
+    whole: float
+    card: float
+    line: float
+    group: float
+    card_block: int
+    line_block: int
+    group_block: int
+    per_group: int  # entries a group line stands for: groups start on positions 1, 1 + this, …
+    newest_card: float  # room the newest entry may take as a card
+    spread: float = 1.0  # what a line block is under what its region holds
+    group_spread: float = 1.0
+
+    @classmethod
+    def for_room(cls, room: float) -> Shape:
+        # Tuned on corpus threads with `python -m bench.cache` (BENCHMARKS.md has the
+        # figures): the median kept prefix after 1 and 10 appends at each budget it tries.
+        if room >= _SMALL_ROOM:
+            shares, spread, group_spread, newest = (0.05, 0.09, 0.78), 1.1, 1.5, 0.16
+        else:
+            # Little room: most of it holds group lines, the one-line cards hold the group
+            # being filled, and the newest entry is a card only when a small one fits.
+            shares, spread, group_spread, newest = (0.03, 0.04, 0.30), 1.0, 1.0, 0.07
+        whole, card, line = (room * share for share in shares)
+        group = room - whole - card - line
+        return cls.of(whole, card, line, group, spread, group_spread, room * newest)
+
+    @classmethod
+    def of(
+        cls,
+        whole: float,
+        card: float,
+        line: float,
+        group: float,
+        spread: float,
+        group_spread: float,
+        newest_card: float,
+    ) -> Shape:
+        """The shape of these rooms, its blocks sized by what each region holds."""
+        per_group = PER_GROUP
+        # A block is what its region holds, divided by a spread: after a move the region still
+        # holds part of its room, and the next move comes only once a block's worth arrived.
+        line_block = _power_of_two(line / _LINE_TOKENS / spread, per_group, 256)
+        groups = group / _GROUP_TOKENS * per_group / group_spread
+        return cls(
+            whole,
+            card,
+            line,
+            group,
+            _power_of_two(card / _CARD_TOKENS, 2, 64),
+            line_block,
+            _power_of_two(groups, line_block, 4096),
+            per_group,
+            newest_card,
+            spread,
+            group_spread,
+        )
+
+
+def _power_of_two(value: float, low: int, high: int) -> int:
+    size = low
+    while size * 2 <= min(value, high):
+        size *= 2
+    return size
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """Which candidates a budgeted view shows and how: `first` is the index of the oldest
+    shown after the left-out span; `tiers` holds one tier per candidate from `first` on, and
+    runs of "group" stand for group lines of the aligned blocks of `per_group` positions they
+    fall in. The `head` oldest candidates, when any, are one-line cards above the span."""
+
+    first: int
+    tiers: tuple[Tier, ...]
+    per_group: int = 8
+    # Candidates 0..head-1 are one-line cards above the left-out span (head..first-1).
+    head: int = 0
+
+    def count(self, tier: Tier) -> int:
+        return self.tiers.count(tier)
+
+
+async def fit(sizer: Sizer, room: float) -> Fit | None:
+    """The tiers of a view whose entries get `room` estimated tokens; None when not even the
+    newest candidate fits as a one-line card.
+
+    Once the oldest entry no longer fits as a one-line card, the oldest entries keep that
+    form in a fixed share of the room (the head), and the span left out is the one after
+    them: the entries shown one by one before the thread outgrew the room are the head's,
+    byte for byte, and what the thread adds later changes the view only below the head."""
+    last = sizer.count - 1
+    if last < 0:
+        return Fit(0, ())
+    shape = Shape.for_room(room)
+    plain = await _walk(sizer, shape)
+    if plain is None or (plain.first == 0 and plain.tiers[0] != "group"):
+        return plain
+    head, used = await _head_lines(sizer, room * _HEAD_SHARE, last)
+    if not head:
+        return plain
+    taken = min(shape.group, used)
+    headed = Shape.of(
+        shape.whole,
+        shape.card,
+        max(0.0, shape.line - used + taken),
+        shape.group - taken,
+        shape.spread,
+        shape.group_spread,
+        shape.newest_card,
+    )
+    walked = await _walk(sizer, headed, head)
+    if walked is None:
+        return plain
+    return replace(walked, head=head)
+
+
+async def _head_lines(sizer: Sizer, room: float, limit: int) -> tuple[int, float]:
+    """How many of the oldest candidates (before `limit`) fit `room` as one-line cards, and
+    what they take."""
+    used = 0.0
+    for index in range(limit):
+        size = await sizer.size(index, "line")
+        if used + size > room:
+            return index, used
+        used += size
+    return limit, used
+
+
+async def _walk(sizer: Sizer, shape: Shape, bottom: int = 0) -> Fit | None:
+    """One walk from the newest candidate back to `bottom` (the first it may show), each
+    region in its room."""
+    last = sizer.count - 1
+    newest = await _newest_tier(sizer, last, shape)
+    if newest is None:
+        return None
+    tier, used = newest
+    tiers: list[Tier] = [tier]
+    # The newest entries whole, entry by entry: this part changes with every append anyway.
+    index = last - 1
+    whole_left = shape.whole - min(used, shape.whole)
+    while index >= bottom and (size := await sizer.size(index, "whole")) <= whole_left:
+        tiers.append("whole")
+        whole_left -= size
+        index -= 1
+    # A newest entry larger than its share takes the rest from the cards, then the lines.
+    over = max(0.0, used - shape.whole)
+    card_room = max(0.0, shape.card - over)
+    start = await _region_start(sizer, index, "card", card_room, shape.card_block, bottom=bottom)
+    tiers.extend("card" for _ in range(index - start + 1))
+    index = start - 1
+    # The regions above keep their room whatever the newest entry takes (else their starts
+    # would move back and forth with it), unless it takes more than the cards' share: then
+    # the room is so small that only fitting at all matters.
+    line_room = shape.line - max(0.0, over - shape.card)
+    group_room = shape.group - max(0.0, over - shape.card - shape.line)
+    # The one-line cards hold the group being filled (the entries after the last whole group)
+    # when they can: a group line then changes only once its group is complete.
+    filling = index
+    while filling > bottom and _group_of(sizer, filling - 1, shape) == _group_of(
+        sizer, index, shape
+    ):
+        filling -= 1
+    start = await _region_start(
+        sizer, index, "line", line_room, shape.line_block, floor=filling, bottom=bottom
+    )
+    tiers.extend("line" for _ in range(index - start + 1))
+    index = start - 1
+    start = await _groups_start(sizer, index, shape, group_room, bottom)
+    tiers.extend("group" for _ in range(index - start + 1))
+    return Fit(start, tuple(reversed(tiers)), shape.per_group)
+
+
+def _group_of(sizer: Sizer, index: int, shape: Shape) -> int:
+    return (sizer.anchor(index) - 1) // shape.per_group
+
+
+async def _newest_tier(sizer: Sizer, last: int, shape: Shape) -> tuple[Tier, float] | None:
+    """The newest entry in the largest tier that fits: whole in the newest entries' share,
+    else a card in `newest_card`, else a one-line card anywhere in the room."""
+    limits: tuple[tuple[Tier, float], ...] = (
+        ("whole", shape.whole),
+        ("card", shape.newest_card),
+        ("line", shape.whole + shape.card + shape.line + shape.group),
+    )
+    for tier, limit in limits:
+        size = await sizer.size(last, tier)
+        if size <= limit:
+            return tier, size
+    return None
+
+
+async def _region_start(
+    sizer: Sizer,
+    end: int,
+    tier: Tier,
+    room: float,
+    block: int,
+    floor: int | None = None,
+    bottom: int = 0,
+) -> int:
+    """The smallest index whose position starts a block (or is the first candidate, or
+    `floor`) such that the entries from it to `end` fit `room` in `tier`; `end + 1` when none
+    does (the region is empty). The start only moves forward as `end` grows, and then by whole
+    blocks."""
+    start = end + 1
+    used = 0.0
+    for index in range(end, bottom - 1, -1):
+        used += await sizer.size(index, tier)
+        if used > room:
+            break
+        if index in (bottom, floor) or _starts_block(sizer.anchor(index), block):
+            start = index
+    return start
+
+
+async def _groups_start(sizer: Sizer, end: int, shape: Shape, room: float, bottom: int = 0) -> int:
+    """Like `_region_start`, for group lines: the region holds whole groups of `per_group`
+    positions and starts on a block (or at `bottom`, the first candidate it may take)."""
+    block, size = shape.group_block, shape.per_group
+    start = end + 1
+    used = 0.0
+    hi = end
+    while hi >= bottom:
+        lo = hi
+        group = (sizer.anchor(hi) - 1) // size
+        while lo > bottom and (sizer.anchor(lo - 1) - 1) // size == group:
+            lo -= 1
+        used += await sizer.group_size(lo, hi)
+        if used > room:
+            break
+        if lo == bottom or _starts_block(sizer.anchor(lo), block):
+            start = lo
+        hi = lo - 1
+    return start
+
+
+def _starts_block(position: int, block: int) -> bool:
+    return (position - 1) % block == 0

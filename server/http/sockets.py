@@ -1,0 +1,210 @@
+"""What a socket may cost the server: how many are open at once, how long one may take to send
+its request's headers and its body, how long it may sit idle between requests.
+
+uvicorn (0.54, h11) closes a kept-alive socket idle after a response (`timeout_keep_alive`),
+but never times out a socket that has not finished its headers or its body, and its own
+`limit_concurrency` accepts every socket and refuses only once a request arrives. So a few
+dozen clients that connect and send nothing, or a header a byte a minute, or a body shorter
+than its Content-Length, would hold their sockets for ever. `guarded_protocol` is uvicorn's
+h11 protocol with these limits added; every refusal names its limit and the flag that sets
+it. At the connection cap, the oldest socket that has not sent a whole request yet is closed
+to admit the new one, so sockets that connect and wait lock no one out, even for the header
+timeout; only when every socket is in use is the newcomer refused. (A socket kept alive
+between requests is not closed for a newcomer: its client may be sending on it that moment.)
+A client that stops reading a large answer fills the socket's send buffer, uvicorn pauses the
+app (its flow control) and the answer sits in memory for ever: 10 exports never read took the
+server from 74 to 387 MiB. A socket whose peer has read nothing for `write_timeout` seconds
+while writing is paused is aborted, which frees the answer.
+Each tenant's share of open requests (`server.http.shares`) leaves an eighth of the sockets out of
+every share, so one tenant's requests never fill the cap and `/health` gets in.
+
+A server reachable from other machines belongs behind a reverse proxy all the same (TLS, rate
+limits); these limits keep a loopback or LAN server usable, they are not a firewall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SocketLimits:
+    """The limits of `guarded_protocol`; the CLI's flags set them."""
+
+    max_connections: int = 256
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keep_alive_timeout: float = 5.0
+    write_timeout: float = 30.0
+
+
+def _raw_response(status: int, reason: str, text: str) -> bytes:
+    """A whole response written straight to the socket: the request may not even have begun,
+    so h11 (which answers only requests it has read) cannot frame it."""
+    body = (text + "\n").encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with `limits` enforced; pass it as `uvicorn.Config(http=...)`."""
+
+    # Sockets that have not yet sent a whole first request, oldest first: at the cap, the
+    # oldest of them makes room for a newcomer, so sockets that connect and wait cannot lock
+    # real clients out even for the header timeout. A client sends its first request at once.
+    fresh: OrderedDict[Guarded, None] = OrderedDict()
+
+    class Guarded(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _waiting_for: str = ""
+        _unread: asyncio.TimerHandle | None = None
+        _unread_bytes: int = 0
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.timeout_keep_alive = limits.keep_alive_timeout  # type: ignore[assignment]
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections and not self._make_room():
+                log.warning("refused a connection: %d open", limits.max_connections)
+                self._refuse(
+                    503,
+                    "Service Unavailable",
+                    f"Too many connections: the limit of {limits.max_connections} is reached "
+                    "(--max-connections). Close connections you no longer use and retry.",
+                )
+                return
+            fresh[self] = None
+            self._arm("headers")
+
+        def _make_room(self) -> bool:
+            """Close the oldest socket that has sent no whole request yet; False if none."""
+            while fresh:
+                oldest, _ = fresh.popitem(last=False)
+                if oldest.transport.is_closing():
+                    continue
+                oldest._disarm()
+                oldest._refuse(
+                    503,
+                    "Service Unavailable",
+                    f"Closed: the server is at its limit of {limits.max_connections} connections "
+                    "(--max-connections) and this one had sent no request. Send the request "
+                    "right after connecting.",
+                )
+                return True
+            return False
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._follow()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()  # arms uvicorn's keep-alive timer, or goes on with
+            self._follow()  # a pipelined request
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._unread is None:
+                self._watch_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._stop_watching()
+
+        def _watch_reading(self) -> None:
+            self._unread_bytes = self.transport.get_write_buffer_size()
+            self._unread = self.loop.call_later(limits.write_timeout, self._check_reading)
+
+        def _stop_watching(self) -> None:
+            if self._unread is not None:
+                self._unread.cancel()
+            self._unread = None
+
+        def _check_reading(self) -> None:
+            """Writing is still paused: a peer that read some of the buffer since is slow but
+            reading, and gets another `write_timeout`; one that read nothing is aborted (a
+            close would wait for the unread buffer to flush, for ever)."""
+            self._unread = None
+            if self.transport.is_closing():
+                return
+            if self.transport.get_write_buffer_size() < self._unread_bytes:
+                self._watch_reading()
+                return
+            log.warning(
+                "closed a connection: its client read nothing of the answer for %g s "
+                "(--write-timeout)",
+                limits.write_timeout,
+            )
+            self.transport.abort()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            fresh.pop(self, None)
+            self._disarm()
+            self._stop_watching()
+            super().connection_lost(exc)
+
+        def _follow(self) -> None:
+            """Arm the timer the request's state calls for: its headers or its body are on
+            their way; otherwise none (the app is answering, or the socket is between
+            requests and uvicorn's keep-alive timer holds it)."""
+            if self.transport.is_closing():
+                return
+            state = self.conn.their_state
+            if state is not h11.IDLE:
+                fresh.pop(self, None)  # a whole request head arrived
+            if state is h11.SEND_BODY:
+                self._arm("body")
+            elif state is h11.IDLE and self.timeout_keep_alive_task is None:
+                self._arm("headers")  # some of the next request's head has arrived
+            else:
+                self._disarm()
+
+        def _arm(self, what: str) -> None:
+            if self._deadline is not None and self._waiting_for == what:
+                return
+            self._disarm()
+            delay = limits.header_timeout if what == "headers" else limits.body_timeout
+            self._waiting_for = what
+            self._deadline = self.loop.call_later(delay, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing():
+                return
+            if self._waiting_for == "headers":
+                text = (
+                    f"Request timeout: the request's headers did not arrive within "
+                    f"{limits.header_timeout:g} s (--header-timeout)."
+                )
+            else:
+                text = (
+                    f"Request timeout: the request's body did not arrive within "
+                    f"{limits.body_timeout:g} s of its headers (--body-timeout); check that "
+                    "Content-Length matches the body sent."
+                )
+            log.warning("closed a connection: %s", text)
+            self._refuse(408, "Request Timeout", text)
+
+        def _refuse(self, status: int, reason: str, text: str) -> None:
+            self.transport.write(_raw_response(status, reason, text))
+            self.transport.close()
+
+    return Guarded

@@ -1,0 +1,73 @@
+"""What every handler needs, opened once per process: the database, the service and the
+listeners for changes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+
+from frs import ReasoningService
+from frs.model import Scope
+from frs.ports import Store
+from server.mcp.events import TenantEvents
+from server.mcp.scopes import current_scope, scope_of
+from server.settings import Settings
+from storage import Database, LocalFiles, SqliteStore, open_database
+from storage.postgres import PgDatabase, PgStore, is_postgres, open_postgres
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """Reached in handlers as `ctx.request_context.lifespan_context`."""
+
+    service: ReasoningService
+    db: Database | PgDatabase
+    settings: Settings
+    # Who listens for changes (`server.mcp.live`): shared, like the database, by every client
+    # this process serves.
+    events: TenantEvents = field(default_factory=TenantEvents)
+
+
+DepsContext = Context[Deps]
+
+
+def service(ctx: DepsContext) -> ReasoningService:
+    """The service a handler's request runs against, in the caller's scope: its tenant's
+    sessions only, its own current session (`server.mcp.scopes`)."""
+    rc = ctx.request_context
+    deps = rc.lifespan_context
+    scope = current_scope()
+    if scope is None:  # a handler reached without the middleware: the scope without roots
+        settings = deps.settings
+        scope = scope_of(rc, settings.scope, None, settings.conversation)
+    return deps.service.for_scope(scope)
+
+
+@asynccontextmanager
+async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
+    """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
+    service, and the task that fans changes out to listeners; close them on exit."""
+    scope = Scope(client=settings.scope) if settings.scope else Scope()
+    events = TenantEvents()
+    if is_postgres(settings.database):
+        files = LocalFiles(settings.allow_roots, None, settings.max_source_bytes)
+        async with open_postgres(settings.database) as pg, events.running():
+            yield Deps(_service(PgStore(pg), settings, files, scope), pg, settings, events)
+        return
+    files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
+    async with open_database(settings.database) as db, events.running():
+        yield Deps(_service(SqliteStore(db), settings, files, scope), db, settings, events)
+
+
+def _service(store: Store, settings: Settings, files: LocalFiles, scope: Scope) -> ReasoningService:
+    return ReasoningService(
+        store,
+        settings.limits(),
+        files=files,
+        scope=scope,
+        offload=anyio.to_thread.run_sync,  # a large batch's checks and hashes
+    )
