@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import gateway, gateway_replay, hostile, session
+from bench import caps, gateway, gateway_replay, hostile, search, session
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -593,6 +593,8 @@ def render(results: dict[str, Any]) -> str:
         *_web(results.get("web", {})),
         *_postgres(results.get("postgres", {})),
         *hostile.render(results.get("hostile", {})),
+        *search.render(results.get("search", {})),
+        *caps.render(results.get("caps", {})),
         *gateway.render(results.get("gateway", {})),
         *gateway_replay.render(results.get("gateway-replay", {})),
     ]

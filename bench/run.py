@@ -1,7 +1,7 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
-cache, peers, web, postgres, hostile, gateway, gateway-replay.
+cache, peers, web, postgres, hostile, search, caps, gateway, gateway-replay.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -23,6 +23,7 @@ import anyio
 
 from bench import (
     cache,
+    caps,
     gateway,
     gateway_replay,
     hostile,
@@ -33,6 +34,7 @@ from bench import (
     plans,
     postgres,
     report,
+    search,
     session,
     throughput,
     tokens,
@@ -56,6 +58,8 @@ SECTIONS = (
     "web",
     "postgres",
     "hostile",
+    "search",
+    "caps",
     "gateway",
     "gateway-replay",
 )
@@ -76,6 +80,7 @@ FULL = {
     "web_rounds": 50,
     "postgres": {"size": 100_000, "rounds": 60, "load_calls": 60},
     "hostile": (8, 100),  # normal clients, calls each
+    "search": {"megabytes": 10, "rounds": 5, "thread": 100_000, "record": 20_000},
     "gateway_calls": 30,
 }
 QUICK = {
@@ -95,6 +100,7 @@ QUICK = {
     "web_rounds": 5,
     "postgres": {"size": 10_000, "rounds": 4, "load_calls": 8},
     "hostile": (4, 20),
+    "search": {"megabytes": 1, "rounds": 2, "thread": 10_000, "record": 2_000},
     "gateway_calls": 6,
 }
 
@@ -180,6 +186,12 @@ async def measure(
         t = time.perf_counter()
         clients, calls = settings["hostile"]
         stamp("hostile", await hostile.run(folder, clients, calls, log), t)
+    if "search" in sections:
+        t = time.perf_counter()
+        stamp("search", await search.run(folder, pool, settings["search"], log), t)
+    if "caps" in sections:
+        t = time.perf_counter()
+        stamp("caps", await caps.run(folder, log), t)
     if "gateway" in sections:
         t = time.perf_counter()
         stamp("gateway", await gateway.run(settings["gateway_calls"], log), t)

@@ -17,8 +17,11 @@ One name per quantity, all the way down:
 - `budget`: estimated tokens the whole view may take: `ViewOptions.budget_tokens`, or on a
   view of the whole thread the server's cap (`Limits.view_tokens`).
 - `room`: what the entries get of the budget once the frame (header, marker, focus headings,
-  footer at its widest, restored-gap lines) is taken off. `fit` shares it out, one room per
-  region of the view (`Shape.whole`, `.card`, `.line`, `.group`).
+  footer at its widest, restored-gap lines) is taken off. `fit` shares it out: a share to each
+  head, one room per region of the view (`Shape.whole`, `.card`, `.line`, `.group`), and what
+  the regions leave to the band.
+- `spare`: what the frame, sized at its widest, and the sizes' rounding left unused in an
+  assembled view; the band alone may take it, so no region's start moves for it.
 - `size`: estimated tokens one entry adds in one tier (`Sizer.size`); lines become tokens in
   one place, `candidates.weigh`.
 - `minimum`: the least budget the view could be fitted into, named in the error for a budget

@@ -17,7 +17,7 @@ from frs.errors import InvalidRequest
 from frs.model import FocusLayer
 from frs.text import estimate_tokens
 from frs.views.candidates import Candidates, tier_lines, weigh
-from frs.views.fitting import Fit, fit
+from frs.views.fitting import SMALL_ROOM, Fit, fit, spent
 from frs.views.layout import (
     Shown,
     attach,
@@ -99,10 +99,34 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
         text = await _assemble(request, candidates, fitted, budget, pinned)
         excess = estimate_tokens(text) - budget
         if excess <= 0:
-            return text
+            # What the frame and the sizes' rounding left unused (not what the band could not
+            # take: giving it that would move the band's start with every append).
+            unused = -excess - (room - await spent(candidates, fitted))
+            return await _spend(request, candidates, room, budget, pinned, text, unused)
         room -= excess + 1  # merged runs came out larger than their parts: show less
         fitted = await fit(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
+
+
+async def _spend(
+    request: Request,
+    candidates: Candidates,
+    room: float,
+    budget: int,
+    pinned: Pinned,
+    text: str,
+    unused: float,
+) -> str:
+    """`text`, or the view whose band also gets the `unused` tokens of the budget (the frame is
+    sized at its widest, and an entry's size prices its first byte at its dearest), when that
+    view still fits. The regions keep the room they had, so their boundaries stay put."""
+    if unused < _LEAST_ENTRY_TOKENS or room < SMALL_ROOM:
+        return text
+    spent_fit = await fit(candidates, room, unused)
+    if spent_fit is None:
+        return text
+    filled = await _assemble(request, candidates, spent_fit, budget, pinned)
+    return filled if estimate_tokens(filled) <= budget else text
 
 
 async def _gap_room(request: Request) -> float:
@@ -174,14 +198,23 @@ async def _assemble(
     """The budgeted view of the fitted candidates, with every option the caller asked for."""
     grouped = fitted.count("group")
     top = fitted.first + grouped  # the first candidate shown as an entry of its own
-    head, placed = await _head_lines(request, candidates, fitted.head)
+    rich = len(fitted.rich)
+    rich_lines: list[str] = []
+    rich_counts, rich_ord = (0, 0), 0
+    if rich:
+        rich_lines, _, rich_counts = await _entries(request, candidates, range(rich), fitted.rich)
+        rich_ord = (await candidates.shown(rich - 1)).message.ord_last
+    placed = [layer for layer in request.frame.layers if layer.start_ord <= rich_ord]
+    head, placed = await _head_lines(request, candidates, rich, fitted.head, placed)
     groups = await _group_lines(request, candidates, fitted.first, top, fitted.per_group)
-    entries, trailing, counts = await _entries(request, candidates, fitted, top)
+    entries, trailing, counts = await _entries(
+        request, candidates, range(top, candidates.count), fitted.tiers[top - fitted.first :]
+    )
     left_out = candidates.positions(fitted.head, fitted.first)
     figures = (
-        fitted.count("whole"),
-        fitted.count("card"),
-        fitted.count("line") + fitted.head,
+        fitted.count("whole") + fitted.rich.count("whole"),
+        fitted.count("card") + fitted.rich.count("card"),
+        fitted.count("line") + fitted.head - rich,
         grouped,
     )
     note = _note(request, budget, figures, left_out, [])
@@ -196,7 +229,8 @@ async def _assemble(
         shown,
         scope,
         request.options.roles,
-        len(shown) - counts[0] + counts[1],  # merged runs show fewer entries than they hold
+        # Merged runs show fewer entries than they hold.
+        len(shown) - counts[0] + counts[1] - rich_counts[0] + rich_counts[1],
         note,
         scope is None,
     )
@@ -210,6 +244,7 @@ async def _assemble(
     if _pins(pinned, candidates, fitted):
         lines.extend(pinned.task_lines)
     lines.extend(focus_heading(layer) for layer in left_behind)
+    lines.extend(rich_lines)
     lines.extend(head)
     if fitted.first > fitted.head:
         lines.append(_MARKER)
@@ -217,18 +252,21 @@ async def _assemble(
 
 
 async def _head_lines(
-    request: Request, candidates: Candidates, head: int
+    request: Request, candidates: Candidates, lo: int, head: int, placed: list[FocusLayer]
 ) -> tuple[list[str], list[FocusLayer]]:
-    """The oldest candidates as one-line cards, as the line region showed them, each open
-    layer's goal above its first; and the layers whose goal they placed."""
+    """Candidates `lo`..`head - 1` as one-line cards, as the line region showed them, each open
+    layer's goal (unless already `placed`) above its first; and the layers placed so far."""
     lines: list[str] = []
-    placed: list[FocusLayer] = []
+    placed = list(placed)
     gaps: list[tuple[int, int]] = []
     reached = 0
-    if head and request.shows_gaps():
-        reached = request.starts_after((await candidates.shown(0)).message.ord)
+    if head > lo and request.shows_gaps():
+        if lo:
+            reached = (await candidates.shown(lo - 1)).message.ord_last
+        else:
+            reached = request.starts_after((await candidates.shown(0)).message.ord)
         gaps = await request.restored(reached + 1, (await candidates.shown(head - 1)).message.ord)
-    for index in range(head):
+    for index in range(lo, head):
         shown = await candidates.shown(index)
         await candidates.size(index, "line")  # renders and keeps the lines
         while gaps and gaps[0][0] < shown.message.ord:
@@ -267,14 +305,15 @@ async def _group_lines(
 
 
 async def _entries(
-    request: Request, candidates: Candidates, fitted: Fit, top: int
+    request: Request, candidates: Candidates, indexes: range, shown_as: Sequence[str]
 ) -> tuple[list[str], list[str], tuple[int, int]]:
-    """The lines of the candidates shown one by one (from `top` on), decorated as the options
-    ask; the lines after them; and how many entries they are, before and after merging."""
+    """The lines of the candidates at `indexes`, shown one by one in the tiers `shown_as`,
+    decorated as the options ask; the lines after them; and how many entries they are,
+    before and after merging."""
     options, session, numbering = request.options, request.session, request.numbering
-    indexes = range(top, candidates.count)
+    top = indexes.start
     shown = [await candidates.shown(i) for i in indexes]
-    tiers: list[str] = list(fitted.tiers[top - fitted.first :])
+    tiers: list[str] = list(shown_as)
     thinking = [
         t
         for i, tier in zip(indexes, tiers, strict=True)

@@ -1,13 +1,16 @@
 """Which tier each entry of a budgeted view gets: the arithmetic, apart from any text.
 
-From the newest entry back, a view over its budget shows the newest entries whole (at most a
-tenth of the room, entry by entry), then entries as cards, then as one-line cards, then group
-lines of `PER_GROUP` entries; once the oldest entry no longer fits as a one-line card, the
-oldest entries keep that form in a fixed share of the room (the head) and the span after them
-is left out. The cards, the one-line cards and the groups start on fixed blocks of positions,
-and a region's start moves only when the region overflows, a whole block at a time. So most
-appends change nothing above the newest entries, the rare one that moves a start changes the
-view only from there on, and none changes the head: a prompt cache over the view keeps hitting.
+Top down, a view over its budget shows: in a room of `SMALL_ROOM` or more, the oldest entries
+as cards in a fixed share of it (the rich head); once the thread outgrows the rest, the next
+oldest as one-line cards in a fixed share of what is left (the head), then the span left out;
+then group lines of `PER_GROUP` entries, one-line cards, cards, and the newest entries whole.
+The regions below the heads get fixed shares and start on fixed blocks of positions, and a
+region's start moves only when the region overflows, a whole block at a time. What they leave
+unused goes to the band (`_filled`): from a start on a block of positions to the newest, each
+entry whole when it is small, else a card, so the view fills its budget. The heads depend only
+on the oldest entries, and the band's form of an entry on the entry alone: an append adds
+below the band, the rare one that moves a start changes the view only from there on, and none
+changes the heads, so a prompt cache over the view keeps hitting.
 
 `fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
 this module knows nothing of rendering; `frs.views.candidates` is the sizer a view uses.
@@ -20,7 +23,7 @@ from typing import Literal, Protocol
 
 Tier = Literal["whole", "card", "line", "group"]
 # Below this room for entries, most of it goes to group lines (see `Shape`).
-_SMALL_ROOM = 2_500
+SMALL_ROOM = 2_500
 # Typical estimated tokens of a card, a one-line card (with its facts: 50 on the corpus) and a
 # group line: they size the blocks a region starts on, so that a region's start moves about
 # once per half of what it holds.
@@ -31,6 +34,17 @@ _GROUP_TOKENS = 48
 # what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
 # than 64% at 1,000 and 4,000 tokens; at 0.55, 50%).
 _HEAD_SHARE = 0.75
+# The band that fills what the regions leave (in a room of `SMALL_ROOM` or more): its start
+# moves in blocks of this many positions (half as many in the rest under a rich head that is
+# under `SMALL_ROOM`),
+# and an entry is whole in it when its whole form takes at most this share of the room.
+_FILL_BLOCK = 8
+_FILL_WHOLE_SHARE = 1 / 16
+# The share of a room of `SMALL_ROOM` or more the oldest entries keep as cards (the rich head),
+# and the share of the rest the next ones keep as one-line cards once the thread outgrows it
+# (measured on the corpus: at 0.6 no ten-append window keeps less than 55%; at 0.55, 51%).
+_RICH_SHARE = 0.6
+_RICH_HEAD_SHARE = 0.5
 #: Entries a group line stands for: groups start on positions 1, 9, 17, …
 PER_GROUP = 8
 
@@ -82,7 +96,7 @@ class Shape:
     def for_room(cls, room: float) -> Shape:
         # Tuned on corpus threads with `python -m bench.cache` (BENCHMARKS.md has the
         # figures): the median kept prefix after 1 and 10 appends at each budget it tries.
-        if room >= _SMALL_ROOM:
+        if room >= SMALL_ROOM:
             shares, spread, group_spread, newest = (0.05, 0.09, 0.78), 1.1, 1.5, 0.16
         else:
             # Little room: most of it holds group lines, the one-line cards hold the group
@@ -141,31 +155,78 @@ class Fit:
     first: int
     tiers: tuple[Tier, ...]
     per_group: int = 8
-    # Candidates 0..head-1 are one-line cards above the left-out span (head..first-1).
+    # Candidates 0..head-1 are above the left-out span (head..first-1): the first len(rich)
+    # in the tiers `rich` holds (the rich head), the others one-line cards.
     head: int = 0
+    rich: tuple[Tier, ...] = ()
 
     def count(self, tier: Tier) -> int:
         return self.tiers.count(tier)
 
 
-async def fit(sizer: Sizer, room: float) -> Fit | None:
+async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
     """The tiers of a view whose entries get `room` estimated tokens; None when not even the
-    newest candidate fits as a one-line card.
+    newest candidate fits as a one-line card. `spare` is room the regions do not get but the
+    band may (what the view's frame turned out not to need).
 
-    Once the oldest entry no longer fits as a one-line card, the oldest entries keep that
-    form in a fixed share of the room (the head), and the span left out is the one after
-    them: the entries shown one by one before the thread outgrew the room are the head's,
-    byte for byte, and what the thread adds later changes the view only below the head."""
+    In a room of `SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
+    share of it (the rich head), and the rest of the thread is fitted below them in what is
+    left. Once the oldest entry after them no longer fits as a one-line card, the next entries
+    keep that form in a fixed share of the rest (the head), and the span left out is the one
+    after them. Neither head depends on what the thread adds later, so an append changes the
+    view only below them; the room the regions below leave is filled (`_filled`)."""
     last = sizer.count - 1
     if last < 0:
         return Fit(0, ())
     shape = Shape.for_room(room)
-    plain = await _walk(sizer, shape)
-    if plain is None or (plain.first == 0 and plain.tiers[0] != "group"):
-        return plain
-    head, used = await _head_lines(sizer, room * _HEAD_SHARE, last)
-    if not head:
-        return plain
+    cap = max(shape.whole, room * _FILL_WHOLE_SHARE)
+    if room >= SMALL_ROOM:
+        rich, used = await _rich_head(sizer, room * _RICH_SHARE)
+        if rich:
+            rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap, spare)
+            if rest is not None:
+                return replace(rest, head=max(rest.head, len(rich)), rich=tuple(rich))
+    # Under SMALL_ROOM no band: what it adds there is a few points of the budget, and it
+    # would move the tail of a view of a few entries with most appends.
+    return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap if room >= SMALL_ROOM else None, spare)
+
+
+async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
+    """The oldest candidates (never the newest) that fit `room` as cards, and what they
+    take."""
+    tiers: list[Tier] = []
+    used = 0.0
+    for index in range(sizer.count - 1):
+        size = await sizer.size(index, "card")
+        if used + size > room:
+            break
+        tiers.append("card")
+        used += size
+    return tiers, used
+
+
+async def _fit_from(
+    sizer: Sizer,
+    room: float,
+    bottom: int,
+    head_share: float,
+    cap: float | None,
+    spare: float,
+) -> Fit | None:
+    """The fit of the candidates from `bottom` on in `room` (see `fit`)."""
+    last = sizer.count - 1
+    shape = Shape.for_room(room)
+    plain = await _walk(sizer, shape, bottom)
+    if plain is None:
+        return None
+    if plain.first == bottom and plain.tiers[0] != "group":
+        # Under a rich head the band may reach the top of the rest; without one, only the
+        # cards and the entries whole: the band's start moving would rewrite the whole view.
+        floor = bottom or next((i for i, t in enumerate(plain.tiers) if t != "line"), last)
+        return await _filled(sizer, plain, room + spare, cap, bottom, floor)
+    head, used = await _head_lines(sizer, room * head_share, last, bottom)
+    if head == bottom:
+        return await _filled(sizer, plain, room + spare, cap, bottom)
     taken = min(shape.group, used)
     headed = Shape.of(
         shape.whole,
@@ -178,15 +239,82 @@ async def fit(sizer: Sizer, room: float) -> Fit | None:
     )
     walked = await _walk(sizer, headed, head)
     if walked is None:
-        return plain
-    return replace(walked, head=head)
+        return await _filled(sizer, plain, room + spare, cap, bottom)
+    return await _filled(sizer, replace(walked, head=head), room + spare, cap, bottom)
 
 
-async def _head_lines(sizer: Sizer, room: float, limit: int) -> tuple[int, float]:
-    """How many of the oldest candidates (before `limit`) fit `room` as one-line cards, and
-    what they take."""
+async def spent(sizer: Sizer, shaped: Fit) -> float:
+    """Estimated tokens the entries of `shaped` take, by the sizer's measure."""
+    rich = 0.0
+    for index, tier in enumerate(shaped.rich):
+        rich += await sizer.size(index, tier)
+    return rich + await _used(sizer, shaped, len(shaped.rich))
+
+
+async def _used(sizer: Sizer, shaped: Fit, bottom: int) -> float:
+    """Estimated tokens of the candidates of `shaped` from `bottom` on: head, group lines and
+    the rest."""
     used = 0.0
-    for index in range(limit):
+    for index in range(bottom, shaped.head):
+        used += await sizer.size(index, "line")
+    top = shaped.first + shaped.count("group")
+    index = shaped.first
+    while index < top:
+        end = index
+        group = (sizer.anchor(index) - 1) // shaped.per_group
+        while end + 1 < top and (sizer.anchor(end + 1) - 1) // shaped.per_group == group:
+            end += 1
+        used += await sizer.group_size(index, end)
+        index = end + 1
+    for index in range(top, sizer.count):
+        used += await sizer.size(index, shaped.tiers[index - shaped.first])
+    return used
+
+
+async def _band_tier(sizer: Sizer, index: int, cap: float) -> Tier:
+    return "whole" if await sizer.size(index, "whole") <= cap else "card"
+
+
+async def _filled(
+    sizer: Sizer, shaped: Fit, room: float, cap: float | None, bottom: int, floor: int = 0
+) -> Fit:
+    """`shaped` with the room it leaves spent on its newest entries: from a start on a block
+    of `_FILL_BLOCK` positions to the newest, every entry whole when that is small, else a
+    card. Each entry's form in the band depends on the entry alone, so between two moves of
+    its start an append only adds below; the start moves by whole blocks, when the band
+    outgrows the room. The candidates from `bottom` on are the fit's; the band starts at
+    `floor` or after."""
+    top = max(bottom, floor, shaped.first + shaped.count("group"))
+    last = sizer.count - 1
+    if cap is None or top > last:
+        return shaped
+    left = room - await _used(sizer, shaped, bottom)
+    block = _FILL_BLOCK if room >= SMALL_ROOM else _FILL_BLOCK // 2
+    extra = 0.0
+    start: int | None = None
+    bands: list[Tier] = []
+    for index in range(last, top - 1, -1):
+        tier = await _band_tier(sizer, index, cap)
+        base = shaped.tiers[index - shaped.first]
+        extra += await sizer.size(index, tier) - await sizer.size(index, base)
+        if extra > left:
+            break
+        bands.append(tier)
+        if index == top or _starts_block(sizer.anchor(index), block):
+            start = index
+    if start is None:
+        return shaped
+    tiers = list(shaped.tiers)
+    for offset, tier in enumerate(bands[: last - start + 1]):
+        tiers[last - offset - shaped.first] = tier
+    return replace(shaped, tiers=tuple(tiers))
+
+
+async def _head_lines(sizer: Sizer, room: float, limit: int, bottom: int = 0) -> tuple[int, float]:
+    """Where the oldest candidates from `bottom` (before `limit`) that fit `room` as one-line
+    cards end, and what they take."""
+    used = 0.0
+    for index in range(bottom, limit):
         size = await sizer.size(index, "line")
         if used + size > room:
             return index, used

@@ -19,8 +19,10 @@ from types import FrameType
 
 import uvicorn
 
+from server.http.shares import listen_share
 from server.http.sockets import guarded_protocol
 from server.http.transports import HttpOptions, build_app
+from server.internals import Uvicorn
 from server.mcp.app import build_server
 from server.mcp.deps import Deps, open_deps
 from server.settings import Settings
@@ -38,7 +40,7 @@ async def serve_stdio(settings: Settings) -> None:
         await mcp.run_stdio_async()
 
 
-class _Server(uvicorn.Server):
+class _Server(Uvicorn):
     def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
         super().__init__(config)
         self._on_exit = on_exit
@@ -77,7 +79,10 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     then the database closes."""
     port = int(sock.getsockname()[1])
     deps: Deps
-    async with open_deps(settings) as deps:
+    cap = options.sockets.max_connections
+    listens = listen_share(cap, options.tenant_count)
+    source = f"half your tenant's share of --max-connections {cap}"
+    async with open_deps(settings, listens, source, options.tenant_count) as deps:
         mcp = build_server(settings, shared=deps)
         config = uvicorn.Config(
             build_app(mcp, options, port, viewer_of(deps.service.store)),

@@ -7,10 +7,13 @@ sessions and of the SSE streams. A share is the cap divided among the tenants th
 knows (its `--tokens` and `--token`; one without any), at least 1; the open requests' cap is
 `--max-connections` less a reserve of an eighth, kept for `/health`, refusals and newcomers,
 so a server whose tenants all hold their whole share still answers them. With more tenants
-than a cap, each tenant keeps one and the cap in all still holds.
+than a cap, each tenant keeps one and the cap in all still holds. A tenant's live-update
+listen streams (`subscriptions/listen`, `server.mcp.events`) may take half of its share of open
+requests, so its listeners never leave its own calls without a socket.
 
 `RequestShare` counts each tenant's open requests (behind `server.http.guards.BearerGuard`, which
 names the tenant) and answers a request over its tenant's share with 503, naming the share.
+Each tenant's share of PostgreSQL's pool is `server.mcp.pool`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ def share(cap: int, tenants: int) -> int:
 def request_share(max_connections: int, tenants: int) -> int:
     """One tenant's share of open requests: `max_connections` less the reserve, divided."""
     return share(max_connections - max_connections // RESERVE, tenants)
+
+
+def listen_share(max_connections: int, tenants: int) -> int:
+    """One tenant's open listen streams: half its share of open requests, at least 1."""
+    return max(1, request_share(max_connections, tenants) // 2)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,8 @@ between requests is not closed for a newcomer: its client may be sending on it t
 A client that stops reading a large answer fills the socket's send buffer, uvicorn pauses the
 app (its flow control) and the answer sits in memory for ever: 10 exports never read took the
 server from 74 to 387 MiB. A socket whose peer has read nothing for `write_timeout` seconds
-while writing is paused is aborted, which frees the answer.
+while writing is paused is aborted, which frees the answer; glibc keeps freed blocks that
+large in its heap, so the memory is then handed back to the system (`give_back_memory`).
 Each tenant's share of open requests (`server.http.shares`) leaves an eighth of the sockets out of
 every share, so one tenant's requests never fill the cap and `/health` gets in.
 
@@ -25,15 +26,34 @@ limits); these limits keep a loopback or LAN server usable, they are not a firew
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from server.internals import H11
 
 log = logging.getLogger(__name__)
+
+
+#: Seconds from aborting a socket to handing freed memory back: time for its request's task
+#: to see the disconnect and drop the answer.
+TRIM_AFTER = 1.0
+
+
+def give_back_memory() -> None:
+    """Hand the heap's free memory back to the system (glibc's `malloc_trim`; elsewhere
+    nothing). glibc keeps freed blocks of tens of megabytes in its heap: ten aborted exports'
+    answers, freed, kept the server at 600 MiB (118 idle); handed back, 108 MiB."""
+    try:
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # no C library to ask (Windows)
+        return
+    if trim is not None:
+        trim(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +78,23 @@ def _raw_response(status: int, reason: str, text: str) -> bytes:
     return head.encode() + body
 
 
-def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
+def guarded_protocol(limits: SocketLimits) -> type[H11]:
     """uvicorn's h11 protocol with `limits` enforced; pass it as `uvicorn.Config(http=...)`."""
 
     # Sockets that have not yet sent a whole first request, oldest first: at the cap, the
     # oldest of them makes room for a newcomer, so sockets that connect and wait cannot lock
     # real clients out even for the header timeout. A client sends its first request at once.
     fresh: OrderedDict[Guarded, None] = OrderedDict()
+    # The hand-back of memory that is due, `TRIM_AFTER` the latest abort: aborts close together
+    # share one.
+    trim: list[asyncio.TimerHandle] = []
 
-    class Guarded(H11Protocol):
+    def trim_later(loop: asyncio.AbstractEventLoop) -> None:
+        for due in trim:
+            due.cancel()
+        trim[:] = [loop.call_later(TRIM_AFTER, give_back_memory)]
+
+    class Guarded(H11):
         _deadline: asyncio.TimerHandle | None = None
         _waiting_for: str = ""
         _unread: asyncio.TimerHandle | None = None
@@ -149,6 +177,7 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
                 limits.write_timeout,
             )
             self.transport.abort()
+            trim_later(self.loop)
 
         def connection_lost(self, exc: Exception | None) -> None:
             fresh.pop(self, None)

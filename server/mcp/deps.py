@@ -13,7 +13,8 @@ from mcp.server.mcpserver import Context
 from frs import ReasoningService
 from frs.model import Scope
 from frs.ports import Store
-from server.mcp.events import TenantEvents
+from server.mcp.events import MAX_STREAMS_PER_TENANT, TenantEvents
+from server.mcp.pool import PoolShare, pool_share
 from server.mcp.scopes import current_scope, scope_of
 from server.settings import Settings
 from storage import Database, LocalFiles, SqliteStore, open_database
@@ -48,15 +49,26 @@ def service(ctx: DepsContext) -> ReasoningService:
 
 
 @asynccontextmanager
-async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
+async def open_deps(
+    settings: Settings,
+    listens: int = MAX_STREAMS_PER_TENANT,
+    listens_from: str = "",
+    tenants: int = 1,
+) -> AsyncIterator[Deps]:
     """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
-    service, and the task that fans changes out to listeners; close them on exit."""
+    service, and the task that fans changes out to listeners (`listens` open listen streams
+    per tenant, a share `listens_from` names); close them on exit. With several `tenants`,
+    each holds at most its share of PostgreSQL's pool (`server.mcp.pool.PoolShare`)."""
     scope = Scope(client=settings.scope) if settings.scope else Scope()
-    events = TenantEvents()
+    events = TenantEvents(listens, listens_from)
     if is_postgres(settings.database):
         files = LocalFiles(settings.allow_roots, None, settings.max_source_bytes)
         async with open_postgres(settings.database) as pg, events.running():
-            yield Deps(_service(PgStore(pg), settings, files, scope), pg, settings, events)
+            store: Store = PgStore(pg)
+            if tenants > 1:
+                size = pg.pool.get_max_size()
+                store = PoolShare(store, pool_share(size, tenants), size)
+            yield Deps(_service(store, settings, files, scope), pg, settings, events)
         return
     files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
     async with open_database(settings.database) as db, events.running():

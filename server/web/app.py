@@ -26,10 +26,12 @@ from starlette.types import Message as AsgiMessage
 from frs.errors import SearchTooSlow, StoreError
 from frs.model import LOCAL_TENANT, Message, Session, SessionId
 from frs.ports import ThreadReader
-from server.http.guards import TENANT_KEY
+from frs.views.render import plural
+from server.http.guards import TENANT_KEY, tenant_in
+from server.mcp.pool import calling_as
 from server.web import audit, markdown, pages
 from server.web.html import MOUNTED_AT
-from server.web.thread import PAGE, Opened, load_page, open_squash
+from server.web.thread import PAGE, Budget, Opened, load_page, open_squash
 
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -123,10 +125,11 @@ def build_viewer(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASG
         return HTMLResponse(pages.thread_page(view))
 
     async def squash(request: Request) -> Response:
+        start = _number(request, "from", 1) or 1
         async with store.snapshot() as reader:
             session = await _session(reader, request)
             n = int(request.path_params["n"])
-            summary, opened = await _squash_opened(reader, session, n)
+            summary, opened = await _squash_opened(reader, session, n, start)
         return HTMLResponse(pages.squash_page(session, opened, summary))
 
     async def copy(request: Request) -> Response:
@@ -174,23 +177,45 @@ async def _unreadable(request: Request, exc: StoreError) -> Response:
     return HTMLResponse(pages.error_page(503, text), status_code=503)
 
 
-async def _squash_opened(reader: ThreadReader, session: Session, n: int) -> tuple[Message, Opened]:
-    """Squash `n`'s summary and the squash opened to every original."""
+async def _squash_opened(
+    reader: ThreadReader, session: Session, n: int, start: int = 1
+) -> tuple[Message, Opened]:
+    """Squash `n`'s summary and the squash opened from its `start`th original (1-based) to as
+    many as one page holds (`PAGE_CHARS`)."""
     # The route takes any digits; a number no database can hold is as absent as SQ.99.
     squash = await reader.squash(session.id, n) if 1 <= n <= MAX_NUMBER else None
     summary = None if squash is None else await reader.message(session.id, squash.summary_number)
-    opened = None if summary is None else await open_squash(reader, session.id, summary, shown=ALL)
-    if summary is None or opened is None:
+    if squash is None or summary is None:
         raise HTTPException(404, f"No squash SQ.{n} in this session.")
+    if start > squash.count:
+        raise HTTPException(
+            400,
+            f"from={start}: SQ.{n} replaced {plural(squash.count, 'entry')}; give 1 to "
+            f"{squash.count}.",
+        )
+    opened = await open_squash(
+        reader, session.id, summary, shown=ALL, budget=Budget(), skip=start - 1
+    )
+    assert opened is not None  # a summary's squash, just read
     return summary, opened
 
 
 async def _markdown(reader: ThreadReader, session: Session, request: Request) -> str:
-    """`?sq=N`: squash N with its originals; `?from=P&to=Q`: the entries at positions P..Q."""
+    """`?sq=N`: squash N with its originals (`&from=K`: from the Kth); `?from=P&to=Q`: the
+    entries at positions P..Q. Bounded as pages are; a line says where the rest is."""
+    origin = f"{request.url.scheme}://{request.url.netloc}"
+
+    def part_url(sq: int, start: int) -> str:
+        return origin + pages.session_url(session, "/md", sq=sq, **{"from": start})
+
+    def range_url(start: int, end: int) -> str:
+        return origin + pages.session_url(session, "/md", **{"from": start, "to": end})
+
     n = _number(request, "sq")
     if n is not None:
-        summary, opened = await _squash_opened(reader, session, n)
-        return markdown.squash_markdown(f"SQ.{n}", summary, opened) + "\n"
+        start = _number(request, "from", 1) or 1
+        summary, opened = await _squash_opened(reader, session, n, start)
+        return markdown.squash_markdown(f"SQ.{n}", summary, opened, part_url) + "\n"
     first = _number(request, "from", 1) or 1
     last = _number(request, "to", session.live_count) or 1
     if last < first or last - first + 1 > MARKDOWN_ENTRIES:
@@ -199,7 +224,7 @@ async def _markdown(reader: ThreadReader, session: Session, request: Request) ->
             f"from={first}, to={last}: give from ≤ to, at most {MARKDOWN_ENTRIES} entries apart.",
         )
     view = await load_page(reader, session, last + 1, count=last - first + 1)
-    return "\n\n".join(markdown.nodes_markdown(list(view.nodes))) + "\n"
+    return markdown.range_markdown(view.nodes, view.first, view.end - 1, part_url, range_url)
 
 
 async def _page_of(reader: ThreadReader, session: Session, alias: str) -> int | None:
@@ -233,7 +258,8 @@ def viewer_of(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIAp
 
 class Mounted:
     """Tells the pages where the viewer is mounted (the request's `root_path`: `/ui` inside
-    the HTTP transports), so their links lead back into it."""
+    the HTTP transports), so their links lead back into it; and the store whose tenant's
+    calls these are (`server.mcp.pool.calling_as`: each tenant's share of a pool)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -241,7 +267,8 @@ class Mounted:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         token = MOUNTED_AT.set(str(scope.get("root_path", "")).rstrip("/"))
         try:
-            await self.app(scope, receive, send)
+            with calling_as(tenant_in(scope) or LOCAL_TENANT):
+                await self.app(scope, receive, send)
         finally:
             MOUNTED_AT.reset(token)
 

@@ -25,6 +25,7 @@ from server.http.hosts import HostPolicy, unsafe_bind
 from server.http.listening import bind_socket, listen_failure
 from server.http.sockets import SocketLimits, guarded_protocol
 from server.http.tenants import TokensFileError, tenants_of
+from server.mcp.pool import PoolShare, pool_share
 from server.settings import resolve_database
 from server.web.app import SEARCH_SECONDS, Readable, viewer_of
 from server.web.login import CookieLogin
@@ -35,6 +36,7 @@ from storage.readonly import open_readonly
 log = logging.getLogger(__name__)
 
 DEFAULT_WEB_PORT = 8766
+POOL = 4  # connections to PostgreSQL: the viewer reads a page at a time
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -124,7 +126,7 @@ async def _serve(
     database: str, args: argparse.Namespace, tenants: dict[str, str], sock: socket.socket
 ) -> None:
     port = int(sock.getsockname()[1])
-    async with _readable(database) as store:
+    async with _readable(database, len(set(tenants.values()))) as store:
         app = viewer_app(
             store, args.host, port, tenants, tuple(args.allowed_host), args.search_seconds
         )
@@ -149,12 +151,14 @@ async def _serve(
 
 
 @asynccontextmanager
-async def _readable(database: str) -> AsyncIterator[Readable]:
+async def _readable(database: str, tenants: int) -> AsyncIterator[Readable]:
     """The database opened to read only: a SQLite file (`mode=ro`), or PostgreSQL without
-    migrating (its snapshots are READ ONLY transactions)."""
+    migrating (its snapshots are READ ONLY transactions), each of several tenants holding at
+    most its share of the pool (`server.mcp.pool.PoolShare`)."""
     if is_postgres(database):
-        async with open_postgres(database, size=4, migrate_schema=False) as pg:
-            yield PgStore(pg)
+        async with open_postgres(database, size=POOL, migrate_schema=False) as pg:
+            pooled = PgStore(pg)
+            yield PoolShare(pooled, pool_share(POOL, tenants), POOL) if tenants > 1 else pooled
         return
     async with open_readonly(database) as store:
         yield store

@@ -246,7 +246,7 @@ def _message(entry: Entry, top: bool) -> Html:
         tag("div", tag("code", annotate_call(call)), class_="call") for call in message.tool_calls
     ]
     thinking = [
-        tag("pre", "(thinking) ", _capped(t.content), class_="thinking") for t in entry.thinking
+        tag("pre", "(thinking) ", capped(t.content), class_="thinking") for t in entry.thinking
     ]
     return tag(
         "article",
@@ -263,7 +263,7 @@ def _body(message: Message) -> Html:
     """The text; a long one as the model sees it first, a card (head, tail, what is left
     out), with the whole text a click away; past `WHOLE_CHARS`, its head and tail, and the
     alias that reads the whole."""
-    whole = tag("pre", _capped(message.content), class_="body")
+    whole = tag("pre", capped(message.content), class_="body")
     if len(message.content) > WHOLE_CHARS:
         whole = join([whole, tag("p", _whole_elsewhere(message), class_="more")])
     if len(message.content) <= PREVIEW_CHARS:
@@ -282,7 +282,7 @@ def _body(message: Message) -> Html:
     )
 
 
-def _capped(content: str) -> str:
+def capped(content: str) -> str:
     """At most `WHOLE_CHARS` of `content`: its head and tail, saying how much is left out."""
     if len(content) <= WHOLE_CHARS:
         return content
@@ -323,17 +323,7 @@ def _squash(session: Session, entry: Entry, opened: Opened, top: bool) -> Html:
     )
     members = [_node(session, member, top=False) for member in opened.members]
     if opened.hidden:
-        members.append(
-            tag(
-                "p",
-                tag(
-                    "a",
-                    f"{plural(opened.hidden, 'more original')} on the squash's own page",
-                    href=session_url(session, f"/sq/{squash.n}"),
-                ),
-                class_="more",
-            )
-        )
+        members.append(tag("p", *_left_out(session, opened), class_="more"))
     originals = tag(
         "details",
         tag("summary", sizes, class_="sizes"),
@@ -343,11 +333,33 @@ def _squash(session: Session, entry: Entry, opened: Opened, top: bool) -> Html:
     return tag(
         "section",
         head,
-        tag("pre", message.content, class_="body summary-text"),
+        tag("pre", capped(message.content), class_="body summary-text"),
         originals,
         id=anchor(message),
         class_=f"squash{'' if top else ' original'}",
     )
+
+
+def _left_out(session: Session, opened: Opened) -> list[Html | str]:
+    """The line after the originals a page shows of a squash: how much it leaves out, and
+    where the whole is (the squash's own page from the first left out, or `get_alias`)."""
+    squash, more = opened.squash, plural(opened.hidden, "more original")
+    size = f"{opened.hidden_chars:,} characters ({more})" if opened.hidden_chars else more
+    start = opened.next_member
+    return [
+        f"… {size} left out; the full text: ",
+        tag(
+            "a",
+            f"the squash's own page from original {start}",
+            href=squash_url(session, squash.n, start),
+        ),
+        f", or get_alias {squash.alias} (frs-mcp's tools).",
+    ]
+
+
+def squash_url(session: Session, n: int, start: int = 1) -> str:
+    """The page of squash `n` opening its originals from the `start`th (1-based)."""
+    return session_url(session, f"/sq/{n}", **({"from": start} if start > 1 else {}))
 
 
 def _md(session: Session, n: int) -> str:
@@ -355,12 +367,24 @@ def _md(session: Session, n: int) -> str:
 
 
 def squash_page(session: Session, opened: Opened, summary: Message) -> Html:
-    """One squash by itself: its summary and every original, for a squash too large to open
-    inside the thread."""
+    """One squash by itself: its summary and its originals from `opened.skipped` on, as many
+    as a page holds (`server.web.thread.PAGE_CHARS`), for a squash too large to open inside
+    the thread; the line after them links the next page."""
     node = Node(Entry(f"SQ.{opened.squash.n}", summary), opened)
     nav = [tag("a", "thread", href=session_url(session))]
+    earlier = []
+    if opened.skipped:
+        earlier.append(
+            tag(
+                "p",
+                f"Originals from number {opened.skipped + 1:,} on; the first ones: ",
+                tag("a", "from the start", href=squash_url(session, opened.squash.n)),
+                class_="more",
+            )
+        )
     body = [
         tag("h1", session.title or "(untitled)", " · ", f"SQ.{opened.squash.n}"),
+        *earlier,
         _node(session, node, True),
     ]
     return page(f"SQ.{opened.squash.n}", body, nav)
@@ -370,4 +394,12 @@ def error_page(status: int, message: str) -> Html:
     return page(f"{status}", [tag("h1", f"{status}"), tag("p", message, class_="error")])
 
 
-__all__ = ["error_page", "sessions_page", "squash_page", "text", "thread_page"]
+__all__ = [
+    "capped",
+    "error_page",
+    "sessions_page",
+    "squash_page",
+    "squash_url",
+    "text",
+    "thread_page",
+]

@@ -6,8 +6,9 @@ is the newest `PAGE` entries before a position, read by position through the sto
 counts, so its cost does not grow with the thread. A squash opens to at most `MEMBERS_SHOWN`
 originals, nested squashes `NESTING` deep; its own page shows the rest. A page opens squashes
 until their originals hold `PAGE_CHARS` characters (a text counted at most `WHOLE_CHARS`, what
-a page shows of one); the originals past that are on the squash's own page: one squash of
-20 MB once made its thread's page 20 MB.
+a page shows of one); the originals past that are on the squash's own page, which is bounded
+the same way and pages on (`skip`): one squash of 20 MB once made its thread's page 20 MB, and
+its own page and its Markdown 20 MB more.
 """
 
 from __future__ import annotations
@@ -52,7 +53,14 @@ class Opened:
 
     squash: Squash
     members: tuple[Node, ...]
-    hidden: int  # members past MEMBERS_SHOWN, or all of them past NESTING
+    hidden: int  # members after those shown (past MEMBERS_SHOWN or the budget; all past NESTING)
+    skipped: int = 0  # members before those shown, on the pages before this one
+    hidden_chars: int = 0  # the characters of the hidden members' own texts (0: not read)
+
+    @property
+    def next_member(self) -> int:
+        """The 1-based number of the first member not shown: where the next page starts."""
+        return self.skipped + len(self.members) + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +123,10 @@ async def open_squash(
     depth: int = 0,
     shown: int = MEMBERS_SHOWN,
     budget: Budget | None = None,
+    skip: int = 0,
 ) -> Opened | None:
-    """For a summary, its squash with the originals it replaced (at most `shown`, and those
-    `budget` has room for); None for any other entry."""
+    """For a summary, its squash with the originals it replaced (at most `shown` after the
+    first `skip`, and those `budget` has room for); None for any other entry."""
     if message.kind != "summary" or message.squash_n is None:
         return None
     squash = await reader.squash(session_id, message.squash_n)
@@ -127,12 +136,15 @@ async def open_squash(
         return Opened(squash, (), squash.count)
     members = await reader.squash_members(session_id, squash.n)
     nodes: list[Node] = []
-    for m in members[:shown]:
+    for m in members[skip : skip + shown]:
         if budget is not None and not budget.spend(m):
             break
         opened = await open_squash(reader, session_id, m, depth + 1, budget=budget)
         nodes.append(Node(Entry(member_label(m), m), opened))
-    return Opened(squash, tuple(nodes), len(members) - len(nodes))
+    rest = members[skip + len(nodes) :]
+    return Opened(
+        squash, tuple(nodes), len(rest), skip, hidden_chars=sum(len(m.content) for m in rest)
+    )
 
 
 def member_label(message: Message) -> str:

@@ -8,8 +8,6 @@ sum plus a scan of at most one block however long the thread grows.
 from __future__ import annotations
 
 import heapq
-import re
-import string
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
@@ -28,6 +26,7 @@ from frs.model import (
     Source,
     Squash,
 )
+from storage.postgres.search import search_sessions
 from storage.postgres.text import encode_text
 from storage.reads import BLOCK_BITS
 from storage.rows import (
@@ -49,7 +48,6 @@ from storage.rows import (
 )
 
 _BIGINT_MAX = 2**63 - 1
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _SELECT_MESSAGE = f"select {MESSAGE_COLUMNS} from messages"
 _SESSION_BY_ID = f"select {SESSION_COLUMNS} from sessions where id = $1 and tenant = $2"
 _SESSION_BY_CONVERSATION = (
@@ -124,21 +122,7 @@ class PgReader:
         )
 
     async def search_sessions(self, tenant: str, text: str, limit: int) -> list[Session]:
-        # translate() folds ASCII letters only, as the port promises (ILIKE would fold every
-        # letter the locale knows); LIKE's wildcards in the text are escaped to match themselves.
-        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text.translate(_ASCII_LOWER)) + "%"
-        rows = await self._all(
-            f"select {SESSION_COLUMNS} from sessions s where s.tenant = $1"
-            " and (translate(s.title, $4, $5) like $2 or exists (select 1 from messages m"
-            " where m.session_id = s.id and translate(m.content, $4, $5) like $2))"
-            " order by updated_at desc, id limit $3",
-            tenant,
-            pattern,
-            limit,
-            string.ascii_uppercase,
-            string.ascii_lowercase,
-        )
-        return [session_from_row(row) for row in rows]
+        return await search_sessions(self.conn, tenant, text, limit)
 
     # positions
 

@@ -9,6 +9,7 @@ are Python ints), `live` stays 0/1 so `storage.rows` reads both backends' rows a
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -16,7 +17,10 @@ import anyio
 from frs.errors import StoreUnavailable
 from frs.originals import part_starts, render_parts
 from storage.migrations import SchemaTooNew
+from storage.postgres.search import index_messages
 from storage.rows import MESSAGE_COLUMNS_V7, message_from_row, qualified
+
+log = logging.getLogger(__name__)
 
 #: Key of the session-level advisory lock migrations run under ("frs-mcp" in ASCII).
 MIGRATION_LOCK = 0x6672732D6D6370
@@ -191,6 +195,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " nudges text not null)",
         "create index gateway_calls_by_session on gateway_calls (session_id, id)",
     ),
+    (  # 5: a trigram index over every message's text, for search (PostgreSQL only: on
+        # SQLite it cost every recording more than it saved, issue 23); pg_trgm may be
+        # refused, so it is made by a function (BACKFILLS: `storage.postgres.search`)
+    ),
 )
 
 
@@ -219,7 +227,17 @@ async def _lay_out_originals(conn: Any) -> None:
 
 #: Data changes SQL alone cannot make, run after their migration's statements, in the same
 #: transaction.
-BACKFILLS = {2: _lay_out_originals}
+BACKFILLS = {2: _lay_out_originals, 5: index_messages}
+
+
+async def _index_missing(conn: Any) -> bool:
+    """Whether search's trigram index (version 5) is missing where it could be built: not on
+    a standby, which gets it, or not, from its primary."""
+    return bool(
+        await conn.fetchval(
+            "select to_regclass('messages_search') is null and not pg_is_in_recovery()"
+        )
+    )
 
 
 async def current_version(conn: Any) -> int:
@@ -249,7 +267,7 @@ async def migrate(conn: Any) -> int:
         found = int(await conn.fetchval("select coalesce(max(version), 0) from schema_migrations"))
         if found > len(MIGRATIONS):
             raise SchemaTooNew(found=found, supported=len(MIGRATIONS))
-        if found == len(MIGRATIONS):
+        if found == len(MIGRATIONS) and not await _index_missing(conn):
             return found
     await conn.execute("select pg_advisory_lock($1)", MIGRATION_LOCK)
     try:
@@ -269,6 +287,11 @@ async def migrate(conn: Any) -> int:
                 if version in BACKFILLS:
                     await BACKFILLS[version](conn)
                 await conn.execute("insert into schema_migrations (version) values ($1)", version)
+        if current == len(MIGRATIONS) and await _index_missing(conn):
+            # pg_trgm was refused when version 5 was applied: perhaps allowed by now.
+            async with conn.transaction():
+                if await index_messages(conn):
+                    log.info("built the trigram index for search (messages_search)")
         return len(MIGRATIONS)
     finally:
         with anyio.CancelScope(shield=True):

@@ -211,14 +211,20 @@ class TestBudget:
         # that slack is what lets an append change only the view's tail. Still, it is used.
         assert estimate_tokens(view) > budget // 3, "the budget is used, not wasted"
 
-    async def test_newest_entries_are_whole_older_ones_shrink_tier_by_tier(
+    async def test_the_oldest_stay_cards_the_newest_whole_and_between_them_shrink(
         self, connect: Connect, thread: Thread
     ) -> None:
         async with opened(connect, thread) as client:
             view = await call_text(client, "frs_view_thread", budget_tokens=4_000)
         entries = shown_entries(view)
-        tiers = "g" * len(group_spans(view)) + "".join(entry.tier[0] for entry in entries)
-        assert re.fullmatch(r"g*l+c*w+", tiers), tiers
+        head, _ = split_head(view)
+        # Above what is left out: the oldest entries as cards, then one-line cards (issue 22).
+        above = "".join(entry.tier[0] for entry in entries if entry.position in head)
+        assert re.fullmatch(r"c+l*", above), above
+        # Below: group lines, one-line cards, cards, and the newest whole or as cards.
+        below = "".join(entry.tier[0] for entry in entries if entry.position not in head)
+        tiers = "g" * len(group_spans(view)) + below
+        assert re.fullmatch(r"g*l*c*[cw]+", tiers), tiers
         assert entries[-1].position == thread.count
         assert all(is_whole(e) for e in entries if e.tier == "whole")
         for entry in entries:
@@ -247,7 +253,7 @@ class TestBudget:
         left = int(note["left_to"] or note["left"])
         head, rest = split_head(view)
         assert head == list(range(1, len(head) + 1)), "the oldest entries stay on top"
-        assert all(e.tier == "line" for e in entries if e.position in head)
+        assert re.fullmatch(r"c+l*", "".join(e.tier[0] for e in entries if e.position in head))
         assert int(note["left"]) == len(head) + 1
         assert note["call"] == f"frs_view_thread(from={len(head) + 1}, to={left})"
         assert rest == list(range(left + 1, thread.count + 1)), "contiguous, to the newest"
@@ -389,13 +395,13 @@ class TestPinned:
             view = await call_text(client, "frs_view_thread", budget_tokens=3_000)
         lines = view.split("\n")
         marker = lines.index(MARKER)
-        # The oldest entries stay on top as one-line cards (issue 22), the task among them.
+        # The oldest entries stay on top as cards (issue 22), the task among them.
         assert lines[1] == "[1] System: You are careful."
-        assert lines[2].startswith("[2] User: Fix the flaky test in sync.py with every detail")
-        assert lines[2].endswith(" · M.2")
+        assert re.fullmatch(r"\[2\] User: [\d,]+ chars · M\.2@[0-9a-f]{8}", lines[2]), lines[2]
+        assert lines[3].startswith("    Fix the flaky test in sync.py with every detail")
         assert marker > 2
         head, _ = split_head(view)
-        assert marker == len(head) + 1
+        assert head == list(range(1, len(head) + 1)), "the oldest on top, cards then lines"
         assert budget_note(view)["call"].startswith(f"frs_view_thread(from={len(head) + 1}, to=")
 
     async def test_the_goal_of_a_layer_left_out_is_pinned(self, connect: Connect) -> None:
@@ -737,8 +743,8 @@ class TestOptionsInBudgetedViews:
         covered = [n for m in spans if m for n in range(int(m[1]), int(m[2] or m[1]) + 1)]
         assert covered == list(range(covered[0], 283))  # contiguous, none twice, to the end
         if marker:
-            head = [re.match(r"^ *\[(\d+)\]", line) for line in lines[1:marker]]
-            held = [int(m[1]) for m in head if m]
+            head = [re.match(r"^ *\[(\d+)(?:–(\d+))?\]", line) for line in lines[1:marker]]
+            held = [n for m in head if m for n in range(int(m[1]), int(m[2] or m[1]) + 1)]
             assert held == list(range(1, len(held) + 1)), "the oldest stay on top"
             note = budget_note(view)
             assert note["left_to"] == str(covered[0] - 1)

@@ -89,6 +89,19 @@ class TestCorpus:
         assert estimate_tokens(view) <= estimate_tokens(whole)
         assert estimate_tokens(view) <= 20_000, "a default view stays under the server's cap"
 
+    @pytest.mark.parametrize("prefix", ["11_", "12_"])
+    async def test_a_default_view_over_the_cap_fills_it(
+        self, connect: Connect, corpus: Corpus, prefix: str
+    ) -> None:
+        """The two longest transcripts' default views are fitted to the 20,000-token cap and use
+        most of it (issue 22: 46% and 80% before, the oldest entries one-line cards)."""
+        file = next(f for f in TRANSCRIPTS if f.name.startswith(prefix))
+        async with connect(database=str(corpus.database)) as client:
+            view = await call_text(client, "frs_view_thread", session_id=corpus.session(file))
+        assert view.split("\n")[-1].startswith("· Budget ~20,000 tokens: ")
+        assert 0.9 * 20_000 <= estimate_tokens(view) <= 20_000
+        assert view.split("\n")[1].startswith("[1] System: "), "the oldest entries on top"
+
     async def test_a_budgeted_view_of_the_largest_transcript_fits_its_budget(
         self, connect: Connect, corpus: Corpus
     ) -> None:
@@ -99,9 +112,12 @@ class TestCorpus:
                 client, "frs_view_thread", budget_tokens=4_000, session_id=corpus.session(largest)
             )
         assert estimate_tokens(view) <= 4_000
+        # The room the regions leave goes to the newest entries (issue 22): 90% before.
+        assert estimate_tokens(view) >= 0.92 * 4_000
         note = view.split("\n")[-1]
         assert note.startswith("· Budget ~4,000 tokens: ")
-        # The oldest entries stay on top as one-line cards; the span left out lies below them.
+        # The oldest entries stay on top as cards and one-line cards; the span left out lies
+        # below them.
         omitted = re.search(r"; (\d+)–(\d+) out: frs_view_thread\(from=(\d+), to=(\d+)\)", note)
         assert omitted is not None, note
         assert (omitted[1], omitted[2]) == (omitted[3], omitted[4]), note

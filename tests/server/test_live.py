@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.server import MCPServer
+from mcp.shared import subscriptions
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.types import (
@@ -375,6 +376,49 @@ class TestTheWriterDoesNotWait:
                 gate.set()
                 heard = await sentinel.heard(inbox)
         assert updated(sid, "thread", "messages", "anthropic") <= heard
+
+
+class TestBursts:
+    async def test_a_burst_of_writes_during_a_streams_pause_is_sent_as_one_frame(
+        self, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A listen stream sends what waits, then pauses (`PACE`), and what comes meanwhile
+        merges: 250 streams each sent a frame for every write took the event loop from the
+        writers. Here the pause lasts until the streams are closed: the first write is sent
+        at once, ten writes during the pause leave one frame for the thread, sent at the
+        close, and the stream then ends."""
+        monkeypatch.setattr(events, "PACE", 3600.0)
+        sent: list[str] = []
+        to_frame = subscriptions.event_to_notification
+
+        def counted(event: ServerEvent, meta: dict[str, Any]) -> Any:
+            sent.append(getattr(event, "uri", ""))
+            return to_frame(event, meta)
+
+        monkeypatch.setattr(events, "event_to_notification", counted)
+        settings = Settings(database=str(db_path), log_level="WARNING")
+        async with open_deps(settings) as deps:
+            server = build_server(settings, shared=deps)
+            async with Client(server) as writer, Client(server) as listener:
+                sid = await start(writer, "burst")
+                thread = uris(sid)["thread"]
+                async with listener.listen(resource_subscriptions=[thread]) as sub:
+                    await say(writer, sid, "first")
+                    with anyio.fail_after(WAIT):
+                        first = await anext(aiter(sub))
+                    for n in range(10):
+                        await say(writer, sid, f"burst {n}")
+                    [outbox] = deps.events.handler(LOCAL_TENANT)._streams
+                    for _ in range(int(WAIT * 100)):  # the fan-out task hands it over
+                        if outbox:
+                            break
+                        await anyio.sleep(0.01)
+                    deps.events.close()  # ends the pause: what waits is sent, then the result
+                    with anyio.fail_after(WAIT):
+                        rest = [event async for event in sub]
+        assert first == ResourceUpdated(uri=thread)
+        assert rest == [ResourceUpdated(uri=thread)]
+        assert sent == [thread, thread]  # two frames for eleven writes
 
 
 class TestLimits:

@@ -1,6 +1,7 @@
 """One tenant cannot lock the others out (issue 23): each holds at most its share of the open
 requests (streams of every kind included), of the Streamable HTTP sessions and of the SSE
-streams (`server.http.shares`), and `/health` answers while a tenant holds all of its share.
+streams (`server.http.shares`), of listen streams (half its open requests), and `/health` answers
+while a tenant holds all of its share.
 
 A real `frs-mcp --tokens FILE` process on 127.0.0.1 with small caps, so that the attack takes a
 few sockets: alice does what the attacker did, bob and a probe come after her.
@@ -9,16 +10,20 @@ few sockets: alice does what the attacker did, bob and a probe come after her.
 from __future__ import annotations
 
 import re
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 from anyio.abc import SocketStream
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.clients.frs_process import FrsProcess, frs_http
 from tests.server.test_http_hygiene import LEGACY, POST, initialize, on, open_session, pinged
+from tests.server.test_live import start
 
 pytestmark = pytest.mark.slow
 
@@ -160,3 +165,44 @@ class TestSseStreams:
         assert statuses == [200, 200, 503, 503]
         assert "your tenant holds its share of 2 of the 4" in refusal
         assert bob_status == 200
+
+
+class TestListenStreams:
+    async def test_a_tenants_listen_streams_are_half_its_share_and_leave_its_calls_room(
+        self, tmp_path: Path, tokens: Path
+    ) -> None:
+        """--max-connections 16, two tenants: 7 open requests each, half of them (3) listen
+        streams. Alice's fourth listen is refused naming the share; she still calls tools, and
+        bob listens."""
+        args = ("--transport", "streamable-http", "--tokens", str(tokens))
+        with frs_http(tmp_path / "frs.db", *args, "--max-connections", "16") as server:
+            async with (
+                connect(server, ALICE) as alice,
+                connect(server, BOB) as bob,
+                AsyncExitStack() as listens,
+            ):
+                for _ in range(3):
+                    await listens.enter_async_context(alice.listen(resources_list_changed=True))
+                with pytest.raises(MCPError) as refused:
+                    async with alice.listen(resources_list_changed=True):
+                        raise AssertionError("a listen over alice's share was accepted")
+                started = await start(alice, "alice still calls")
+                async with bob.listen(resources_list_changed=True):
+                    bobs = await start(bob, "bob listens")
+        assert refused.value.message == (
+            "Too many open listen streams: your tenant has the most it may have open at once "
+            "(3, half your tenant's share of --max-connections 16). Close one you no longer "
+            "read (or follow several resources in one listen), then listen again."
+        )
+        assert started
+        assert bobs
+
+
+@asynccontextmanager
+async def connect(server: FrsProcess, secret: str) -> AsyncIterator[Client]:
+    """An MCP client of the tenant whose secret is `secret`, over Streamable HTTP."""
+    async with (
+        httpx2.AsyncClient(headers=auth(secret), timeout=30) as http,
+        Client(streamable_http_client(server.mcp_url, http_client=http)) as client,
+    ):
+        yield client

@@ -130,20 +130,12 @@ class TestPages:
         assert "Long one" in found[2]
 
     async def test_a_page_holding_a_huge_squash_is_bounded_and_says_where_the_rest_is(
-        self, sample: tuple[Path, Sample]
+        self, huge_db: tuple[Path, str, str]
     ) -> None:
         """One squash of 20 MB once made its thread's page 20 MB: a page shows a text's head
         and tail (the alias reads the whole), and opens originals up to a budget (the squash's
-        own page has the rest)."""
-        path, _ = sample
-        async with open_database(path) as db:
-            # A server run with a higher --max-message-chars recorded it.
-            service = ReasoningService(SqliteStore(db), Limits(max_message_chars=20_000_100))
-            huge = (await service.start_session("Huge")).session.id
-            text = "HEAD-MARK " + "x" * 20_000_000 + " TAIL-MARK"
-            await service.record([NewMessage("user", text)])
-            await service.record([NewMessage("user", f"{n} " + "y" * 99_000) for n in range(40)])
-            await service.compress_range(1, 41, "Twenty megabytes and forty pages.")
+        own page has the rest, from the first left out)."""
+        path, huge, _ = huge_db
         with viewer(path) as base:
             status, _, page = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}")
         assert status == 200
@@ -152,8 +144,9 @@ class TestPages:
         assert "TAIL-MARK" in page
         assert "[… 19,900,020 characters left out …]" in page
         assert "read the whole with get_alias M.1@" in page
-        assert f'href="/s/{huge}/sq/1"' in page
-        assert "more originals on the squash" in page
+        assert f"… {LEFT_OUT:,} characters (31 more originals) left out; the full text: " in page
+        assert f'href="/s/{huge}/sq/1?from=11"' in page
+        assert "or get_alias SQ.1@" in page
 
     def test_pages_are_never_cached_and_the_static_files_may_be(
         self, sample: tuple[Path, Sample]
@@ -230,6 +223,101 @@ class TestPages:
         assert 'id="M.3"' in page
         assert bad == 400
         assert "use M.7 or SQ.2" in why
+
+
+#: The characters of the originals a page of the huge squash leaves out: the 31 after the
+#: 20 MB one and nine of 99,002 characters (a page opens 1,000,000, each text at most 100,000).
+LEFT_OUT = sum(len(f"{n} ") + 99_000 for n in range(9, 40))
+
+
+async def write_huge(path: Path) -> tuple[str, str]:
+    """Two sessions: "Huge", one squash of 20 MB (a text of 20,000,020 characters and forty of
+    99,002), and "Wide", fifteen entries of 150,000 characters each."""
+    async with open_database(path) as db:
+        # A server run with a higher --max-message-chars recorded it.
+        service = ReasoningService(SqliteStore(db), Limits(max_message_chars=20_000_100))
+        huge = (await service.start_session("Huge")).session.id
+        text = "HEAD-MARK " + "x" * 20_000_000 + " TAIL-MARK"
+        await service.record([NewMessage("user", text)])
+        await service.record([NewMessage("user", f"{n} " + "y" * 99_000) for n in range(40)])
+        await service.compress_range(1, 41, "Twenty megabytes and forty pages.")
+        wide = (await service.start_session("Wide")).session.id
+        await service.record([NewMessage("user", f"W{n:02} " + "w" * 149_996) for n in range(15)])
+    return huge, wide
+
+
+@pytest.fixture(scope="module")
+def huge_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """`write_huge`'s database, written once for the tests that only read it."""
+    path = tmp_path_factory.mktemp("huge") / "frs.db"
+    huge, wide = anyio.run(write_huge, path)
+    return path, huge, wide
+
+
+class TestHugeSquashes:
+    """The squash's own page and the Markdown export are bounded as the thread page is (issue
+    23): 20 MB of originals once made each of them 20 MB."""
+
+    async def test_the_squash_page_opens_a_page_of_originals_and_links_the_next(
+        self, huge_db: tuple[Path, str, str]
+    ) -> None:
+        path, huge, _ = huge_db
+        with viewer(path) as base:
+            first = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}/sq/1")
+            second = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}/sq/1?from=11")
+            past = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}/sq/1?from=42")
+        assert first[0] == 200
+        assert len(first[2].encode()) < 2_000_000
+        assert "HEAD-MARK" in first[2]
+        assert "TAIL-MARK" in first[2]
+        assert "[… 19,900,020 characters left out …]" in first[2]
+        assert (
+            f"… {LEFT_OUT:,} characters (31 more originals) left out; the full text: " in (first[2])
+        )
+        assert f'href="/s/{huge}/sq/1?from=11"' in first[2]
+        assert 'id="M.11"' not in first[2]
+        # The next page starts where the first stopped, and says where the first ones are.
+        assert second[0] == 200
+        assert len(second[2].encode()) < 2_000_000
+        assert "Originals from number 11 on" in second[2]
+        assert 'id="M.11"' in second[2]
+        assert "HEAD-MARK" not in second[2]
+        assert f'href="/s/{huge}/sq/1?from=21"' in second[2]
+        assert past[0] == 400
+        assert "from=42: SQ.1 replaced 41 entries; give 1 to 41." in past[2]
+
+    async def test_markdown_of_a_huge_squash_or_range_is_bounded_and_names_the_rest(
+        self, huge_db: tuple[Path, str, str]
+    ) -> None:
+        path, huge, wide = huge_db
+        with viewer(path) as base:
+            squash = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}/md?sq=1")
+            entry = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}/md?from=1&to=1")
+            rest = await anyio.to_thread.run_sync(get, f"{base}/s/{huge}/md?sq=1&from=11")
+            entries = await anyio.to_thread.run_sync(get, f"{base}/s/{wide}/md?from=1&to=15")
+        for status, _, text in (squash, entry, rest, entries):
+            assert status == 200
+            assert len(text.encode()) < 2_000_000
+        for text in (squash[2], entry[2]):
+            assert "HEAD-MARK" in text
+            assert "TAIL-MARK" in text
+            assert "… 19,900,020 characters left out; the full text: get_alias M.1@" in text
+            assert (
+                f"… {LEFT_OUT:,} characters (31 more originals) left out; the full text: "
+                f"{base}/s/{huge}/md?sq=1&from=11, or get_alias SQ.1@"
+            ) in text
+        assert "### Originals from number 11" in rest[2]
+        assert "(M.11@" in rest[2]
+        assert "HEAD-MARK" not in rest[2]
+        # Fifteen entries of 150,000 characters: ten texts' 100,000 fill the answer.
+        assert entries[2].count("… 50,000 characters left out; the full text: get_alias M.") == 10
+        assert "W09 " in entries[2]
+        assert "W10 " not in entries[2]
+        left = 5 * 150_000
+        assert (
+            f"… {left:,} characters left out (positions 11–15); the full text: "
+            f"{base}/s/{wide}/md?from=11&to=15"
+        ) in entries[2]
 
 
 class TestRefusals:
@@ -382,7 +470,7 @@ class TestRefusals:
             with closing(stalled):
                 host = f"127.0.0.1:{port}".encode()
                 stalled.sendall(
-                    b"GET /s/" + big.encode() + b"/md HTTP/1.1\r\nHost: " + host + b"\r\n\r\n"
+                    b"GET /s/" + big.encode() + b" HTTP/1.1\r\nHost: " + host + b"\r\n\r\n"
                 )
                 meanwhile = await anyio.to_thread.run_sync(get, base + "/")
                 logged = await anyio.to_thread.run_sync(_logged, process, "--write-timeout")

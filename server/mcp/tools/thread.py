@@ -99,9 +99,9 @@ async def frs_view_thread(
     budget_tokens: Annotated[
         int | None,
         Field(
-            description="Fit the view in this many estimated tokens: the task on top, newest "
-            "entries whole, older ones as cards, one-line cards and group lines, the oldest "
-            "left out (the last line says which)."
+            description="Fit the view in this many estimated tokens: the oldest entries on "
+            "top (the task among them), newest entries whole, the ones between as cards, "
+            "one-line cards and group lines, a middle span left out (the last line says which)."
         ),
     ] = None,
     show_sources: Annotated[
@@ -139,8 +139,8 @@ async def frs_view_thread(
     estimated tokens (not this view's).
     budget_tokens=N fits the view into N estimated tokens: the newest entries whole, older
     ones shrink to cards, one-line cards and group lines [a–b]; the oldest (the task among
-    them) stay on top as one-line cards and the span after them is left out; the last line
-    says which and the call that shows them. A whole
+    them) stay on top as cards and one-line cards and the span after them is left out; the
+    last line says which and the call that shows them. A whole
     thread over the server's cap is shown that way by default. An append changes such a
     view only near its end, so a prompt cache keeps hitting; last=N moves its first entry
     with every append, while from=<a fixed position> keeps the cache.
