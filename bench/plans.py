@@ -21,8 +21,7 @@ from frs import Message, NewMessage, ReasoningService, SessionId, ToolCall, View
 from frs.raw import Raw
 from storage import SqliteStore, open_database
 from storage.db import Database
-from storage.reads import SqliteReader
-from storage.writes import SqliteTx
+from storage.stores import SqliteReader, SqliteTx
 
 _SKIP = re.compile(r"^\s*(begin|commit|rollback|pragma|savepoint|release)\b", re.I)
 
@@ -71,17 +70,17 @@ class _TracingStore:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqliteTx]:
         async with self.db.transaction() as conn:
-            yield SqliteTx(_Recorder(conn, self.note))  # type: ignore[arg-type]
+            yield SqliteTx(_Recorder(conn, self.note))
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[SqliteReader]:
         async with self.db.snapshot() as conn:
-            yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
+            yield SqliteReader(_Recorder(conn, self.note))
 
     @asynccontextmanager
     async def searching(self, seconds: float) -> AsyncIterator[SqliteReader]:
         async with self.db.searching(seconds) as conn:
-            yield SqliteReader(_Recorder(conn, self.note))  # type: ignore[arg-type]
+            yield SqliteReader(_Recorder(conn, self.note))
 
     async def newest_entries(
         self, tenant: str, interface: str, conversation: str, count: int | None

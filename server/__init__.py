@@ -1,4 +1,5 @@
-"""server: the MCP edge of frs (tools, resources, prompts, transports, CLI)."""
+"""server: the edges of frs, a room each: the MCP edge (`mcp`), the HTTP transports (`http`),
+the viewer (`web`), the gateway (`gateway`) and the command (`cli`)."""
 
 # First: refuses a foreign frs, storage or server before the imports below load them.
 import server.origin  # noqa: F401

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Protocol
 
 import aiosqlite
 
 from frs.model import ToolCall
-from frs.originals import part_starts, render_parts
 from frs.text import estimate_tokens, message_body
-from storage.rows import MESSAGE_COLUMNS_V7, message_from_row, qualified
+from storage.backfills import lay_out_originals
+from storage.dialect import SQLITE
 
 
 class Migratable(Protocol):
@@ -351,35 +352,11 @@ async def _estimate_again(conn: aiosqlite.Connection) -> None:
     )
 
 
-async def _lay_out_originals(conn: aiosqlite.Connection) -> None:
-    """Every squash's members' starts in its rendered originals, and their length, as
-    `frs.squashes` now stores them with a new squash; a squash at a time."""
-    squashes = await conn.execute_fetchall("select session_id, n from squashes")
-    columns = qualified(MESSAGE_COLUMNS_V7, "m")
-    for session_id, n in squashes:
-        rows = await conn.execute_fetchall(
-            f"select s.seq, {columns} from squash_members s join messages m"
-            " on m.session_id = s.session_id and m.number = s.number"
-            " where s.session_id = ? and s.n = ? order by s.seq",
-            (session_id, n),
-        )
-        parts = render_parts([message_from_row(row[1:]) for row in rows])
-        starts = part_starts(parts)
-        await conn.executemany(
-            "update squash_members set at = ? where session_id = ? and n = ? and seq = ?",
-            [(at, session_id, n, row[0]) for at, row in zip(starts, rows, strict=True)],
-        )
-        chars = sum(len(part) for part in parts) + max(len(parts) - 1, 0)
-        await conn.execute(
-            "update squashes set chars = ? where session_id = ? and n = ?", (chars, session_id, n)
-        )
-
-
 #: Data changes SQL alone cannot make, run after their migration's statements, in the same
 #: transaction.
 BACKFILLS: dict[int, Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     5: _estimate_again,
-    7: _lay_out_originals,
+    7: partial(lay_out_originals, SQLITE),
 }
 
 

@@ -22,7 +22,7 @@ from frs.errors import StoreUnavailable
 from storage.db import BUSY_TIMEOUT_MS, read_bounded, store_error
 from storage.header import read_header
 from storage.migrations import APPLICATION_ID, MIGRATIONS, SchemaTooNew, foreign_reason
-from storage.reads import SqliteReader
+from storage.stores import SqliteReader
 
 
 class NotReadable(StoreUnavailable):

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any, cast
 
 from frs.model import (
+    Change,
     Checkpoint,
     FocusLayer,
     GatewayCall,
@@ -33,6 +34,8 @@ SESSION_COLUMNS = (
     " live_count, live_tokens, live_system, live_user, live_assistant, live_tool, live_summary,"
     " recorded, created_at, updated_at, tenant, recorded_tokens"
 )
+#: The same names one by one, in the order of `session_to_row` and `session_from_row`.
+SESSION_NAMES = tuple(name.strip() for name in SESSION_COLUMNS.split(","))
 #: The message columns a backfill of a migration before 8 may read (`raw` came with 8);
 #: `message_from_row` reads a row of these as a message without a raw item.
 MESSAGE_COLUMNS_V7 = (
@@ -44,6 +47,9 @@ SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
     " created_at, restored_at, summary, chars"
 )
+#: What a new squash writes, in the order of `squash_to_row`: all but `restored_at`, which
+#: a restore sets.
+NEW_SQUASH_COLUMNS = SQUASH_COLUMNS.replace(" restored_at,", "")
 SOURCE_COLUMNS = "alias, kind, path, display, content, sha256, chars, lines, created_at"
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
 
@@ -99,6 +105,26 @@ def session_to_row(session: Session) -> tuple[Any, ...]:
     )
 
 
+CHANGE_COLUMNS = "revision, change, created_at, live_count, live_tokens, recorded, recorded_tokens"
+
+
+def change_to_row(session: Session, change: str) -> tuple[Any, ...]:
+    """The line of CHANGE_COLUMNS that saving `session` logs: the counters it leaves."""
+    return (
+        session.revision,
+        change,
+        session.updated_at,
+        session.live_count,
+        session.live_tokens,
+        session.recorded,
+        session.recorded_tokens,
+    )
+
+
+def change_from_row(row: Row) -> Change:
+    return Change(*row)
+
+
 def calls_to_json(calls: Sequence[ToolCall]) -> str | None:
     if not calls:
         return None
@@ -142,6 +168,14 @@ def message_from_row(row: Row) -> Message:
         # Stored folded (frs.raw): the content is not kept twice.
         raw=unfold(row[19], row[6]) if len(row) > 19 and row[19] is not None else None,
     )
+
+
+#: The columns `message_to_row` fills: the session's id, the message's, and its lane.
+MESSAGE_ROW_COLUMNS = (
+    "session_id, number, ord, ord_last, live, role, kind, lane, content, name, tool_calls,"
+    " tool_call_id, answers, run_id, interface_message_id, created_at, sha256, tokens, covered,"
+    " squash_n, squash_sha256, raw"
+)
 
 
 def message_to_row(session_id: str, m: Message) -> tuple[Any, ...]:
@@ -189,12 +223,37 @@ def squash_from_row(row: Row) -> Squash:
     )
 
 
+def squash_to_row(squash: Squash) -> tuple[Any, ...]:
+    """The values of NEW_SQUASH_COLUMNS."""
+    return (
+        squash.n,
+        squash.summary_number,
+        squash.first,
+        squash.last,
+        squash.count,
+        squash.covered,
+        squash.tokens_before,
+        squash.tokens_after,
+        squash.sha256,
+        squash.created_at,
+        squash.summary,
+        squash.chars,
+    )
+
+
 def step_from_row(row: Row) -> PlanStep:
     return PlanStep(text=row[0], status=cast(StepStatus, row[1]))
 
 
+CHECKPOINT_COLUMNS = "name, revision, after_ord, created_at"
+
+
 def checkpoint_from_row(row: Row) -> Checkpoint:
     return Checkpoint(name=row[0], revision=row[1], after_ord=row[2], created_at=row[3])
+
+
+def checkpoint_to_row(checkpoint: Checkpoint) -> tuple[Any, ...]:
+    return (checkpoint.name, checkpoint.revision, checkpoint.after_ord, checkpoint.created_at)
 
 
 def source_from_row(row: Row) -> Source:
@@ -237,6 +296,18 @@ def layer_from_row(row: Row) -> FocusLayer:
         created_at=row[4],
         closed_at=row[5],
         squash_n=row[6],
+    )
+
+
+def layer_to_row(layer: FocusLayer) -> tuple[Any, ...]:
+    return (
+        layer.n,
+        layer.depth,
+        layer.goal,
+        layer.start_ord,
+        layer.created_at,
+        layer.closed_at,
+        layer.squash_n,
     )
 
 

@@ -1,5 +1,6 @@
-"""The SQLite implementation of `frs.ports.Store`: a transaction is a `SqliteTx`
-(`storage.writes`), a snapshot a `SqliteReader` (`storage.reads`)."""
+"""The SQLite implementation of `frs.ports.Store`: a transaction is a `SqliteTx`, a snapshot a
+`SqliteReader`, the shared readers and writers (`storage.reads`, `storage.writes`) in SQLite's
+dialect (`storage.dialect`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,27 @@ from contextlib import asynccontextmanager
 from frs.model import Message
 from frs.raw import Raw
 from storage.db import Database
-from storage.reads import NEWEST_OF_CONVERSATION, SqliteReader
+from storage.dialect import SQLITE
+from storage.queries import NEWEST_OF_CONVERSATION
+from storage.reads import StoreReader
 from storage.rows import newest_from_row
-from storage.writes import SqliteTx
+from storage.writes import StoreTx
 
 __all__ = ["SqliteReader", "SqliteStore", "SqliteTx"]
+
+_NEWEST = SQLITE.sql(NEWEST_OF_CONVERSATION)
+
+
+class SqliteReader(StoreReader):
+    """Read queries over one aiosqlite connection inside a transaction someone else opened."""
+
+    dialect = SQLITE
+
+
+class SqliteTx(StoreTx):
+    """Reads and writes inside one `BEGIN IMMEDIATE` transaction."""
+
+    dialect = SQLITE
 
 
 class SqliteStore:
@@ -42,7 +59,6 @@ class SqliteStore:
         self, tenant: str, interface: str, conversation: str, count: int | None
     ) -> list[Message | Raw]:
         rows = await self.db.fetch(
-            NEWEST_OF_CONVERSATION,
-            (tenant, interface, conversation, -1 if count is None else count),
+            _NEWEST, (tenant, interface, conversation, SQLITE.no_limit if count is None else count)
         )
         return [newest_from_row(row) for row in reversed(rows)]

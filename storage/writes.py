@@ -1,12 +1,13 @@
-"""Writes of the SQLite store: every method `frs.ports.ThreadTx` adds to a reader.
+"""Every method `frs.ports.ThreadTx` adds to a reader, written once for both engines.
 
-Each keeps the block counts (`storage.reads`) in step with the live flags it changes, in the
-same transaction.
+Each keeps the block counts (`storage.blocks`) in step with the live flags it changes, in the
+same transaction. The finders of a transaction lock what they find where the engine has more
+than one writer (`Dialect.for_update`, `Dialect.lock`), so each write decides on the state the
+one before it committed.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from frs.model import (
@@ -21,111 +22,120 @@ from frs.model import (
     Source,
     Squash,
 )
-from storage.reads import BLOCK_BITS, SqliteReader
+from storage.blocks import block_shifts
+from storage.queries import insert_sql
+from storage.reads import StoreReader
 from storage.rows import (
     CALL_COLUMNS,
+    CHANGE_COLUMNS,
+    CHECKPOINT_COLUMNS,
     LAYER_COLUMNS,
+    MESSAGE_ROW_COLUMNS,
+    NEW_SQUASH_COLUMNS,
     SESSION_COLUMNS,
+    SESSION_NAMES,
     SOURCE_COLUMNS,
     call_to_row,
+    change_to_row,
+    checkpoint_to_row,
+    layer_to_row,
     message_to_row,
     session_to_row,
     source_to_row,
+    squash_to_row,
 )
 
-_INSERT_MESSAGE = (
-    "insert into messages (session_id, number, ord, ord_last, live, role, kind, lane, content,"
-    " name, tool_calls, tool_call_id, answers, run_id, interface_message_id, created_at, sha256,"
-    " tokens, covered, squash_n, squash_sha256, raw)"
-    " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT_MESSAGE = insert_sql("messages", MESSAGE_ROW_COLUMNS)
+#: Where each column `save_session` writes stands in `session_to_row`: every column but the id
+#: and the tenant, which never change.
+_SAVED = [i for i, name in enumerate(SESSION_NAMES) if name not in ("id", "tenant")]
 _UPDATE_SESSION = (
-    "update sessions set title = ?, goal = ?, numbering = ?, interface = ?, conversation = ?,"
-    " revision = ?, next_number = ?, next_squash = ?, live_count = ?, live_tokens = ?,"
-    " live_system = ?, live_user = ?, live_assistant = ?, live_tool = ?, live_summary = ?,"
-    " recorded = ?, created_at = ?, updated_at = ?, recorded_tokens = ? where id = ?"
+    "update sessions set "
+    + ", ".join(f"{SESSION_NAMES[i]} = ${mark}" for mark, i in enumerate(_SAVED, start=1))
+    + f" where id = ${len(_SAVED) + 1}"
 )
 
 
-class SqliteTx(SqliteReader):
-    """Reads and writes inside one `BEGIN IMMEDIATE` transaction."""
+class StoreTx(StoreReader):
+    """Reads and writes inside one transaction: SQLite's `BEGIN IMMEDIATE`, PostgreSQL's READ
+    COMMITTED that locks what it finds."""
+
+    def _found(self, sql: str, table: str = "") -> str:
+        return sql + self.dialect.for_update(table)
+
+    async def find_conversation(
+        self, tenant: str, interface: str, conversation: str
+    ) -> Session | None:
+        # Held to the end of the transaction: a racing get-or-create waits, then finds ours.
+        await self.dialect.lock(self.conn, repr(("conversation", tenant, interface, conversation)))
+        return await super().find_conversation(tenant, interface, conversation)
 
     async def create_session(self, session: Session) -> None:
-        await self.conn.execute(
-            f"insert into sessions ({SESSION_COLUMNS}) values ({', '.join('?' * 21)})",
-            session_to_row(session),
-        )
+        await self._run(insert_sql("sessions", SESSION_COLUMNS), *session_to_row(session))
 
     async def set_current(self, scope: Scope, session_id: SessionId) -> None:
-        await self.conn.execute(
-            "insert into current_sessions (tenant, client, session_id) values (?, ?, ?)"
+        await self._run(
+            "insert into current_sessions (tenant, client, session_id) values ($1, $2, $3)"
             " on conflict (tenant, client) do update set session_id = excluded.session_id",
-            (scope.tenant, scope.client, session_id),
+            scope.tenant,
+            scope.client,
+            session_id,
         )
 
     async def save_session(self, session: Session, change: str) -> None:
-        # Every column but the id and the tenant, which never change.
         row = session_to_row(session)
-        await self.conn.execute(_UPDATE_SESSION, (*row[1:19], row[20], row[0]))
-        await self.conn.execute(
-            "insert into changes (session_id, revision, change, created_at, live_count,"
-            " live_tokens, recorded, recorded_tokens) values (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session.id,
-                session.revision,
-                change,
-                session.updated_at,
-                session.live_count,
-                session.live_tokens,
-                session.recorded,
-                session.recorded_tokens,
-            ),
+        await self._run(_UPDATE_SESSION, *(row[i] for i in _SAVED), session.id)
+        await self._run(
+            insert_sql("changes", f"session_id, {CHANGE_COLUMNS}"),
+            session.id,
+            *change_to_row(session, change),
         )
 
     async def _shift_blocks(self, session_id: SessionId, ords: Iterable[tuple[int, int]]) -> None:
         """Add each (ord, delta) to the live count of the ord's block."""
-        deltas: Counter[int] = Counter()
-        for ord_, delta in ords:
-            deltas[ord_ >> BLOCK_BITS] += delta
-        await self.conn.executemany(
-            "insert into blocks (session_id, block, live) values (?, ?, ?)"
-            " on conflict (session_id, block) do update set live = live + excluded.live",
-            [(session_id, block, delta) for block, delta in deltas.items() if delta],
+        shifts = block_shifts(ords)
+        await self.dialect.run_each(
+            self.conn,
+            f"insert into blocks (session_id, block, live) {self.dialect.rows_of(1, 2)}"
+            " on conflict (session_id, block) do update set live = blocks.live + excluded.live",
+            (session_id,),
+            ([block for block, _ in shifts], [delta for _, delta in shifts]),
         )
 
+    async def _run_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        if rows:
+            await self.dialect.run_many(self.conn, sql, rows)
+
     async def insert_messages(self, session_id: SessionId, messages: Sequence[Message]) -> None:
-        await self.conn.executemany(
-            _INSERT_MESSAGE, [message_to_row(session_id, m) for m in messages]
+        await self._run_many(_INSERT_MESSAGE, [message_to_row(session_id, m) for m in messages])
+        await self._run_many(
+            "insert into calls (session_id, call_id, number) values ($1, $2, $3)"
+            " on conflict do nothing",
+            [
+                (session_id, call.id, m.number)
+                for m in messages
+                for call in m.tool_calls
+                if m.number
+            ],
         )
-        calls = [
-            (session_id, call.id, m.number) for m in messages for call in m.tool_calls if m.number
-        ]
-        if calls:
-            await self.conn.executemany(
-                "insert or ignore into calls (session_id, call_id, number) values (?, ?, ?)", calls
-            )
         await self._shift_blocks(session_id, ((m.ord, 1) for m in messages if m.live))
 
     async def remove_entry(self, session_id: SessionId, message: Message) -> None:
         # Two statements, so each deletes through its own index (by number; thinking by ord).
-        await self.conn.execute(
-            "delete from messages where session_id = ? and number = ?",
-            (session_id, message.number),
+        await self._run(
+            "delete from messages where session_id = $1 and number = $2",
+            session_id,
+            message.number,
         )
-        await self.conn.execute(
-            "delete from messages where session_id = ? and kind = 'thinking' and ord = ?",
-            (session_id, message.ord),
+        await self._run(
+            "delete from messages where session_id = $1 and kind = 'thinking' and ord = $2",
+            session_id,
+            message.ord,
         )
-        await self.conn.execute(
-            "delete from calls where session_id = ? and number = ?", (session_id, message.number)
+        await self._run(
+            "delete from calls where session_id = $1 and number = $2", session_id, message.number
         )
         await self._shift_blocks(session_id, [(message.ord, -1)])
-
-    async def _set_live(self, session_id: SessionId, numbers: Iterable[int], live: int) -> None:
-        await self.conn.executemany(
-            "update messages set live = ? where session_id = ? and number = ?",
-            [(live, session_id, number) for number in numbers],
-        )
 
     async def apply_squash(
         self,
@@ -135,34 +145,25 @@ class SqliteTx(SqliteReader):
         members: Sequence[Message],
         starts: Sequence[int],
     ) -> None:
-        await self._set_live(session_id, (m.number for m in members if m.number), 0)
-        await self.conn.execute(_INSERT_MESSAGE, message_to_row(session_id, summary))
-        await self.conn.execute(
-            "insert into squashes (session_id, n, summary_number, first_ord, last_ord, count,"
-            " covered, tokens_before, tokens_after, sha256, summary, created_at, chars)"
-            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                squash.n,
-                squash.summary_number,
-                squash.first,
-                squash.last,
-                squash.count,
-                squash.covered,
-                squash.tokens_before,
-                squash.tokens_after,
-                squash.sha256,
-                squash.summary,
-                squash.created_at,
-                squash.chars,
-            ),
+        await self.dialect.run_each(
+            self.conn,
+            "update messages set live = 0 where session_id = $1"
+            f" and number{self.dialect.each_number(2)}",
+            (session_id,),
+            ([m.number for m in members if m.number],),
         )
-        await self.conn.executemany(
-            "insert into squash_members (session_id, n, seq, number, at) values (?, ?, ?, ?, ?)",
-            [
-                (session_id, squash.n, seq, m.number, at)
-                for seq, (m, at) in enumerate(zip(members, starts, strict=True))
-            ],
+        await self._run(_INSERT_MESSAGE, *message_to_row(session_id, summary))
+        await self._run(
+            insert_sql("squashes", f"session_id, {NEW_SQUASH_COLUMNS}"),
+            session_id,
+            *squash_to_row(squash),
+        )
+        await self.dialect.run_each(
+            self.conn,
+            "insert into squash_members (session_id, n, seq, number, at)"
+            f" {self.dialect.rows_of(2, 3)}",
+            (session_id, squash.n),
+            (list(range(len(members))), [m.number for m in members], list(starts)),
         )
         await self._shift_blocks(session_id, [*((m.ord, -1) for m in members), (summary.ord, 1)])
 
@@ -174,73 +175,70 @@ class SqliteTx(SqliteReader):
         members: Sequence[Message],
         restored_at: str,
     ) -> None:
-        await self._set_live(session_id, [summary.number or 0], 0)
-        await self._set_live(session_id, (m.number for m in members if m.number), 1)
-        await self.conn.execute(
-            "update squashes set restored_at = ? where session_id = ? and n = ?",
-            (restored_at, session_id, squash.n),
+        # The summary leaves the thread, its members come back.
+        await self.dialect.run_each(
+            self.conn,
+            "update messages set live = case when number = $2 then 0 else 1 end"
+            f" where session_id = $1 and number{self.dialect.each_number(3)}",
+            (session_id, summary.number or 0),
+            ([summary.number or 0, *(m.number for m in members if m.number)],),
+        )
+        await self._run(
+            "update squashes set restored_at = $1 where session_id = $2 and n = $3",
+            restored_at,
+            session_id,
+            squash.n,
         )
         await self._shift_blocks(session_id, [(summary.ord, -1), *((m.ord, 1) for m in members)])
 
     async def replace_plan(self, session_id: SessionId, steps: Sequence[PlanStep]) -> None:
-        await self.conn.execute("delete from plan_steps where session_id = ?", (session_id,))
-        await self.conn.executemany(
-            "insert into plan_steps (session_id, idx, text, status) values (?, ?, ?, ?)",
+        await self._run("delete from plan_steps where session_id = $1", session_id)
+        await self._run_many(
+            "insert into plan_steps (session_id, idx, text, status) values ($1, $2, $3, $4)",
             [(session_id, i, step.text, step.status) for i, step in enumerate(steps)],
         )
 
     async def add_checkpoint(self, session_id: SessionId, checkpoint: Checkpoint) -> None:
-        await self.conn.execute(
-            "insert into checkpoints (session_id, name, revision, after_ord, created_at)"
-            " values (?, ?, ?, ?, ?)",
-            (
-                session_id,
-                checkpoint.name,
-                checkpoint.revision,
-                checkpoint.after_ord,
-                checkpoint.created_at,
-            ),
+        await self._run(
+            insert_sql("checkpoints", f"session_id, {CHECKPOINT_COLUMNS}"),
+            session_id,
+            *checkpoint_to_row(checkpoint),
         )
 
     async def add_gateway_call(self, session_id: SessionId, call: GatewayCall) -> None:
-        await self.conn.execute(
-            f"insert into gateway_calls (session_id, {CALL_COLUMNS})"
-            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session_id, *call_to_row(call)),
+        await self._run(
+            insert_sql("gateway_calls", f"session_id, {CALL_COLUMNS}"),
+            session_id,
+            *call_to_row(call),
         )
 
     async def add_source(self, session_id: SessionId, source: Source) -> None:
-        await self.conn.execute(
-            f"insert into sources (session_id, {SOURCE_COLUMNS})"
-            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session_id, *source_to_row(source)),
+        await self._run(
+            insert_sql("sources", f"session_id, {SOURCE_COLUMNS}"),
+            session_id,
+            *source_to_row(source),
         )
 
     async def open_layer(self, session_id: SessionId, layer: FocusLayer) -> None:
-        await self.conn.execute(
-            f"insert into focus_layers (session_id, {LAYER_COLUMNS})"
-            " values (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                layer.n,
-                layer.depth,
-                layer.goal,
-                layer.start_ord,
-                layer.created_at,
-                layer.closed_at,
-                layer.squash_n,
-            ),
+        await self._run(
+            insert_sql("focus_layers", f"session_id, {LAYER_COLUMNS}"),
+            session_id,
+            *layer_to_row(layer),
         )
 
     async def close_layer(
         self, session_id: SessionId, n: int, closed_at: str, squash_n: int | None
     ) -> None:
-        await self.conn.execute(
-            "update focus_layers set closed_at = ?, squash_n = ? where session_id = ? and n = ?",
-            (closed_at, squash_n, session_id, n),
+        await self._run(
+            "update focus_layers set closed_at = $1, squash_n = $2 where session_id = $3"
+            " and n = $4",
+            closed_at,
+            squash_n,
+            session_id,
+            n,
         )
 
     async def remove_source(self, session_id: SessionId, alias: str) -> None:
-        await self.conn.execute(
-            "delete from sources where session_id = ? and alias = ?", (session_id, alias)
+        await self._run(
+            "delete from sources where session_id = $1 and alias = $2", session_id, alias
         )

@@ -115,3 +115,54 @@ class TestPreflight:
             folder = lock.parent.relative_to(REPO)
             assert f"the tests in {folder} install from npm, pinned in {folder}/" in done.stderr
         assert "@modelcontextprotocol/inspector" in done.stderr
+
+
+def stub_venv(venv: Path) -> Path:
+    """A venv whose python (pytest), ruff and mypy only say they ran, each exiting with the
+    code in its environment variable; stamped newer than pyproject.toml, so make installs
+    nothing."""
+    (venv / "bin").mkdir(parents=True)
+    stubs = {"python": "PYTEST", "ruff": "RUFF", "mypy": "MYPY"}
+    for name, tool in stubs.items():
+        script = venv / "bin" / name
+        script.write_text(f'#!/bin/sh\necho "{tool} ran: $*"\nexit ${{{tool}_EXIT:-0}}\n')
+        script.chmod(0o755)
+    for stamp in (".installed", ".installed-run"):
+        (venv / stamp).touch()
+    return venv
+
+
+class TestLintBesidePytest:
+    """`make test` runs lint beside pytest, prints lint's output after pytest's, and fails when
+    either fails (issue 23: mypy's minute on a fresh clone no longer comes first)."""
+
+    @pytest.mark.parametrize(
+        ("failing", "status"),
+        [(None, 0), ("RUFF", 2), ("MYPY", 2), ("PYTEST", 2)],
+        ids=["both-pass", "ruff-fails", "mypy-fails", "pytest-fails"],
+    )
+    def test_either_failing_fails_and_lints_output_follows_pytests(
+        self, tmp_path: Path, failing: str | None, status: int
+    ) -> None:
+        venv = stub_venv(tmp_path / "venv")
+        env = {**os.environ, **({f"{failing}_EXIT": "1"} if failing else {})}
+        done = subprocess.run(
+            ["make", "--no-print-directory", "test", f"VENV={venv}", "PYTEST_ARGS=-k x"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == status, done.stdout + done.stderr
+        out = done.stdout
+        assert "PYTEST ran: -m pytest -n 2 --dist loadfile -k x" in out, out
+        lint = out.index("RUFF ran: check .")
+        assert out.index("PYTEST ran:") < lint, "lint's output comes after pytest's"
+        if failing != "RUFF":
+            assert "RUFF ran: format --check ." in out[lint:], out
+            assert "MYPY ran: " in out[lint:], out
+        if failing in ("RUFF", "MYPY"):
+            assert f"lint failed: its output is in {venv}/lint.log" in out, out
+        else:
+            assert "lint failed" not in out, out

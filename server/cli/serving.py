@@ -22,6 +22,7 @@ import uvicorn
 from server.http.shares import listen_share
 from server.http.sockets import guarded_protocol
 from server.http.transports import HttpOptions, build_app
+from server.internals import Uvicorn
 from server.mcp.app import build_server
 from server.mcp.deps import Deps, open_deps
 from server.settings import Settings
@@ -39,7 +40,7 @@ async def serve_stdio(settings: Settings) -> None:
         await mcp.run_stdio_async()
 
 
-class _Server(uvicorn.Server):
+class _Server(Uvicorn):
     def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
         super().__init__(config)
         self._on_exit = on_exit

@@ -17,8 +17,8 @@ from frs.conversations import from_headers
 from frs.matching import Unit, fingerprint
 from frs.wire import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
 from server.gateway import runs
-from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
+from server.gateway.wires import WireFormat
 
 CHAT_PATH = "/v1/chat/completions"
 

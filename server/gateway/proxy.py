@@ -22,7 +22,8 @@ import anyio
 import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
-from server.gateway.recorder import Prepared, Recorder, WireFormat
+from server.gateway.recorder import Prepared, Recorder
+from server.gateway.wires import WireFormat
 from server.http.tenants import tenant_of
 
 log = logging.getLogger("frs-mcp.gateway")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import anyio
@@ -37,35 +37,12 @@ from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import estimate_tokens, shorten
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from server.gateway.wires import WireFormat, refusal_of
 
 log = logging.getLogger("frs-mcp.gateway")
 
 _KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
 _PARSED = 32  # conversations whose last request body stays in memory, to read the next faster
-
-
-@dataclass(frozen=True, slots=True)
-class WireFormat:
-    """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
-
-    name: str
-    path: str  # the path whose POSTs it reads (every other path is forwarded unread)
-    #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
-    parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
-    #: The conversation a request names in its headers (before its body is read), if any.
-    named: Callable[[Mapping[str, str]], tuple[str, str] | None]
-    #: The assistant message a finished answer holds (its bytes, its content type), if any.
-    answer_of: Callable[[bytes, str], WireMessage | None]
-    #: The conversation of a request: the one it names, else one its messages identify.
-    conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
-    render: Callable[[str, WireRequest, RewritePlan], str]
-    #: The rules a rewritten body must keep: what the provider would refuse, in words.
-    problems: Callable[[object], list[str]]
-    decode: Callable[[str], object]
-    #: True when what `problems` asks of a message depends only on its neighbours (and on
-    #: the first message being a user's): a rewrite that repeats the last one passed is then
-    #: checked from its last repeated assistant message on (`_from_repeat`), else whole.
-    local_rules: bool = False
 
 
 @dataclass(slots=True)
@@ -77,7 +54,7 @@ class _Conversation:
     nudged: int = 0  # the threshold level the last reminder answered
     loaded: bool = False  # what the newest stored call had sent was read back
     #: The last rewrite that passed the checks, read: the next, which repeats most of it
-    #: (frozen bytes), is checked from where it differs on (`_refusal`).
+    #: (frozen bytes), is checked from where it differs on (`server.gateway.wires`).
     checked: tuple[str, Parsed] | None = None  # (wire name, the rewrite)
 
 
@@ -163,7 +140,11 @@ class Recorder:
             if not plan.changes:
                 return frozen.prepared(body, plan, key, units, belongs, 0, fresh)
             rewritten = wire.render(text, request, plan)
-            refusal = _refusal(wire, request, text, rewritten, conversation, headers)
+            checked = conversation.checked
+            last = checked[1] if checked is not None and checked[0] == wire.name else None
+            refusal, read = refusal_of(wire, request, text, rewritten, last, headers)
+            if read is not None:
+                conversation.checked = (wire.name, read)
             if refusal:
                 log.warning(
                     "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
@@ -353,71 +334,6 @@ def _belongs(
     if thread is None or thread.first_key is None:
         return True
     return units[0].key == thread.first_key
-
-
-def _refusal(
-    wire: WireFormat,
-    request: WireRequest,
-    original: str,
-    rewritten: str,
-    conversation: _Conversation,
-    headers: Mapping[str, str],
-) -> str | None:
-    """Why a rewrite must not be sent: a change outside the messages array (system, tools,
-    every other field must stay byte for byte), or a rule it breaks that the host's request
-    kept. None when it may go; it is then kept on `conversation` for the next check."""
-    array = request.messages_span
-    if array is None:
-        return "the messages were not found"
-    moved = len(rewritten) - len(original)
-    if (
-        rewritten[: array.start] != original[: array.start]
-        or rewritten[array.end + moved :] != original[array.end :]
-    ):
-        return "it changed something outside the messages"
-    read: WireRequest | None = None
-    checked_body = rewritten
-    if wire.local_rules:
-        checked = conversation.checked
-        previous = checked[1] if checked is not None and checked[0] == wire.name else None
-        read = wire.parse(rewritten, headers, previous)
-        checked_body = _from_repeat(rewritten, read, previous)
-    found = wire.problems(wire.decode(checked_body))
-    refusal = None
-    if found:
-        # Rare: only then is the host's own request checked, so its own faults are not ours
-        # (both whole, so the places named compare).
-        if checked_body is not rewritten:
-            found = wire.problems(wire.decode(rewritten))
-        new = set(found) - set(wire.problems(wire.decode(original)))
-        refusal = "; ".join(sorted(new)[:3]) if new else None
-    if refusal is None and read is not None:
-        conversation.checked = (wire.name, Parsed(rewritten, read))
-    return refusal
-
-
-#: Stands for the messages a check leaves out: a user message, as the first must be.
-_STAND_IN = '{"role":"user","content":"(earlier messages, checked before)"},'
-
-
-def _from_repeat(text: str, read: WireRequest, previous: Parsed | None) -> str:
-    """The body to check: `text` whole, or, when it repeats the last rewrite that passed
-    (`previous`), with the messages before the last repeated assistant message left out and
-    one stand-in user message in their place. What the rules ask of a message depends only
-    on its neighbours, and those left out were checked as they are; frozen bytes make a
-    long conversation's rewrites repeat all but their end, so a check stays short. (A call
-    id of the end repeating one of the part left out is not seen: the host's to send.)"""
-    span = read.messages_span
-    if previous is None or span is None:
-        return text
-    repeated = reused(read, previous.request)
-    start = next(
-        (i for i in range(repeated - 1, 0, -1) if read.messages[i].role == "assistant"), None
-    )
-    if start is None:
-        return text
-    first = read.messages[start].span.start
-    return text[: span.start] + "[" + _STAND_IN + text[first:]
 
 
 def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:

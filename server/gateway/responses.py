@@ -43,8 +43,8 @@ from frs.wire import (
     WireRole,
 )
 from server.gateway import runs
-from server.gateway.recorder import WireFormat
 from server.gateway.spans import array_items, compact, decode, object_members
+from server.gateway.wires import WireFormat
 
 RESPONSES_PATH = "/v1/responses"
 #: The header Codex adds when signed in with a ChatGPT account rather than an API key: such a

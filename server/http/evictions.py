@@ -14,10 +14,8 @@ stream open is never closed; if every session is busy, the SDK's 503 stands (rew
 `server.http.guards.RewordLimits`). An evicted client's next request gets 404, after which the
 protocol has a client initialize anew.
 
-The SDK (mcp 2.3) exposes neither its sessions nor a way to close one, so this reads
-`StreamableHTTPSessionManager._server_instances` and calls `_discard_session` (what the SDK
-itself calls when a session ends). `tests/server/
-test_http_hygiene.py` fails if a new SDK release changes them.
+The SDK exposes neither its sessions nor a way to close one, so this reads and closes them
+through `server.internals` (`live_sessions`, `discard_session`).
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.http.guards import TENANT_KEY, RequestBody
+from server.internals import discard_session, live_sessions
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ class EvictIdle:
         await send({"type": "http.response.body", "body": body})
 
     def _live(self) -> dict[str, Any]:
-        return self.manager._server_instances
+        return live_sessions(self.manager)
 
     async def _make_room(self, tenant: str | None) -> bool:
         """Make room for a session of `tenant`: at its share, close its own least recently
@@ -158,7 +157,7 @@ class EvictIdle:
             "admit a new client",
             self.limit,
         )
-        await self.manager._discard_session(session, live[session])
+        await discard_session(self.manager, session, live[session])
         return True
 
 

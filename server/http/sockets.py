@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from server.internals import H11
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _raw_response(status: int, reason: str, text: str) -> bytes:
     return head.encode() + body
 
 
-def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
+def guarded_protocol(limits: SocketLimits) -> type[H11]:
     """uvicorn's h11 protocol with `limits` enforced; pass it as `uvicorn.Config(http=...)`."""
 
     # Sockets that have not yet sent a whole first request, oldest first: at the cap, the
@@ -93,7 +94,7 @@ def guarded_protocol(limits: SocketLimits) -> type[H11Protocol]:
             due.cancel()
         trim[:] = [loop.call_later(TRIM_AFTER, give_back_memory)]
 
-    class Guarded(H11Protocol):
+    class Guarded(H11):
         _deadline: asyncio.TimerHandle | None = None
         _waiting_for: str = ""
         _unread: asyncio.TimerHandle | None = None

@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 
+from server.internals import lowlevel_of
 from server.mcp import live, prompts, resources, tools
 from server.mcp.bounds import bounds_middleware
 from server.mcp.deps import Deps, open_deps
@@ -44,14 +45,13 @@ class FrsServer(MCPServer[Deps]):
 
     async def run_stdio_async(self) -> None:
         async with guarded_stdio(self.max_line_bytes) as (read_stream, write_stream):
-            await self._lowlevel_server.run(
-                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
-            )
+            lowlevel = self.lowlevel
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     @property
     def lowlevel(self) -> Server[Deps]:
         """The SDK's protocol-level server, for the handlers `MCPServer` has no hook for."""
-        return self._lowlevel_server
+        return lowlevel_of(self)
 
     async def list_resources(self) -> list[types.Resource]:
         listed = await super().list_resources()

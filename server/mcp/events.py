@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -51,6 +51,8 @@ from mcp_types import (
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
 )
+
+from server.internals import connection_of
 
 log = logging.getLogger(__name__)
 
@@ -157,11 +159,9 @@ class Subscribers:
 
 
 def _connection(session: ServerSession) -> _Told:
-    """The connection a per-request session proxy writes to: what a subscription belongs to.
-    The SDK builds a proxy per request (which holds its connection, so it must not be kept);
-    mcp 2.3 keeps the connection in `_connection`."""
-    found: _Told = getattr(session, "_connection", session)
-    return found
+    """The connection a per-request session proxy writes to (`server.internals.connection_of`):
+    the proxy must not be kept, it holds the connection."""
+    return cast(_Told, connection_of(session))
 
 
 class _Outbox:
@@ -240,7 +240,8 @@ class MergingListen:
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
         if len(self._streams) >= self._max_subscriptions:
-            raise MCPError(INTERNAL_ERROR, "Subscription limit reached")  # `server.live` rewords it
+            # `server.mcp.live` rewords it.
+            raise MCPError(INTERNAL_ERROR, "Subscription limit reached")
         honored = _honored(params.notifications)
         uris = frozenset(honored.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}

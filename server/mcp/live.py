@@ -23,11 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import NotificationOptions
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -43,6 +41,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from server.internals import announce_resource_list_changes
 from server.mcp.deps import service
 from server.mcp.events import TenantEvents
 from server.mcp.resources import session_uris
@@ -152,12 +151,8 @@ async def seen(
 def serve(lowlevel: Server[Any]) -> None:
     """Serve subscriptions per tenant in both eras and advertise only what is delivered."""
     lowlevel.middleware.append(seen)
-    # 2025-11-25: the SDK takes the list-changed flags from NotificationOptions, which its
-    # transports never pass (mcp 2.3, its TODO L53); the resource list's changes are sent.
-    options = NotificationOptions(resources_changed=True)
-    lowlevel.create_initialization_options = partial(  # type: ignore[method-assign]
-        type(lowlevel).create_initialization_options, lowlevel, options
-    )
+    # 2025-11-25: the resource list's changes are sent, so the handshake says so.
+    announce_resource_list_changes(lowlevel)
     lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)

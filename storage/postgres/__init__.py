@@ -1,5 +1,6 @@
 """storage.postgres: the PostgreSQL implementation of `frs.ports.Store` (asyncpg, the extra
-`frs-mcp[postgres]`): schema and migrations, the pool, reads and writes."""
+`frs-mcp[postgres]`): schema and migrations, the pool, and the shared reads and writes
+(`storage.reads`, `storage.writes`) in PostgreSQL's dialect (`storage.postgres.dialect`)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from storage.postgres.database import (
     open_postgres,
     redact,
 )
-from storage.postgres.reads import NEWEST_OF_CONVERSATION, PgReader
+from storage.postgres.dialect import POSTGRES
 from storage.postgres.schema import MIGRATIONS
-from storage.postgres.writes import PgTx
+from storage.queries import NEWEST_OF_CONVERSATION
+from storage.reads import StoreReader
 from storage.rows import newest_from_row
+from storage.writes import StoreTx
 
 __all__ = [
     "MIGRATIONS",
@@ -31,6 +34,18 @@ __all__ = [
     "open_postgres",
     "redact",
 ]
+
+
+class PgReader(StoreReader):
+    """Read queries over one asyncpg connection inside a transaction someone else opened."""
+
+    dialect = POSTGRES
+
+
+class PgTx(StoreTx):
+    """Reads and writes inside one READ COMMITTED transaction that locks what it finds."""
+
+    dialect = POSTGRES
 
 
 class PgStore:

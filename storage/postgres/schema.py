@@ -10,15 +10,17 @@ are Python ints), `live` stays 0/1 so `storage.rows` reads both backends' rows a
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import anyio
 
 from frs.errors import StoreUnavailable
-from frs.originals import part_starts, render_parts
+from storage.backfills import lay_out_originals
 from storage.migrations import SchemaTooNew
+from storage.postgres.dialect import POSTGRES
 from storage.postgres.search import index_messages
-from storage.rows import MESSAGE_COLUMNS_V7, message_from_row, qualified
 
 log = logging.getLogger(__name__)
 
@@ -202,32 +204,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 
-async def _lay_out_originals(conn: Any) -> None:
-    """Every squash's members' starts and its originals' length, as `frs.squashes` stores
-    them with a new squash (`storage.migrations._lay_out_originals` for SQLite)."""
-    columns = qualified(MESSAGE_COLUMNS_V7, "m")
-    for session_id, n in await conn.fetch("select session_id, n from squashes"):
-        rows = await conn.fetch(
-            f"select s.seq, {columns} from squash_members s join messages m"
-            " on m.session_id = s.session_id and m.number = s.number"
-            " where s.session_id = $1 and s.n = $2 order by s.seq",
-            session_id,
-            n,
-        )
-        parts = render_parts([message_from_row(tuple(row)[1:]) for row in rows])
-        await conn.executemany(
-            "update squash_members set at = $1 where session_id = $2 and n = $3 and seq = $4",
-            [(at, session_id, n, row[0]) for at, row in zip(part_starts(parts), rows, strict=True)],
-        )
-        chars = sum(len(part) for part in parts) + max(len(parts) - 1, 0)
-        await conn.execute(
-            "update squashes set chars = $1 where session_id = $2 and n = $3", chars, session_id, n
-        )
-
-
 #: Data changes SQL alone cannot make, run after their migration's statements, in the same
 #: transaction.
-BACKFILLS = {2: _lay_out_originals, 5: index_messages}
+BACKFILLS: dict[int, Callable[[Any], Awaitable[object]]] = {
+    2: partial(lay_out_originals, POSTGRES),
+    5: index_messages,
+}
 
 
 async def _index_missing(conn: Any) -> bool:

@@ -1,7 +1,7 @@
 """Sessions found by text on PostgreSQL: `ThreadReader.search_sessions`, and the trigram
 index it uses.
 
-The port's promise, as SQLite's scan keeps it (`storage.reads`): title or any message's text
+The port's promise, as SQLite's scan keeps it (`storage.dialect`): title or any message's text
 holds `text`, case-insensitive for ASCII letters only (`lower` under collation "C" folds A-Z and
 nothing else, byte by byte; ILIKE would fold every letter the locale knows, and `translate`,
 which folded before, costs ten times as much), LIKE's wildcards matching themselves, newest
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 import re
-import string
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from frs.model import Session
+from storage.dialect import like_pattern as like_pattern  # the pattern SQLite's scan uses too
 from storage.rows import SESSION_COLUMNS, session_from_row
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 #: The folded text, spelled the same in the index and the query (PostgreSQL uses an
 #: expression index only for the expression as written).
 FOLDED_CONTENT = 'lower(content collate "C")'
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 #: pg_trgm takes trigrams from words (letters and digits); a query with no 3 of them in a row
 #: gives it none, and the index would then name every message.
 _WORD_TRIGRAM = re.compile(r"[^\W_]{3}")
@@ -50,12 +49,6 @@ INDEXED = (
     f" and {FOLDED_CONTENT} like $2)){_ORDER}"
 )
 _HAS_INDEX = "select to_regclass('messages_search') is not null"
-
-
-def like_pattern(text: str) -> str:
-    """`%text%` over the folded text: ASCII letters lowered, LIKE's wildcards and its
-    escape character escaped (PostgreSQL's default escape is `\\`)."""
-    return "%" + re.sub(r"([\\%_])", r"\\\1", text.translate(_ASCII_LOWER)) + "%"
 
 
 def uses_index(text: str) -> bool:

@@ -23,7 +23,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from server.gateway import chat, responses
-from server.gateway.anthropic import problems
+from server.gateway.anthropic_rules import problems
 from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
 from server.http.listening import bind_socket

@@ -21,7 +21,7 @@ from starlette.types import Message, Receive, Scope, Send
 from frs import ReasoningService
 from frs.host_threads import find_thread
 from frs.model import Scope as FrsScope
-from server.gateway.anthropic import problems
+from server.gateway.anthropic_rules import problems
 from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
 from server.settings import Settings

@@ -10,9 +10,10 @@ import anyio
 import pytest
 
 from frs.wire import Parsed, common_prefix
-from server.gateway.anthropic import decode_body, parse, problems
+from server.gateway.anthropic import decode_body, parse
+from server.gateway.anthropic_rules import problems
 from server.gateway.proxy import Held
-from server.gateway.recorder import _from_repeat
+from server.gateway.wires import _from_repeat
 from tests.gateway.conversation import body, call, result, said, user
 
 

@@ -14,7 +14,8 @@ from frs.matching import units_of
 from frs.nudges import candidates
 from frs.rewriting import LiveSquash, plan_rewrite
 from server.gateway import responses
-from server.gateway.anthropic import parse, problems, render
+from server.gateway.anthropic import parse, render
+from server.gateway.anthropic_rules import problems
 from tests.gateway import openai_conversation as oc
 from tests.gateway.conversation import SESSION, call, result, said, user
 from tests.gateway.harness import rig

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from server.gateway.anthropic import problems
+from server.gateway.anthropic_rules import problems
 from tests.gateway.conversation import call, result, said, user
 
 GOOD = [user("go"), call("toolu_1", "ls"), result("toolu_1", "a"), said("done"), user("next")]

@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.pgsync import SyncPg
 
-BLOCK_BITS = 10  # storage.reads counts live entries per 1024 ords
+BLOCK_BITS = 10  # storage.blocks counts live entries per 1024 ords
 LANE_COLUMNS = ("system", "user", "assistant", "tool", "summary")
 
 

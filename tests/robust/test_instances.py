@@ -38,6 +38,7 @@ RACERS = 8
 OWN = 24
 ROUNDS = 10
 OWN_CALLS = 40
+KILL_AFTER = 150  # messages acknowledged before the kill, and again after it
 
 pytestmark = pytest.mark.slow
 
@@ -225,9 +226,12 @@ class TestSeveralInstances:
             async with anyio.create_task_group() as group:
                 for index in range(16):
                     group.start_soon(writer, url, index, acked, failed)
-                await anyio.sleep(2)
+                # Counted, not timed: as many writes as the machine's speed allows in a second
+                # or so, loaded or not.
+                await acknowledged(acked, KILL_AFTER)
                 processes[1].kill()  # SIGKILL, in the middle of writes
-                await anyio.sleep(3)  # the others go on through the two instances left
+                # The others go on through the two instances left.
+                await acknowledged(acked, len(acked.messages) + KILL_AFTER)
                 group.cancel_scope.cancel()
             with anyio.fail_after(30):  # the killed instance's transactions end with it
                 while idle_in_transaction(dsn):  # noqa: ASYNC110 - polling another process
@@ -236,6 +240,13 @@ class TestSeveralInstances:
         assert failed[0] < 1000, "the clients could not go on after the kill"
         check_database(dsn)
         check_acknowledged(dsn, acked)
+
+
+async def acknowledged(acked: Acknowledged, count: int) -> None:
+    """Return once `count` messages are acknowledged (the writers run meanwhile)."""
+    with anyio.fail_after(60):
+        while len(acked.messages) < count:  # noqa: ASYNC110 - the writers are other tasks
+            await anyio.sleep(0.05)
 
 
 async def run_races(clients: list[Client], race: Race, winners: list[list[str]]) -> None:

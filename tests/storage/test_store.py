@@ -25,7 +25,9 @@ import pytest
 from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
 from frs.model import CallRecord
 from storage import Database, SqliteStore, open_database
-from storage.reads import BLOCK_BITS, _latest_calls_sql
+from storage.blocks import BLOCK_BITS
+from storage.dialect import SQLITE
+from storage.entries import latest_calls_sql
 from tests.frs.conftest import NOW
 
 BLOCK = 1 << BLOCK_BITS
@@ -268,7 +270,9 @@ class TestLatestCalls:
     async def test_the_query_seeks_by_key_and_by_the_answers_index(self, tmp_path: Path) -> None:
         async with open_database(tmp_path / "frs.db") as db, db.snapshot() as conn:
             rows = await conn.execute_fetchall(
-                "explain query plan " + _latest_calls_sql(3), ("s", "a", "b", "c")
+                "explain query plan "
+                + SQLITE.sql(latest_calls_sql(SQLITE, "call_id in ($2, $3, $4)")),
+                ("s", "a", "b", "c"),
             )
         plan = [row[3] for row in rows]
         assert "SEARCH calls USING PRIMARY KEY (session_id=? AND call_id=?)" in plan

@@ -1,0 +1,103 @@
+"""What a provider's wire gives the gateway core (`WireFormat`), and whether a rewrite in it
+may be sent (`refusal_of`): the bytes outside the messages unchanged, and no rule of the
+provider broken that the host's own request kept. A rewrite that repeats the last one passed
+is checked from where it differs on (`_from_repeat`), so a long conversation's checks stay
+short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from frs.matching import Unit
+from frs.wire import Parsed, RewritePlan, WireMessage, WireRequest, reused
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
+
+    name: str
+    path: str  # the path whose POSTs it reads (every other path is forwarded unread)
+    #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
+    parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
+    #: The conversation a request names in its headers (before its body is read), if any.
+    named: Callable[[Mapping[str, str]], tuple[str, str] | None]
+    #: The assistant message a finished answer holds (its bytes, its content type), if any.
+    answer_of: Callable[[bytes, str], WireMessage | None]
+    #: The conversation of a request: the one it names, else one its messages identify.
+    conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
+    render: Callable[[str, WireRequest, RewritePlan], str]
+    #: The rules a rewritten body must keep: what the provider would refuse, in words.
+    problems: Callable[[object], list[str]]
+    decode: Callable[[str], object]
+    #: True when what `problems` asks of a message depends only on its neighbours (and on
+    #: the first message being a user's): a rewrite that repeats the last one passed is then
+    #: checked from its last repeated assistant message on (`_from_repeat`), else whole.
+    local_rules: bool = False
+
+
+def refusal_of(
+    wire: WireFormat,
+    request: WireRequest,
+    original: str,
+    rewritten: str,
+    last: Parsed | None,
+    headers: Mapping[str, str],
+) -> tuple[str | None, Parsed | None]:
+    """Why a rewrite must not be sent: a change outside the messages array (system, tools,
+    every other field must stay byte for byte), or a rule it breaks that the host's request
+    kept; None when it may go. With it, the rewrite as read when it may go and its wire's
+    rules are local (`last` for the next check: the last rewrite of this wire that passed),
+    else None."""
+    array = request.messages_span
+    if array is None:
+        return "the messages were not found", None
+    moved = len(rewritten) - len(original)
+    if (
+        rewritten[: array.start] != original[: array.start]
+        or rewritten[array.end + moved :] != original[array.end :]
+    ):
+        return "it changed something outside the messages", None
+    read: WireRequest | None = None
+    checked_body = rewritten
+    if wire.local_rules:
+        read = wire.parse(rewritten, headers, last)
+        checked_body = _from_repeat(rewritten, read, last)
+    found = wire.problems(wire.decode(checked_body))
+    refusal = None
+    if found:
+        # Rare: only then is the host's own request checked, so its own faults are not ours
+        # (both whole, so the places named compare).
+        if checked_body is not rewritten:
+            found = wire.problems(wire.decode(rewritten))
+        new = set(found) - set(wire.problems(wire.decode(original)))
+        refusal = "; ".join(sorted(new)[:3]) if new else None
+    if refusal is None and read is not None:
+        return None, Parsed(rewritten, read)
+    return refusal, None
+
+
+#: Stands for the messages a check leaves out: a user message, as the first must be.
+_STAND_IN = '{"role":"user","content":"(earlier messages, checked before)"},'
+
+
+def _from_repeat(text: str, read: WireRequest, previous: Parsed | None) -> str:
+    """The body to check: `text` whole, or, when it repeats the last rewrite that passed
+    (`previous`), with the messages before the last repeated assistant message left out and
+    one stand-in user message in their place. What the rules ask of a message depends only
+    on its neighbours, and those left out were checked as they are; frozen bytes make a
+    long conversation's rewrites repeat all but their end, so a check stays short. (A call
+    id of the end repeating one of the part left out is not seen: the host's to send.)"""
+    span = read.messages_span
+    if previous is None or span is None:
+        return text
+    repeated = reused(read, previous.request)
+    start = next(
+        (i for i in range(repeated - 1, 0, -1) if read.messages[i].role == "assistant"), None
+    )
+    if start is None:
+        return text
+    first = read.messages[start].span.start
+    return text[: span.start] + "[" + _STAND_IN + text[first:]
