@@ -11,7 +11,8 @@
 Imports go `runtimes -> storage -> frs`; nothing of ours imports `runtimes`.
 """
 
-from runtimes.core import Conversation, FrsTools, SharedStore, open_store, summary_text
+from runtimes.core import Conversation, FrsTools, summary_text
+from runtimes.stores import SharedStore, open_store
 
 __all__ = ["Conversation", "FrsTools", "SharedStore", "open_store", "summary_text"]
 

@@ -48,7 +48,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
 from frs.raw import Raw
-from runtimes.core import Conversation, FrsTools, SharedStore, summary_role, summary_text
+from runtimes.core import Conversation, FrsTools, summary_role, summary_text
+from runtimes.stores import SharedStore
 
 __all__ = ["INTERFACE", "MARK", "FRSHistory"]
 

@@ -7,6 +7,7 @@ below it:
     budgets.py     the budgeted view: the frame sized, the pinned task, assembly, the last line
     candidates.py  a budgeted view's entries, read from the newest back, sized per tier
     fitting.py     the tier each candidate gets: arithmetic on sizes, no text (`fit`)
+    shapes.py      how a room is shared out among the tiers, on which blocks (`Shape`, `Sizer`)
     selection.py   the entries the options select, the call (`Request`), its `Frame`
     options.py     `ViewOptions`, the one options type, and `check_view_options`
     layout.py      what surrounds the entries: labels, thinking, marks, headings, runs, footer

@@ -17,7 +17,7 @@ from frs.errors import InvalidRequest
 from frs.model import FocusLayer
 from frs.text import estimate_tokens
 from frs.views.candidates import Candidates, tier_lines, weigh
-from frs.views.fitting import SMALL_ROOM, Fit, fit, spent
+from frs.views.fitting import Fit, fit, spent
 from frs.views.layout import (
     Shown,
     attach,
@@ -33,6 +33,7 @@ from frs.views.layout import (
 )
 from frs.views.render import Entry, checkpoint_line, plural
 from frs.views.selection import Request, Selection
+from frs.views.shapes import SMALL_ROOM
 
 _LEAST_ENTRY_TOKENS = 5
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frs.views.fitting import Fit, Tier, fit
+from frs.views.fitting import Fit, fit
+from frs.views.shapes import Tier
 
 CARD, LINE, GROUP = 90.0, 45.0, 48.0
 

@@ -138,7 +138,7 @@ class TestTheOtherArrows:
         assert package_imports("server", ENGINES) == []
 
     def test_the_runtime_adapters_know_no_database_engine(self) -> None:
-        # They open a store through storage (runtimes.core.open_store), as server does.
+        # They open a store through storage (runtimes.stores.open_store), as server does.
         assert package_imports("runtimes", ENGINES) == []
 
     def test_storage_knows_no_protocol_and_no_edge(self) -> None:
