@@ -131,7 +131,7 @@ async def frs_view_thread(
     ] = None,
     session_id: SessionArg = None,
 ) -> str:
-    """Show the thread as numbered entries: [n] Role: text. Read this instead of raw output.
+    """Show the thread as numbered entries, to choose what to squash: [n] Role: text.
 
     Long messages appear as cards (head, tail, alias M.n@sha8: get_alias shows all of it);
     summaries as "Summary of K messages (SQ.m@sha8)". The last line gives counts, the
