@@ -26,7 +26,8 @@ from storage import SqliteStore, open_database
 from tests.clients.frs_process import FrsProcess, frs_http
 from tests.server.test_http_hygiene import initialize, on, open_session
 from tests.web.sample import write_sample
-from tests.web.test_viewer import ANN, LOCAL, FirstSearchWaits
+from tests.web.searching import FirstSearchWaits, search_race
+from tests.web.test_viewer import ANN, LOCAL
 
 pytestmark = pytest.mark.slow
 
@@ -53,30 +54,13 @@ class TestOneSearchAtATime:
             async with httpx2.AsyncClient(
                 transport=transport_, base_url="http://127.0.0.1:8765"
             ) as http:
-
-                async def search(token: str) -> httpx2.Response:
-                    auth = {"Authorization": f"Bearer {token}"}
-                    return await http.get("/ui/", params={"q": "tokenizer"}, headers=auth)
-
-                first: list[httpx2.Response] = []
-
-                async def first_search() -> None:
-                    first.append(await search(LOCAL))
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(first_search)
-                    with anyio.fail_after(30):
-                        await store.entered.wait()
-                    second = await search(LOCAL)
-                    other = await search(ANN)
-                    store.gate.set()
-                again = await search(LOCAL)
-        assert second.status_code == 429, second.text
-        assert "A search of yours is still running" in second.text
-        assert other.status_code == 200
-        assert first[0].status_code == 200
-        assert "Parser work" in first[0].text
-        assert again.status_code == 200
+                race = await search_race(http, "/ui/", store, LOCAL, ANN)
+        assert race.second.status_code == 429, race.second.text
+        assert "A search of yours is still running" in race.second.text
+        assert race.other.status_code == 200
+        assert race.first.status_code == 200
+        assert "Parser work" in race.first.text
+        assert race.again.status_code == 200
 
 
 async def write_big(path: Path) -> str:

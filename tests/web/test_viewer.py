@@ -11,8 +11,7 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -21,14 +20,13 @@ import pytest
 
 from frs import NewMessage, ReasoningService
 from frs.model import LOCAL_TENANT, Limits
-from frs.ports import ThreadReader
-from server.web.app import Readable
 from server.web.command import viewer_app
 from storage import MIGRATIONS, SqliteStore, open_database
 from storage.readonly import open_readonly
 from tests.command import frs_mcp
 from tests.web.conftest import viewer, viewer_process
 from tests.web.sample import Sample, write_sample
+from tests.web.searching import FirstSearchWaits, search_race
 
 pytestmark = pytest.mark.slow
 
@@ -629,26 +627,6 @@ class TestTenants:
         assert "Too many wrong tokens" in header[2]
 
 
-class FirstSearchWaits:
-    """The viewer's real read-only store, whose first search waits for `gate`: a search
-    under way for as long as the test needs, without a slow query to time."""
-
-    def __init__(self, store: Readable) -> None:
-        self.store = store
-        self.entered, self.gate = anyio.Event(), anyio.Event()
-
-    def snapshot(self) -> AbstractAsyncContextManager[ThreadReader]:
-        return self.store.snapshot()
-
-    @asynccontextmanager
-    async def searching(self, seconds: float) -> AsyncIterator[ThreadReader]:
-        if not self.entered.is_set():
-            self.entered.set()
-            await self.gate.wait()
-        async with self.store.searching(seconds) as reader:
-            yield reader
-
-
 class TestOneSearchAtATime:
     async def test_a_tenants_second_search_meanwhile_gets_429_and_another_tenant_searches(
         self, sample: tuple[Path, Sample]
@@ -665,30 +643,13 @@ class TestOneSearchAtATime:
             async with httpx2.AsyncClient(
                 transport=transport, base_url="http://127.0.0.1:8766"
             ) as http:
-
-                async def search(token: str) -> httpx2.Response:
-                    auth = {"Authorization": f"Bearer {token}"}
-                    return await http.get("/", params={"q": "tokenizer"}, headers=auth)
-
-                first: list[httpx2.Response] = []
-
-                async def first_search() -> None:
-                    first.append(await search(LOCAL))
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(first_search)
-                    with anyio.fail_after(30):
-                        await store.entered.wait()
-                    second = await search(LOCAL)
-                    other = await search(ANN)
-                    store.gate.set()
-                again = await search(LOCAL)
-        assert second.status_code == 429
-        assert "A search of yours is still running" in second.text
-        assert other.status_code == 200
-        assert first[0].status_code == 200
-        assert "Parser work" in first[0].text
-        assert again.status_code == 200
+                race = await search_race(http, "/", store, LOCAL, ANN)
+        assert race.second.status_code == 429
+        assert "A search of yours is still running" in race.second.text
+        assert race.other.status_code == 200
+        assert race.first.status_code == 200
+        assert "Parser work" in race.first.text
+        assert race.again.status_code == 200
 
 
 class TestBesideAWriter:
