@@ -40,7 +40,7 @@ SOURCES = ToolAnnotations(
 TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations, bool], ...] = (
     (frs_session, "Sessions: start, list, use, info", WRITES, True),
     (frs_record, "Record messages", WRITES, True),
-    (frs_view_thread, "View the thread: what to squash or expand", READS, False),
+    (frs_view_thread, "View the thread", READS, False),
     (frs_compress_range, "Squash (compress, summarize) a range", WRITES, True),
     (frs_compress_last, "Squash (compress) the newest entries", WRITES, True),
     (get_alias, "Expand an alias: read the text behind it", READS, False),
