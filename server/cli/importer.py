@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     scope = getattr(args, "scope", None) or os.environ.get("FRS_SCOPE") or None
     settings = Settings(database=resolve_database(args.db), scope=scope)
     try:
-        print(anyio.run(run_import, settings, args.file, args.session_title))
+        # `frs-mcp import` is a command of its own, not the stdio server: its answer is stdout.
+        print(anyio.run(run_import, settings, args.file, args.session_title), file=sys.stdout)
     except FrsError as exc:
         print(f"frs-mcp import: {args.file}: {exc}", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ from storage import SqliteStore, open_database
 from tests.clients.frs_process import FrsProcess, frs_http
 from tests.server.test_http_hygiene import initialize, on, open_session
 from tests.web.sample import write_sample
-from tests.web.searching import FirstSearchWaits, search_race
+from tests.web.searching import FirstSearchWaits, drained, search_race
 from tests.web.test_viewer import ANN, LOCAL
 
 pytestmark = pytest.mark.slow
@@ -85,18 +85,6 @@ def stalled(port: int) -> Iterator[socket.socket]:
     sock.connect(("127.0.0.1", port))
     with closing(sock):
         yield sock
-
-
-def drained(sock: socket.socket) -> bytes:
-    """What the socket holds until the server's end closes it (a bound: 30 s)."""
-    sock.settimeout(30)
-    got = b""
-    try:
-        while chunk := sock.recv(1 << 20):
-            got += chunk
-    except ConnectionResetError:
-        pass
-    return got
 
 
 async def logged(server: FrsProcess, text: str) -> bool:

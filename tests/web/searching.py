@@ -1,8 +1,9 @@
-"""One search at a time per tenant, seen from outside: a store whose first search waits for
-the test, and the race the viewer's tests and the transports' tests both run against it."""
+"""What the viewer's tests and the transports' tests share: a store whose first search waits
+for the test, the search race they run against it, and a socket read until the server closes it."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -69,3 +70,15 @@ async def search_race(
         store.gate.set()
     again = await search(mine)
     return Race(first[0], second, theirs, again)
+
+
+def drained(sock: socket.socket) -> bytes:
+    """What the socket holds until the server's end closes it (a bound: 30 s)."""
+    sock.settimeout(30)
+    got = b""
+    try:
+        while chunk := sock.recv(1 << 20):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got

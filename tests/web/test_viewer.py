@@ -26,7 +26,7 @@ from storage.readonly import open_readonly
 from tests.command import frs_mcp
 from tests.web.conftest import viewer, viewer_process
 from tests.web.sample import Sample, write_sample
-from tests.web.searching import FirstSearchWaits, search_race
+from tests.web.searching import FirstSearchWaits, drained, search_race
 
 pytestmark = pytest.mark.slow
 
@@ -472,7 +472,7 @@ class TestRefusals:
                 )
                 meanwhile = await anyio.to_thread.run_sync(get, base + "/")
                 logged = await anyio.to_thread.run_sync(_logged, process, "--write-timeout")
-                received = await anyio.to_thread.run_sync(_drained, stalled)
+                received = await anyio.to_thread.run_sync(drained, stalled)
         assert meanwhile[0] == 200
         assert "read nothing of the answer for 0.5 s (--write-timeout)" in logged
         assert received.startswith(b"HTTP/1.1 200 ")
@@ -508,18 +508,6 @@ def _logged(process: subprocess.Popen[str], needle: str) -> str:
     except queue.Empty:
         return ""
     return line
-
-
-def _drained(sock: socket.socket) -> bytes:
-    """What the socket holds until the server's end closes it."""
-    sock.settimeout(30)
-    got = b""
-    try:
-        while chunk := sock.recv(1 << 20):
-            got += chunk
-    except ConnectionResetError:
-        pass
-    return got
 
 
 class _Stay(urllib.request.HTTPRedirectHandler):
