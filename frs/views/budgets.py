@@ -10,6 +10,7 @@ counts) is on the last line, so an append leaves the top of the view as it was.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,13 +34,16 @@ from frs.views.layout import (
 )
 from frs.views.render import Entry, checkpoint_line, plural
 from frs.views.selection import Request, Selection
-from frs.views.shapes import SMALL_ROOM
 
 _LEAST_ENTRY_TOKENS = 5
+# `weigh` prices every line as following a newline, but the view's first line starts it (at
+# most a token dearer), and the estimate rounds up.
+_FIRST_LINE = 2
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
 _MARKER = "… entries left out here (the last line says which)"
 _PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget
 _POSITIONS = 'numbering="position", '
+_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +91,7 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
     selection = candidates.selection
     pinned = await _task(request, budget) if pin else Pinned(None, [])
     gaps = await _gap_room(request)
-    fixed = weigh(_frame_lines(request, selection, budget)) + gaps
+    fixed = weigh(_frame_lines(request, selection, budget)) + gaps + _FIRST_LINE
     room = budget - fixed
     fitted = await fit(candidates, room)
     if fitted is not None and _pins(pinned, candidates, fitted):
@@ -103,7 +107,7 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
             # What the frame and the sizes' rounding left unused (not what the band could not
             # take: giving it that would move the band's start with every append).
             unused = -excess - (room - await spent(candidates, fitted))
-            return await _spend(request, candidates, room, budget, pinned, text, unused)
+            return await _spend(request, candidates, fitted, room, budget, pinned, text, unused)
         room -= excess + 1  # merged runs came out larger than their parts: show less
         fitted = await fit(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
@@ -112,19 +116,21 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
 async def _spend(
     request: Request,
     candidates: Candidates,
+    fitted: Fit,
     room: float,
     budget: int,
     pinned: Pinned,
     text: str,
     unused: float,
 ) -> str:
-    """`text`, or the view whose band also gets the `unused` tokens of the budget (the frame is
-    sized at its widest, and an entry's size prices its first byte at its dearest), when that
-    view still fits. The regions keep the room they had, so their boundaries stay put."""
-    if unused < _LEAST_ENTRY_TOKENS or room < SMALL_ROOM:
+    """`text`, or the view whose newest entries also get the `unused` tokens of the budget
+    (the frame is sized at its widest), when that view still fits: the band in a room of
+    `SMALL_ROOM` or more, else the one-line cards below the head. The regions above keep the
+    room they had, so their boundaries stay put."""
+    if unused < _LEAST_ENTRY_TOKENS:
         return text
     spent_fit = await fit(candidates, room, unused)
-    if spent_fit is None:
+    if spent_fit is None or spent_fit == fitted:
         return text
     filled = await _assemble(request, candidates, spent_fit, budget, pinned)
     return filled if estimate_tokens(filled) <= budget else text
@@ -156,7 +162,7 @@ async def _too_small(
     needed = 0.0 if not candidates.count else await candidates.size(candidates.count - 1, "line")
     minimum = budget
     for _ in range(3):
-        fixed = weigh(_frame_lines(request, candidates.selection, minimum)) + gaps
+        fixed = weigh(_frame_lines(request, candidates.selection, minimum)) + gaps + _FIRST_LINE
         minimum = math.ceil(fixed + (weigh(pinned.task_lines) if needed else 0) + needed) + 1
     if not candidates.count:
         return InvalidRequest(
@@ -187,10 +193,17 @@ def _frame_lines(request: Request, selection: Selection, budget: int) -> list[st
         request.options.roles,
         count,
         widest,
-        scope is not None,
+        scope is None,
     )
     headings = [focus_heading(layer) for layer in request.frame.layers]
-    return [*request.header(), _MARKER, *headings, footer]
+    return [*request.header(), _MARKER, *headings, _DIGITS.sub(_unrepeated, footer)]
+
+
+def _unrepeated(digits: re.Match[str]) -> str:
+    # The estimator prices a digit that repeats the one before it lower: the footer sized with
+    # no repeats weighs the same whatever its figures, so the room, and the heads sized from
+    # it, stay put from one revision to the next while the figures keep their widths.
+    return ("10" * len(digits[0]))[: len(digits[0])]
 
 
 async def _assemble(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from frs.model import Message
-from frs.text import token_weight
+from frs.text import TOKEN_UNIT, token_units, token_weight
 from frs.views.layout import Shown, label
 from frs.views.render import (
     REPLY_INDENT,
@@ -27,6 +27,7 @@ from frs.views.shapes import Tier
 CARD_CHARS = 300
 #: The first words a one-line card shows.
 LINE_CHARS = 56
+_NEWLINE = token_weight("\n")  # the newline a view's first line ends with
 _CHUNK = 64  # entries read at a time as the walk goes back
 _STAMP = " [2025-01-02 10:00]"
 
@@ -153,7 +154,10 @@ def tier_lines(entry: Entry, tier: Tier, preview_chars: int) -> list[str]:
 
 
 def weigh(lines: Sequence[str]) -> float:
-    """Estimated tokens of lines joined by newlines, counting one newline after each. One call
-    for them all: the estimate of a whole is at most the sum of its parts', so the weights of
-    an entry's lines, summed over entries, never fall short of the view's."""
-    return sum(token_weight(line) for line in lines) + len(lines) * token_weight("\n")
+    """Estimated tokens `lines` add to a view below its first line: each line after a newline
+    and followed by one. The estimator weighs each byte by the one before it, so these sizes
+    add up to the view's own estimate exactly, but for its first line (priced at its dearest
+    where it starts the view) and the rounding up: `budgets` keeps a token for those."""
+    if not lines:
+        return 0.0
+    return token_units("\n" + "\n".join(lines) + "\n") / TOKEN_UNIT - _NEWLINE

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 
 from frs import InvalidRequest, ReasoningService, ViewOptions
-from frs.text import estimate_tokens
+from frs.text import estimate_tokens, token_weight
+from frs.views import budgets
+from frs.views.candidates import weigh
+from frs.views.fitting import Fit, fit
+from frs.views.shapes import Sizer
 from tests.frs.conftest import open_service, user
 
 MARKER = "… entries left out here (the last line says which)"
@@ -98,3 +102,77 @@ class TestAppends:
             assert len(tops[0]) > 20  # the title, the task and the oldest entries' head
             assert all(top == tops[0] for top in tops)
             assert all(estimate_tokens(view) <= 1_000 for view in views)
+
+
+class TestRoom:
+    """The room the entries get: the budget less the frame (header, marker, footer) at its
+    widest, sized as the view draws it."""
+
+    @staticmethod
+    def rooms(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+        seen: list[float] = []
+
+        async def recording(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
+            seen.append(room)
+            return await fit(sizer, room, spare)
+
+        monkeypatch.setattr(budgets, "fit", recording)
+        return seen
+
+    @pytest.mark.parametrize(
+        "options",
+        [ViewOptions(budget_tokens=1_000), ViewOptions(budget_tokens=1_000, start=1, end=380)],
+        ids=["thread", "span"],
+    )
+    async def test_the_frame_is_sized_as_the_view_draws_it(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: ViewOptions
+    ) -> None:
+        # A view of the whole thread draws the short last line (entries, revision, tokens), a
+        # span the long one (positions shown, messages, lanes): the frame was sized with the
+        # other one, ~37 tokens too many for the first and too few for the second.
+        rooms = self.rooms(monkeypatch)
+        async with open_service(tmp_path / "frs.db") as service:
+            await service.record([user(text(n)) for n in range(1, 401)])
+            view = await service.view(options)
+        lines = view.split("\n")
+        drawn = estimate_tokens("\n".join([lines[0], MARKER, lines[-1]]))
+        reserved = 1_000 - rooms[0]
+        # At its widest the footer names all four tiers, each with the count's width, and a
+        # span's positions in their longest form: some 15 tokens more than the drawn one.
+        assert drawn <= reserved <= drawn + 20, (drawn, reserved, lines[-1])
+
+    async def test_appends_that_keep_the_figures_widths_keep_the_room(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The revision and the token figure change with every append; the estimator prices a
+        # repeated digit lower, so sized as drawn the room moved by a token or so, and a head
+        # at its edge lost its last entry (the test above of the head at 1,000 tokens).
+        rooms = self.rooms(monkeypatch)
+        async with open_service(tmp_path / "frs.db") as service:
+            for n in range(1, 400, 40):  # revision 10 after these: two digits from here on
+                await service.record([user(text(k)) for k in range(n, n + 40)])
+            for n in range(401, 420):
+                await service.record([user(text(n))])
+                await service.view(ViewOptions(budget_tokens=1_000))
+        assert len(set(rooms[::2])) == 1, sorted(set(rooms))
+
+
+class TestWeigh:
+    LINES = (
+        'Thread "t"',
+        "[1] User: message 1 line 0 … · M.1",
+        "    [tool_use:bash, command:ls -la]",
+        "    <output>",
+        "",
+        "[22] Tool bash: 18 passed, 2 failed · src/a.py, src/b.py",
+        "· Budget ~1,000 tokens: 0 whole, 27 one-line; 22–394 out · 400 entries",
+    )
+
+    def test_the_sizes_of_lines_add_up_to_the_views_estimate(self) -> None:
+        # Each line is priced after the newline before it, as the view draws it: the sum over
+        # the lines below the first is exact, with nothing left over to go unused.
+        first, *rest = self.LINES
+        whole = token_weight("\n".join(self.LINES) + "\n")
+        assert token_weight(first + "\n") + weigh(rest) == pytest.approx(whole, abs=1e-9)
+        for cut in range(len(rest) + 1):
+            assert weigh(rest[:cut]) + weigh(rest[cut:]) == pytest.approx(weigh(rest), abs=1e-9)
