@@ -6,9 +6,9 @@ merged runs, times, thinking; as 300-character cards; as one-line cards; the las
 each without its footer, whose token figure is the estimator's own),
 and the synthetic stress samples of bench/samples.py, each counted in o200k_base and cl100k_base
 (`bench.tokenizer.verified`). The fit is a linear program (bench/simplex.py) over the weight of
-each (class, previous class) pair of `frs.text`: minimize the mean overshoot of the messages and
-of the views against both encodings, subject to no text counted below either encoding (views
-with VIEW_HEADROOM more, so that a transcript the fit has not seen keeps its views under), the
+each (class, previous class) pair of `frs.text`: minimize the mean overshoot of the messages
+(weighted MESSAGE_WEIGHT) and of the views against both encodings, subject to no text counted
+below either encoding, the
 start of a text priced as the dearest context of its class (which makes the weight
 subadditive), and at most 255/256 token a byte.
 
@@ -42,7 +42,14 @@ from storage import SqliteStore, open_database
 
 CORPUS = REPO / "tests" / "data" / "corpus"
 ENCODINGS = ("o200k_base", "cl100k_base")
-VIEW_HEADROOM = 0.05
+# The objective's weight of the messages' mean overshoot against the views'. Views were held
+# to 5% above both encodings until issue 22: that cost budgeted views 2.5 points of the budget
+# (mean overshoot of the corpus's views 14.8% -> 12.3% without it). Without the headroom and
+# weighting both alike, the messages' mean overshoot rose to 15.6% (tests/frs/test_text.py
+# holds it to 15%); at 1.5 it is 14.9% and the views' 13.2%. What it gives up: refitted with one
+# transcript left out, the views of the smallest (6 messages) are undercounted by up to 11.5%
+# (2.7% with the headroom); every budgeted view of the corpus stays under its budget in both.
+MESSAGE_WEIGHT = 1.5
 BUDGETS = (1_000, 4_000, 20_000)
 _MAX_UNITS = 255  # a weight is one byte of a translate table
 _OWN = range(1, len(CLASSES) - 1)  # the classes a byte can have (not start, not repeat)
@@ -186,9 +193,8 @@ def _text_rows(
     """One row per text: its pair counts, scaled so that its floor is 1."""
     rows, floors = [], []
     for t in texts:
-        headroom = VIEW_HEADROOM if t.kind == "view" else 0.0
         # ceil(weight) >= n exactly when weight >= n - 1 + 1/TOKEN_UNIT
-        floor = (1 + headroom) * t.most - 1 + 1 / TOKEN_UNIT
+        floor = t.most - 1 + 1 / TOKEN_UNIT
         rows.append({index[code]: count / floor for code, count in t.pairs.items()})
         floors.append(1.0)
     return rows, floors
@@ -201,6 +207,7 @@ def _costs(texts: Sequence[Text], index: dict[int, int]) -> list[float]:
         chosen = [t for t in texts if t.kind == kind]
         for t in chosen:
             share = sum(1 / n for n in t.bpe.values()) / len(chosen)
+            share *= MESSAGE_WEIGHT if kind == "message" else 1.0
             for code, count in t.pairs.items():
                 costs[index[code]] += count * share
     return costs

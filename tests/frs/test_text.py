@@ -2,8 +2,9 @@
 
 On every corpus message, every stress sample of bench/samples.py and every whole view of a
 corpus thread, the estimate is never below either encoding's count; on the corpus the mean
-overshoot stays at or under 15%. A budgeted view stays under its budget by the estimate and
-in real tokens. The weight is subadditive, so a budget may add up the weights of lines.
+overshoot stays at or under 15% (14% on the views). A budgeted view stays under its budget by
+the estimate and in real tokens. The weight is subadditive, so a budget may add up the weights
+of lines.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from frs.text import TOKEN_UNIT, class_pairs, estimate_tokens, token_units, toke
 from tests.bpe import ENCODINGS, counter
 
 MAX_MEAN_OVERSHOOT = 0.15
+MAX_VIEW_OVERSHOOT = 0.14
 
 
 def _rendered() -> tuple[list[str], list[str], list[tuple[int, str]]]:
@@ -102,10 +104,12 @@ class TestOvershoot:
     ) -> None:
         assert statistics.mean(_overshoots(corpus[0], encoding)) <= MAX_MEAN_OVERSHOOT
 
-    def test_the_mean_overshoot_on_whole_views_is_at_most_15_percent(
+    def test_the_mean_overshoot_on_whole_views_is_at_most_14_percent(
         self, encoding: str, corpus: tuple[list[str], list[str], list[tuple[int, str]]]
     ) -> None:
-        assert statistics.mean(_overshoots(corpus[1], encoding)) <= MAX_MEAN_OVERSHOOT
+        # What a budgeted view can fill (issue 22): 14.6% in o200k while views were held to 5%
+        # above both encodings in the fit, 13.2% since.
+        assert statistics.mean(_overshoots(corpus[1], encoding)) <= MAX_VIEW_OVERSHOOT
 
 
 class TestWeight:

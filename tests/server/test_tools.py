@@ -407,7 +407,7 @@ class TestViewRendering:
                 f"[4] Summary of 2 messages ({alias}): flush() in sync.py:42 lacks a lock.",
                 "[5] User: Any luck?",
                 "· 6 messages in 5 entries · user 2, assistant 1, tool 1, summary 1 · revision 2"
-                " · ~79 tokens",  # 18 + 35 + 9 + 13 + 4: each entry's estimate
+                " · ~77 tokens",  # 17 + 35 + 8 + 13 + 4: each entry's estimate
             ]
         )
         assert absolute.split("\n")[7:9] == [
