@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from bench.corpus import load_transcript
+from bench.fidelity import facts, fidelity
 from frs.text import estimate_tokens
 from tests.calls import call_text
 from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, imported_corpus
@@ -101,6 +103,19 @@ class TestCorpus:
         assert view.split("\n")[-1].startswith("· Budget ~20,000 tokens: ")
         assert 0.9 * 20_000 <= estimate_tokens(view) <= 20_000
         assert view.split("\n")[1].startswith("[1] System: "), "the oldest entries on top"
+
+    @pytest.mark.parametrize("prefix", ["08_", "09_", "11_", "12_"])
+    async def test_the_default_view_of_a_long_coding_session_shows_most_of_its_files(
+        self, connect: Connect, corpus: Corpus, prefix: str
+    ) -> None:
+        """Issue 22: at least half of the distinct file paths a long coding session mentions
+        are in its default view (5-9% while one-line cards dropped them; 70-100% now)."""
+        file = next(f for f in TRANSCRIPTS if f.name.startswith(prefix))
+        async with connect(database=str(corpus.database)) as client:
+            view = await call_text(client, "frs_view_thread", session_id=corpus.session(file))
+        known = facts(load_transcript(file))
+        assert len(known.paths) >= 15
+        assert fidelity(known, view).paths >= 0.5
 
     async def test_a_budgeted_view_of_the_largest_transcript_fits_its_budget(
         self, connect: Connect, corpus: Corpus
