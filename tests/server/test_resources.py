@@ -10,6 +10,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS, TextContent, TextResourceContents
 
+from frs.text import estimate_tokens
 from tests.calls import sha8
 from tests.conftest import Connect
 
@@ -163,8 +164,9 @@ class TestSquashesResource:
             "created_at": "",
             "restored": True,
         }
-        assert inner["tokens_before"] == 8  # "B B B B B B B B " and "C ...": 4 tokens each
-        assert inner["tokens_after"] == 3  # "B and C"
+        # The estimator's figures for "B B B B B B B B ", "C ..." and "B and C".
+        assert inner["tokens_before"] == 2 * estimate_tokens("B " * 8) == 10
+        assert inner["tokens_after"] == estimate_tokens("B and C") == 3
 
     async def test_a_session_without_squashes_has_an_empty_trail(self, connect: Connect) -> None:
         async with connect() as client:
