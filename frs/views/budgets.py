@@ -36,9 +36,10 @@ from frs.views.render import Entry, checkpoint_line, plural
 from frs.views.selection import Request, Selection
 
 _LEAST_ENTRY_TOKENS = 5
-# `weigh` prices every line as following a newline, but the view's first line starts it (at
-# most a token dearer), and the estimate rounds up.
-_FIRST_LINE = 2
+# `weigh` prices every line as following a newline, but the view's first line starts it: a
+# byte's weight is at most 255/256 token in any context, so it costs under a token more (the
+# estimate's rounding up costs nothing against a whole budget).
+_FIRST_LINE = 1
 _TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
 _MARKER = "… entries left out here (the last line says which)"
 _PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget

@@ -157,7 +157,7 @@ def weigh(lines: Sequence[str]) -> float:
     """Estimated tokens `lines` add to a view below its first line: each line after a newline
     and followed by one. The estimator weighs each byte by the one before it, so these sizes
     add up to the view's own estimate exactly, but for its first line (priced at its dearest
-    where it starts the view) and the rounding up: `budgets` keeps a token for those."""
+    where it starts the view): `budgets` keeps a token for that."""
     if not lines:
         return 0.0
     return token_units("\n" + "\n".join(lines) + "\n") / TOKEN_UNIT - _NEWLINE

@@ -70,7 +70,8 @@ class Fit:
 async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
     """The tiers of a view whose entries get `room` estimated tokens; None when not even the
     newest candidate fits as a one-line card. `spare` is room the regions do not get but the
-    band may (what the view's frame turned out not to need).
+    band may, or in a room under `SMALL_ROOM` the one-line cards below the head (what the
+    view's frame turned out not to need).
 
     In a room of `SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
     share of it (the rich head), and the rest of the thread is fitted below them in what is
@@ -89,10 +90,9 @@ async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
             rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap, spare)
             if rest is not None:
                 return replace(rest, head=max(rest.head, len(rich)), rich=tuple(rich))
+        return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap, spare)
     # Under SMALL_ROOM no band: what it adds there is a few points of the budget, and it
     # would move the tail of a view of a few entries with most appends.
-    if room >= SMALL_ROOM:
-        return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap, spare)
     return await _fit_from(sizer, room, 0, _HEAD_SHARE, None, spare, _SMALL_TAIL_BLOCK)
 
 

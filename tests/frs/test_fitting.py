@@ -3,6 +3,7 @@ sizes, so each test can add up exactly what a fit uses and what an append change
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from frs.views.fitting import Fit, fit
@@ -101,16 +102,7 @@ class TestFill:
 
     async def test_unused_frame_room_goes_to_the_band_alone(self) -> None:
         grew = 0
-        for count in range(200, 320):
-            thread = Thread(count)
-            plain, spent = await fit(thread, 3_700.0), await fit(thread, 3_700.0, 200.0)
-            assert plain is not None
-            assert spent is not None
-            before, after = forms(plain, count), forms(spent, count)
-            assert sum(await used(thread, after)) <= 3_700.0 + 200.0
-            changed = next(
-                (i for i, (x, y) in enumerate(zip(before, after, strict=True)) if x != y), None
-            )
+        async for _, _, after, changed in spent_in(3_700.0, 200.0):
             if changed is not None:
                 # Only the band grew upward: no region's start moved.
                 assert all(form in ("whole", "card") for form in after[changed:]), after
@@ -119,22 +111,31 @@ class TestFill:
 
     async def test_unused_frame_room_goes_below_a_small_rooms_head(self) -> None:
         grew = 0
-        for count in range(200, 320):
-            thread = Thread(count)
-            plain, spent = await fit(thread, 850.0), await fit(thread, 850.0, 60.0)
-            assert plain is not None
-            assert spent is not None
-            before, after = forms(plain, count), forms(spent, count)
-            assert sum(await used(thread, after)) <= 850.0 + 60.0
-            assert spent.head == plain.head
-            if before != after:
+        async for head, before, after, changed in spent_in(850.0, 60.0):
+            if changed is not None:
                 # More of the newest entries are one-line cards; the head is as it was.
-                pairs = enumerate(zip(before, after, strict=True))
-                changed = next(i for i, (x, y) in pairs if x != y)
-                assert changed >= plain.head
+                assert changed >= head
                 assert after.count("out") < before.count("out")
                 grew += 1
         assert grew > 60
+
+
+async def spent_in(
+    room: float, spare: float
+) -> AsyncIterator[tuple[int, list[str], list[str], int | None]]:
+    """Threads of 200 to 319 entries fitted without and with `spare`: the head (the same in
+    both), how each entry is shown in both, and the first entry shown otherwise (None: none
+    is); never over room + spare."""
+    for count in range(200, 320):
+        thread = Thread(count)
+        plain, spent = await fit(thread, room), await fit(thread, room, spare)
+        assert plain is not None
+        assert spent is not None
+        assert spent.head == plain.head
+        before, after = forms(plain, count), forms(spent, count)
+        assert sum(await used(thread, after)) <= room + spare
+        pairs = enumerate(zip(before, after, strict=True))
+        yield plain.head, before, after, next((i for i, (x, y) in pairs if x != y), None)
 
 
 class TestStability:

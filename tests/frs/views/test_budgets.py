@@ -154,7 +154,53 @@ class TestRoom:
             for n in range(401, 420):
                 await service.record([user(text(n))])
                 await service.view(ViewOptions(budget_tokens=1_000))
-        assert len(set(rooms[::2])) == 1, sorted(set(rooms))
+        assert len(rooms) >= 19
+        assert len(set(rooms)) == 1, sorted(set(rooms))
+
+    def test_the_footer_is_sized_at_its_widest_for_its_figures_widths(self) -> None:
+        # Sized with "1010…" in place of each run of digits, the footer's room holds any
+        # figures of those widths: a refit of the weights that made a repeated digit dearer
+        # than another would break it.
+        samples = ["0000", "1111", "1234", "9999", "1000", "2468", "1010", "4444"]
+        for width in range(1, 5):
+            widest = ("10" * width)[:width]
+            for digits in {sample[:width] for sample in samples}:
+                line = f"· Budget ~{digits} tokens: revision {digits} · ~{digits}.5k tokens"
+                sized = line.replace(digits, widest)
+                assert token_weight(sized) >= token_weight(line), (digits, widest)
+
+    async def test_a_small_rooms_unused_frame_room_shows_more_of_the_newest(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        fits: list[tuple[float, Fit | None]] = []
+
+        async def recording(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
+            fitted = await fit(sizer, room, spare)
+            fits.append((spare, fitted))
+            return fitted
+
+        monkeypatch.setattr(budgets, "fit", recording)
+        grew = 0
+        async with open_service(tmp_path / "frs.db") as service:
+            await service.record([user(text(n)) for n in range(1, 401)])
+            for n in range(401, 441):
+                await service.record([user(text(n) if n % 2 else f"ok {n}")])  # two sizes
+                fits.clear()
+                view = await service.view(ViewOptions(budget_tokens=1_000))
+                assert estimate_tokens(view) <= 1_000
+                (_, plain), *spent_fits = fits
+                if not spent_fits or spent_fits[0][1] in (None, plain):
+                    continue
+                ((spare, spent),) = spent_fits
+                assert plain is not None
+                assert spent is not None
+                assert spare >= 5
+                assert spent.head == plain.head
+                assert spent.first < plain.first
+                below = view.split("\n")[view.split("\n").index(MARKER) + 1 : -1]
+                assert len(below) == len(spent.tiers), below
+                grew += 1
+        assert grew >= 10, grew
 
 
 class TestWeigh:
