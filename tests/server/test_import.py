@@ -20,6 +20,7 @@ from mcp import Client
 from bench.corpus import load_transcript
 from bench.fidelity import facts, fidelity
 from frs.text import estimate_tokens
+from tests.bpe import ENCODINGS, counter
 from tests.calls import call_text
 from tests.command import TRANSCRIPTS, Run, by_file, frs_mcp, imported_corpus
 from tests.conftest import Connect
@@ -103,6 +104,24 @@ class TestCorpus:
         assert view.split("\n")[-1].startswith("· Budget ~20,000 tokens: ")
         assert 0.9 * 20_000 <= estimate_tokens(view) <= 20_000
         assert view.split("\n")[1].startswith("[1] System: "), "the oldest entries on top"
+
+    @pytest.mark.parametrize("prefix", ["11_", "12_"])
+    async def test_a_1000_token_view_of_a_long_transcript_fills_its_budget(
+        self, connect: Connect, corpus: Corpus, prefix: str
+    ) -> None:
+        """Issue 22: what the model receives of a 1,000-token view of the two longest
+        transcripts is 85% or more of the budget in o200k tokens and never over it in either
+        encoding (81% and 80% while the frame was sized with the other footer and the newest
+        entries below the head started on blocks of 8)."""
+        file = next(f for f in TRANSCRIPTS if f.name.startswith(prefix))
+        async with connect(database=str(corpus.database)) as client:
+            view = await call_text(
+                client, "frs_view_thread", budget_tokens=1_000, session_id=corpus.session(file)
+            )
+        assert view.split("\n")[-1].startswith("· Budget ~1,000 tokens: ")
+        assert estimate_tokens(view) <= 1_000
+        assert counter("o200k_base")(view) >= 850
+        assert max(counter(name)(view) for name in ENCODINGS) <= 1_000
 
     @pytest.mark.parametrize("prefix", ["08_", "09_", "11_", "12_"])
     async def test_the_default_view_of_a_long_coding_session_shows_most_of_its_files(
