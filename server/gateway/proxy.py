@@ -24,6 +24,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from server.gateway.recorder import Prepared, Recorder
 from server.gateway.wires import WireFormat
+from server.http.guards import respond
 from server.http.tenants import tenant_of
 
 log = logging.getLogger("frs-mcp.gateway")
@@ -372,17 +373,7 @@ async def _answer(send: Send, status: int, text: str) -> None:
     body = json.dumps(
         {"type": "error", "error": {"type": "gateway_error", "message": f"frs-mcp gateway: {text}"}}
     ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    await respond(send, status, body, b"application/json")
 
 
 def _log_failure(what: str, exc: BaseException) -> None:

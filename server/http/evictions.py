@@ -31,7 +31,7 @@ from mcp.types import INTERNAL_ERROR
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.http.guards import TENANT_KEY, RequestBody
+from server.http.guards import TENANT_KEY, RequestBody, respond
 from server.internals import discard_session, live_sessions
 
 log = logging.getLogger(__name__)
@@ -114,13 +114,7 @@ class EvictIdle:
         request_id = await RequestBody(receive).request_id()
         error = {"code": INTERNAL_ERROR, "message": text}
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"retry-after", b"5"),
-        ]
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, 503, body, b"application/json", [(b"retry-after", b"5")])
 
     def _live(self) -> dict[str, Any]:
         return live_sessions(self.manager)

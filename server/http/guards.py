@@ -36,22 +36,25 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: bytes,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    head: bool = False,
+) -> None:
+    """A whole answer of this server's own: its type and length, then `headers`; the body is
+    left out when answering a HEAD request (`head`), its length stays."""
+    start = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": [*start, *headers]})
+    await send({"type": "http.response.body", "body": b"" if head else body})
+
+
 async def refuse(
     send: Send, status: int, text: str, headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
-    body = (text + "\n").encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await respond(send, status, (text + "\n").encode(), b"text/plain; charset=utf-8", headers)
 
 
 def tenant_in(scope: Scope) -> str:
@@ -85,19 +88,7 @@ class Health:
                 "transports": self.transports,
             }
         ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send(
-            {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body}
-        )
+        await respond(send, 200, body, b"application/json", head=scope["method"] == "HEAD")
 
 
 @dataclass(slots=True)

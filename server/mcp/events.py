@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -72,6 +72,7 @@ PENDING_CHANGES = 1024
 PENDING_PER_CONNECTION = 256
 #: What an outbox holds for a resource list's change (never a resource URI).
 _LIST_CHANGED = ""
+T = TypeVar("T")
 
 
 class _Told(Protocol):
@@ -122,14 +123,10 @@ class Subscribers:
         outbox = self._outboxes.get(connection)
         if outbox is None:
             outbox = self._outboxes[connection] = {}
-        if uri in outbox:
-            return  # already waiting: one notification tells both changes
-        if len(outbox) >= PENDING_PER_CONNECTION:
-            del outbox[next(iter(outbox))]
-            log.warning("a subscriber is %d updates behind; dropped its oldest", len(outbox))
         first = not outbox
-        outbox[uri] = None
-        if first:  # no sender is running for this connection (it ends once the box is empty)
+        # Already waiting: one notification tells both changes.
+        if _waits(outbox, uri, "a subscriber") and first:
+            # No sender is running for this connection (it ends once the box is empty).
             tg.start_soon(self._send_all, connection)
 
     async def _send_all(self, connection: _Told) -> None:
@@ -164,6 +161,18 @@ def _connection(session: ServerSession) -> _Told:
     return cast(_Told, connection_of(session))
 
 
+def _waits(outbox: dict[T, None], item: T, whose: str) -> bool:
+    """Put `item` last in `outbox` (a dict as an ordered set) unless it waits there already
+    (False); a full outbox drops its oldest."""
+    if item in outbox:
+        return False
+    if len(outbox) >= PENDING_PER_CONNECTION:
+        del outbox[next(iter(outbox))]
+        log.warning("%s is %d updates behind; dropped its oldest", whose, PENDING_PER_CONNECTION)
+    outbox[item] = None
+    return True
+
+
 class _Outbox:
     """A listen stream's events waiting to be sent, oldest first; one already waiting is not
     queued again. Closed: what waits is still sent, then `get` ends."""
@@ -175,15 +184,8 @@ class _Outbox:
         self.closed = False
 
     def put(self, event: ServerEvent) -> None:
-        if self.closed or event in self._waiting:
-            return
-        if len(self._waiting) >= PENDING_PER_CONNECTION:
-            del self._waiting[next(iter(self._waiting))]
-            log.warning(
-                "a listen stream is %d updates behind; dropped its oldest", PENDING_PER_CONNECTION
-            )
-        self._waiting[event] = None
-        self._ready.set()
+        if not self.closed and _waits(self._waiting, event, "a listen stream"):
+            self._ready.set()
 
     async def get(self) -> ServerEvent | None:
         """The oldest event waiting, once there is one; None once closed and empty."""

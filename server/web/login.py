@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.http.guards import TENANT_KEY
+from server.http.guards import TENANT_KEY, respond
 from server.http.tenants import tenant_of
 from server.web.app import HEADERS
 from server.web.html import LOGGED_IN, Html, page, tag, void
@@ -151,21 +151,8 @@ async def _answer(
     headers: tuple[tuple[bytes, bytes], ...] = (),
     kind: str = "text/html",
 ) -> None:
-    data = body.encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", f"{kind}; charset=utf-8".encode()),
-                (b"content-length", str(len(data)).encode()),
-                (b"cache-control", b"no-store"),
-                *HEADERS,
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+    kept = [(b"cache-control", b"no-store"), *HEADERS, *headers]
+    await respond(send, status, body.encode(), f"{kind}; charset=utf-8".encode(), kept)
 
 
 async def _form(receive: Receive) -> dict[str, list[str]]:

@@ -109,12 +109,14 @@ class TestRoom:
     widest, sized as the view draws it."""
 
     @staticmethod
-    def rooms(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-        seen: list[float] = []
+    def fits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float, Fit | None]]:
+        """Each fit the budgeted views ask for, as it is made: its room, spare and result."""
+        seen: list[tuple[float, float, Fit | None]] = []
 
         async def recording(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
-            seen.append(room)
-            return await fit(sizer, room, spare)
+            fitted = await fit(sizer, room, spare)
+            seen.append((room, spare, fitted))
+            return fitted
 
         monkeypatch.setattr(budgets, "fit", recording)
         return seen
@@ -130,13 +132,13 @@ class TestRoom:
         # A view of the whole thread draws the short last line (entries, revision, tokens), a
         # span the long one (positions shown, messages, lanes): the frame was sized with the
         # other one, ~37 tokens too many for the first and too few for the second.
-        rooms = self.rooms(monkeypatch)
+        fits = self.fits(monkeypatch)
         async with open_service(tmp_path / "frs.db") as service:
             await service.record([user(text(n)) for n in range(1, 401)])
             view = await service.view(options)
         lines = view.split("\n")
         drawn = estimate_tokens("\n".join([lines[0], MARKER, lines[-1]]))
-        reserved = 1_000 - rooms[0]
+        reserved = 1_000 - fits[0][0]
         # At its widest the footer names all four tiers, each with the count's width, and a
         # span's positions in their longest form: some 15 tokens more than the drawn one.
         assert drawn <= reserved <= drawn + 20, (drawn, reserved, lines[-1])
@@ -147,15 +149,16 @@ class TestRoom:
         # The revision and the token figure change with every append; the estimator prices a
         # repeated digit lower, so sized as drawn the room moved by a token or so, and a head
         # at its edge lost its last entry (the test above of the head at 1,000 tokens).
-        rooms = self.rooms(monkeypatch)
+        fits = self.fits(monkeypatch)
         async with open_service(tmp_path / "frs.db") as service:
             for n in range(1, 400, 40):  # revision 10 after these: two digits from here on
                 await service.record([user(text(k)) for k in range(n, n + 40)])
             for n in range(401, 420):
                 await service.record([user(text(n))])
                 await service.view(ViewOptions(budget_tokens=1_000))
-        assert len(rooms) >= 19
-        assert len(set(rooms)) == 1, sorted(set(rooms))
+        rooms = {room for room, _, _ in fits}
+        assert len(fits) >= 19
+        assert len(rooms) == 1, sorted(rooms)
 
     def test_the_footer_is_sized_at_its_widest_for_its_figures_widths(self) -> None:
         # Sized with "1010…" in place of each run of digits, the footer's room holds any
@@ -172,14 +175,7 @@ class TestRoom:
     async def test_a_small_rooms_unused_frame_room_shows_more_of_the_newest(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        fits: list[tuple[float, Fit | None]] = []
-
-        async def recording(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
-            fitted = await fit(sizer, room, spare)
-            fits.append((spare, fitted))
-            return fitted
-
-        monkeypatch.setattr(budgets, "fit", recording)
+        fits = self.fits(monkeypatch)
         grew = 0
         async with open_service(tmp_path / "frs.db") as service:
             await service.record([user(text(n)) for n in range(1, 401)])
@@ -188,10 +184,10 @@ class TestRoom:
                 fits.clear()
                 view = await service.view(ViewOptions(budget_tokens=1_000))
                 assert estimate_tokens(view) <= 1_000
-                (_, plain), *spent_fits = fits
-                if not spent_fits or spent_fits[0][1] in (None, plain):
+                (_, _, plain), *spent_fits = fits
+                if not spent_fits or spent_fits[0][2] in (None, plain):
                     continue
-                ((spare, spent),) = spent_fits
+                ((_, spare, spent),) = spent_fits
                 assert plain is not None
                 assert spent is not None
                 assert spare >= 5
