@@ -70,7 +70,9 @@ def units_of(request: WireRequest, kept: Sequence[Unit] = (), reused: int = 0) -
             if block.kind == "tool_result" and block.tool_id:
                 new = NewMessage(
                     role="tool",
-                    content=block.text or ("(error)" if block.error else "(empty)"),
+                    # An empty result is stored empty: get_alias hands back what the tool
+                    # said, nothing made up (an error with no text keeps a word for it).
+                    content=block.text or ("(error)" if block.error else ""),
                     name=names.get(block.tool_id) or None,
                     tool_call_id=block.tool_id,
                 )
@@ -136,7 +138,7 @@ def _digest(blocks: Sequence[WireBlock]) -> str:
 
 def _text_of(blocks: Iterable[WireBlock]) -> str:
     parts = [b.text if b.kind == "text" else b.text or f"[{b.kind}]" for b in blocks]
-    return "\n\n".join(p for p in parts if p) or "(empty)"
+    return "\n\n".join(p for p in parts if p)
 
 
 def new_units(units: Sequence[Unit], known: Iterable[str]) -> list[Unit]:

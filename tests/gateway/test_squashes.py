@@ -81,6 +81,20 @@ class TestRecording:
             assert "I should list the files." in view
             assert session.live_count == 3
 
+    async def test_an_empty_result_and_a_call_without_words_come_back_empty(self, tmp_path):
+        messages = [user("go"), call("toolu_e", "true"), result("toolu_e", "")]
+        async with rig(tmp_path) as r:
+            await replay(r, [3], messages)
+            session = await session_of(r)
+            entries = (await service(r).live_thread(session.id)).entries
+            assert [(e.role, e.content) for e in entries[1:]] == [("assistant", ""), ("tool", "")]
+            page = await service(r).get_alias(f"M.{entries[2].number}", session_id=session.id)
+            assert "(empty)" not in page.text
+            done = await service(r).compress_range(2, 3, "Ran true.", session_id=session.id)
+            originals = await service(r).get_alias(done.squash.alias, session_id=session.id)
+            assert "(empty)" not in originals.text
+            assert "true" in originals.text
+
     async def test_a_side_call_without_tools_is_not_recorded(self, tmp_path):
         async with rig(tmp_path) as r:
             await r.post({"model": "m", "max_tokens": 1, "messages": [user("quota")]}, SESSION)
