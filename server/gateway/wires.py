@@ -7,10 +7,13 @@ short.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from frs.matching import Unit
+from frs.matching import Unit, canonical
 from frs.wire import Parsed, RewritePlan, WireMessage, WireRequest, reused
 
 
@@ -68,11 +71,15 @@ def refusal_of(
     found = wire.problems(wire.decode(checked_body))
     refusal = None
     if found:
-        # Rare: only then is the host's own request checked, so its own faults are not ours
-        # (both whole, so the places named compare).
-        if checked_body is not rewritten:
-            found = wire.problems(wire.decode(rewritten))
-        new = set(found) - set(wire.problems(wire.decode(original)))
+        # Rare: only then is the host's own request checked, so its own faults are not ours.
+        # Both are checked whole and compared by what each problem names, not where: a
+        # squash moves every message after it, and a fault the host's request already had
+        # must not block every later rewrite.
+        mine = wire.decode(rewritten)
+        theirs = wire.decode(original)
+        found = wire.problems(mine) if checked_body is not rewritten else found
+        known = set(_anchored(wire.problems(theirs), theirs))
+        new = [p for p, a in zip(found, _anchored(found, mine), strict=True) if a not in known]
         refusal = "; ".join(sorted(new)[:3]) if new else None
     if refusal is None and read is not None:
         return None, Parsed(rewritten, read)
@@ -101,3 +108,26 @@ def _from_repeat(text: str, read: WireRequest, previous: Parsed | None) -> str:
         return text
     first = read.messages[start].span.start
     return text[: span.start] + "[" + _STAND_IN + text[first:]
+
+
+#: Where a problem names an item of the request: `messages[3]`, `input[12]`.
+_PLACE = re.compile(r"\b(messages|input)\[(\d+)\]")
+
+
+def _anchored(found: Sequence[str], payload: Any) -> list[str]:
+    """Each problem with every item it names by index named by the item's content instead
+    (a hash of its canonical JSON): the same fault of the same message reads the same
+    wherever the message sits."""
+    items: dict[str, Any] = {}
+    if isinstance(payload, dict):
+        items = {k: payload.get(k) for k in ("messages", "input")}
+
+    def anchor(match: re.Match[str]) -> str:
+        listed = items.get(match.group(1))
+        index = int(match.group(2))
+        if not isinstance(listed, list) or index >= len(listed):
+            return match.group(0)
+        digest = hashlib.sha256(canonical(listed[index]).encode()).hexdigest()[:16]
+        return f"{match.group(1)}<{digest}>"
+
+    return [_PLACE.sub(anchor, problem) for problem in found]

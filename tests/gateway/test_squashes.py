@@ -159,6 +159,25 @@ class TestSquashes:
             page = await service(r).get_alias("SQ.1", session_id=session.id)
             assert "AssertionError: 3 != 4" in page.text
 
+    async def test_a_fault_the_hosts_request_already_has_does_not_block_a_squash(self, tmp_path):
+        # An interrupted turn: two user messages in a row after the span, which the gateway's
+        # own check flags; the squash moves them, and must still go out.
+        messages = [*TASK[:7], user("[Request interrupted by user]"), user("Go on.")]
+        async with rig(tmp_path) as r:
+            await replay(r, [7, 9], messages)
+            session = await session_of(r)
+            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await replay(r, [9], messages)
+            sent = texts(sent_messages(r))
+            assert "Found the race." in sent
+            assert "toolu_1" not in sent
+            # The upstream saw the host's own fault and nothing new, in each request.
+            assert [found for _, found in r.upstream.invalid] == [
+                ["messages[7] is user, roles must alternate from user"],
+                ["messages[3] is user, roles must alternate from user"],
+            ]
+            r.upstream.invalid.clear()
+
     async def test_consecutive_requests_repeat_their_messages_unchanged(self, tmp_path):
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
