@@ -327,9 +327,10 @@ def _belongs(
     request: WireRequest, units: Sequence[Unit], thread: StoredThread | None, key: tuple[str, str]
 ) -> bool:
     """Whether the request continues the conversation's thread, not a side call of the host
-    (a title, a quota check) that shares its session header: it carries tools, and its first
-    message is the thread's first (or the thread has none the gateway keyed)."""
-    if not units or not request.has_tools:
+    (a title, a quota check) that shares its session header: it carries tools or the
+    model's earlier answers (a host that sends no tools, as Aider, still converses), and its
+    first message is the thread's first (or the thread has none the gateway keyed)."""
+    if not units or not (request.has_tools or any(u.new.role == "assistant" for u in units)):
         return False
     if thread is None or thread.first_key is None:
         return True

@@ -350,6 +350,28 @@ class TestChat:
             await chat_replay(r, [11])
             assert r.upstream.seen[-1].body == oc.chat_body(oc.CHAT_TASK[:11])
 
+    async def test_a_conversation_without_tools_is_recorded_and_squashed(self, tmp_path):
+        # Aider sends no `tools` and names no conversation: its first user message does.
+        said = [oc.chat_user("Rename foo to bar in app.py."), oc.chat_said("Here is the diff.")]
+        talk = [*said, oc.chat_user("Now the tests."), oc.chat_said("Done."), oc.chat_user("Ok")]
+
+        def aider(messages: list[dict[str, Any]]) -> bytes:
+            payload = json.loads(oc.chat_body(messages))
+            del payload["tools"]
+            return json.dumps(payload).encode()
+
+        async with rig(tmp_path) as r:
+            for n in (1, 3, 5):
+                answer = await r.post(aider(talk[:n]), AUTH, CHAT_PATH)
+                assert answer.status_code == 200
+            sessions = (await service(r).list_sessions()).sessions
+            assert [(s.interface, s.live_count) for s in sessions] == [("openai-chat", 5)]
+            await service(r).compress_range(2, 3, "Diff given.", session_id=sessions[0].id)
+            await r.post(aider(talk), AUTH, CHAT_PATH)
+            sent = r.upstream.seen[-1].json()["messages"]
+            assert "Diff given." in json.dumps(sent)
+            assert "Here is the diff." not in json.dumps(sent)
+
     async def test_the_answer_is_recorded_from_the_stream(self, tmp_path):
         def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
             data = {
