@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from tests.hosts.model import binding
 from tests.hosts.model.script import Exchange, Script, Seen, Tool, ToolResult, Turn
 from tests.hosts.model.wire import (
     Reply,
@@ -64,8 +65,8 @@ def parse(body: Any) -> Seen:
     return Seen(text_of(system), tools, tuple(results), user_text, body)
 
 
-def _blocks(turn: Turn) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _blocks(turn: Turn, thinking: dict[str, str] | None) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [thinking] if thinking is not None else []
     if turn.text:
         blocks.append({"type": "text", "text": turn.text})
     for call in turn.calls:
@@ -97,6 +98,16 @@ def _events(message: dict[str, Any], blocks: list[dict[str, Any]]) -> Iterator[b
         if block["type"] == "text":
             start: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": part} for part in chunks_of(block["text"])]
+        elif block["type"] == "thinking":
+            # As the API streams it: the text in thinking deltas, then its signature.
+            start = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                *(
+                    {"type": "thinking_delta", "thinking": part}
+                    for part in chunks_of(block["thinking"])
+                ),
+                {"type": "signature_delta", "signature": block["signature"]},
+            ]
         else:
             start = {**block, "input": {}}
             arguments = json.dumps(block["input"])
@@ -131,6 +142,13 @@ class Anthropic:
 
     def handle(self, route: str, exchange: Exchange, script: Script) -> Reply:
         headers = {"request-id": new_id("req_011")}
+        # Thinking sent back is checked as the API documents it, on counts too.
+        checked = binding.check(exchange.json or {}, exchange.headers)
+        if checked.error is not None and route in ("count", "messages"):
+            exchange.error = checked.error
+            error = {"type": "invalid_request_error", "message": checked.error}
+            return json_reply(400, {"type": "error", "error": error}, headers)
+        exchange.dropped = checked.dropped
         if route == "count":
             exchange.kind = "count"
             return json_reply(200, {"input_tokens": estimate_tokens(exchange.body)}, headers)
@@ -159,7 +177,10 @@ class Anthropic:
             return json_reply(400, {"type": "error", "error": error}, headers)
 
         def render(turn: Turn) -> Reply:
-            blocks = _blocks(turn)
+            thinking = None
+            if turn.thinking is not None:
+                thinking = binding.answer_thinking(body, checked, turn.thinking)
+            blocks = _blocks(turn, thinking)
             stop = "tool_use" if turn.calls else "end_turn"
             output = output_tokens(turn)
             message: dict[str, Any] = {
@@ -172,6 +193,8 @@ class Anthropic:
                 "stop_sequence": None,
                 "usage": _usage(exchange, output),
             }
+            if checked.transformations is not None:
+                message["input_transformations"] = list(checked.transformations)
             if not body.get("stream"):
                 return json_reply(200, message, headers)
             start = {**message, "content": [], "stop_reason": None, "usage": _usage(exchange, 1)}

@@ -42,6 +42,9 @@ class Turn:
 
     text: str = ""
     calls: tuple[ToolCall, ...] = ()
+    #: Thinking before the text and calls: a signed thinking block on the Anthropic wire
+    #: (`tests.hosts.model.binding`), ignored by the others.
+    thinking: str | None = None
 
     @classmethod
     def call(cls, name: str, text: str = "", /, **arguments: Any) -> Turn:
@@ -143,6 +146,9 @@ class Exchange:
     rule: str | None = None
     answer: Turn | None = None
     error: str | None = None
+    #: Thinking blocks the upstream dropped, as (message, block) indices: they failed the
+    #: prefix check and the request asked for drop_block (`tests.hosts.model.binding`).
+    dropped: tuple[tuple[int, int], ...] = ()
 
     def header(self, name: str) -> str | None:
         wanted = name.lower()

@@ -1,0 +1,166 @@
+"""The tests' upstream checks thinking blocks as the documented API does: known-bad requests
+are refused (or their blocks dropped, when the request asks for it), known-good ones pass."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.hosts.model.binding import BETA, answer_thinking, check, signed
+
+SYSTEM = [{"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "x"}}]
+TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
+BETA_HEADER = [("anthropic-beta", f"claude-code-20250219,{BETA}")]
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def call(call_id: str, thinking: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": thinking, "signature": ""},
+            {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}},
+        ],
+    }
+
+
+def result(call_id: str, text: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
+    }
+
+
+LOOP = [
+    user("Fix the race."),
+    call("t1", "Look first."),
+    result("t1", "a.py b.py"),
+    call("t2", "Now read a.py."),
+    result("t2", "def flush(): ..."),
+    call("t3", "Patch it."),
+    result("t3", "patched"),
+]
+
+
+def body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"model": "m", "system": SYSTEM, "tools": TOOLS, "messages": messages, **extra}
+
+
+def host_transcript() -> list[dict[str, Any]]:
+    return signed(LOOP, SYSTEM, TOOLS)
+
+
+DROP = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+
+
+class TestValid:
+    def test_a_transcript_sent_back_as_it_was_passes(self):
+        assert check(body(host_transcript()), []) == check(body(host_transcript()), [])
+        done = check(body(host_transcript()), [])
+        assert done.error is None
+        assert done.dropped == ()
+
+    def test_formatting_key_order_and_cache_markers_are_not_edits(self):
+        messages = host_transcript()
+        moved = copy.deepcopy(messages)
+        moved[2]["content"][0]["cache_control"] = {"type": "ephemeral"}
+        moved[1]["content"][1] = dict(reversed(list(moved[1]["content"][1].items())))
+        assert check(body(moved), []).error is None
+        assert check({**body(moved), "system": [{"text": SYSTEM[0]["text"], "type": "text"}]}, [])
+
+    def test_thinking_removed_from_the_start_the_end_or_all_of_it_passes(self):
+        for drop in ({1}, {5}, {1, 3, 5}, {1, 3}):
+            messages = host_transcript()
+            for i in drop:
+                messages[i]["content"] = messages[i]["content"][1:]
+            assert check(body(messages), []).error is None, drop
+
+
+class TestRefused:
+    def test_an_edited_earlier_message_fails_every_later_block_with_the_documented_400(self):
+        messages = host_transcript()
+        messages[2]["content"][0]["content"] = "a summary of the listing"
+        done = check(body(messages), [])
+        assert done.error is not None
+        assert done.error.startswith(
+            "messages.3.content.0: Invalid `signature` in `thinking` block. The block is bound"
+            " to a different conversation. Remove the block, or set "
+            '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+        )
+        assert BETA in done.error  # the header the setting needs is named
+        assert done.failing == ((3, 0), (5, 0))
+
+    def test_a_block_removed_from_the_middle_fails_the_ones_after_it(self):
+        messages = host_transcript()
+        messages[3]["content"] = messages[3]["content"][1:]
+        done = check(body(messages), [])
+        assert done.failing == ((5, 0),)
+
+    def test_a_changed_system_or_tool_list_fails_every_block(self):
+        changed = {**body(host_transcript()), "tools": [*TOOLS, {"name": "Read"}]}
+        assert check(changed, []).failing == ((1, 0), (3, 0), (5, 0))
+
+    def test_a_tampered_block_is_refused_even_with_drop_block(self):
+        messages = host_transcript()
+        messages[3]["content"][0]["thinking"] = "Something else."
+        done = check(body(messages, thinking=DROP), BETA_HEADER)
+        assert done.error == "messages.3.content.0: Invalid `signature` in `thinking` block."
+        unsigned = copy.deepcopy(LOOP)
+        assert check(body(unsigned), []).error == (
+            "messages.1.content.0: Invalid `signature` in `thinking` block."
+        )
+
+    def test_block_binding_without_the_beta_header_is_an_extra_input(self):
+        done = check(body(host_transcript(), thinking=DROP), [("anthropic-beta", "other")])
+        assert done.error == "thinking.adaptive.block_binding: Extra inputs are not permitted"
+
+
+class TestDropBlock:
+    def test_failing_blocks_are_dropped_and_listed(self):
+        messages = host_transcript()
+        del messages[1:3]  # a squash: the first exchange went
+        messages[0]["content"].append({"type": "text", "text": "[summary]"})
+        done = check(body(messages, thinking=DROP), BETA_HEADER)
+        assert done.error is None
+        assert done.dropped == ((1, 0), (3, 0))
+        assert done.transformations == (
+            {
+                "type": "thinking_dropped",
+                "path": "messages.1.content.0",
+                "reason": "prefix_binding_mismatch",
+            },
+            {
+                "type": "thinking_dropped",
+                "path": "messages.3.content.0",
+                "reason": "prefix_binding_mismatch",
+            },
+        )
+
+    def test_thinking_written_after_the_edit_stays_valid_while_the_same_bytes_are_sent(self):
+        messages = host_transcript()
+        del messages[1:3]
+        messages[0]["content"].append({"type": "text", "text": "[summary]"})
+        request = body(messages, thinking=DROP)
+        done = check(request, BETA_HEADER)
+        answer = {"role": "assistant", "content": [answer_thinking(request, done, "Go on.")]}
+        answer["content"].append({"type": "text", "text": "Done."})
+        later = body([*messages, answer, user("Thanks.")], thinking=DROP)
+        again = check(later, BETA_HEADER)
+        assert again.dropped == ((1, 0), (3, 0))  # the stale ones, again; the new one holds
+
+    def test_putting_back_a_block_left_out_fails_what_was_written_while_it_was_gone(self):
+        messages = host_transcript()
+        kept = messages[5]["content"][0]
+        messages[5]["content"] = messages[5]["content"][1:]  # the last block left out: fine
+        request = body(messages)
+        done = check(request, [])
+        assert done.error is None
+        answer = {"role": "assistant", "content": [answer_thinking(request, done, "Next.")]}
+        answer["content"].append({"type": "text", "text": "Done."})
+        later = [*messages, answer, user("Thanks.")]
+        assert check(body(later), []).error is None
+        later[5]["content"].insert(0, kept)
+        assert check(body(later), []).failing == ((7, 0),)
