@@ -192,6 +192,7 @@ class Squash:
     restored: bool = False
     summary: str = ""
     chars: int = 0  # length of the originals as rendered by get_alias
+    automatic: bool = False  # made by the gateway's autopilot, not by a model or a person
 
     @property
     def alias(self) -> str:
@@ -280,6 +281,8 @@ class GatewayCall:
     applied: tuple[int, ...] = ()
     sent: tuple[tuple[int, str], ...] = ()  # squash n and its mark, by n
     nudges: tuple[Nudge, ...] = ()
+    #: The conversation asks the API to drop thinking a squash made stale, from this call on.
+    bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,21 +19,34 @@ of the span goes in pieces around it, each placed as above; the first piece carr
 leaves one pointing at it, and a span that is all pinned still sends its summary after it. A
 squash never vanishes because of a pin.
 
-Thinking: a signed thinking block binds to everything before it. Blocks of the current turn
-(after the last user message that is not tool results) must reach the model unchanged, so a
-new squash waits while that turn holds thinking, at the latest until the next user turn; when
-a squash is first sent, thinking blocks of earlier turns after its span are left out (the
-providers allow leaving out thinking of earlier turns), and stay left out in every later
-request, up to the message that was last when the squash was first sent (`mark`). A wire
-whose reasoning binds to no prefix (OpenAI's reasoning items: `WireRequest.thinking_signed`
-False) keeps it all as sent: nothing waits for it and nothing of it is left out; reasoning
-inside a squashed span goes with its whole message.
+Thinking: a signed thinking block binds to everything before it (its prefix). A squash
+changes the prefix of every thinking block sent after the first message it changes, and the
+API then refuses the request, unless the request asks it to drop such blocks instead
+(`thinking.block_binding.prefix_mismatch_behavior: "drop_block"`): the documented way for a
+summary written outside the API while the turns after it are kept as they are ("Keep-tail
+compaction", "Compact in the background": send drop_block from the swap onward, on every later
+request; https://platform.claude.com/docs/en/build-with-claude/preserved-thinking). So where
+the request can ask (`can_bind`), a squash goes out at once, mid-loop included: the plan asks
+to drop (`RewritePlan.drop_block`), the kept turns go as the host sent them, and thinking the
+model writes from then on follows the summary and stays valid. A conversation that asked once
+asks on every later request that carries thinking (`bound`): thinking written while a squash
+was sent binds to the squashed prefix, which a restore takes away again.
+
+Where the request cannot ask (it set `prefix_mismatch_behavior: "error"` itself, or turns
+thinking off), the older rule holds: blocks of the current turn (after the last user message
+that is not tool results) must reach the model unchanged, so a new squash waits while that
+turn holds thinking, at the latest until the next user turn; when a squash is first sent,
+thinking blocks of earlier turns after its span are left out (removing thinking from the end
+is allowed), and stay left out in every later request, up to the message that was last when
+the squash was first sent (`mark`). A wire whose reasoning binds to no prefix (OpenAI's
+reasoning items: `WireRequest.thinking_signed` False) keeps it all as sent: nothing waits for
+it and nothing of it is left out; reasoning inside a squashed span goes with its whole message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from frs.matching import Unit
 from frs.wire import Insertion, Replacement, RewritePlan, WireRequest
@@ -63,30 +76,48 @@ def summary_text(squash: LiveSquash, kept: bool = False) -> str:
     )
 
 
+def can_bind(request: WireRequest) -> bool:
+    """Whether the request may ask the API to drop thinking blocks whose prefix changed: its
+    thinking is signed, it did not ask for the error itself, and its thinking is on (set
+    `adaptive` or `enabled`, which `block_binding` goes with; or not set while the current
+    turn thinks, so its model thinks by default, adaptively)."""
+    if not request.thinking_signed or request.binding not in (None, "drop_block"):
+        return False
+    if request.thinking_type is not None:
+        return request.thinking_type in ("adaptive", "enabled")
+    messages = request.messages[_turn_start(request) :]
+    return any(block.kind in _THINKING for message in messages for block in message.blocks)
+
+
 def plan_rewrite(
     request: WireRequest,
     units: Sequence[Unit],
     squashes: Sequence[LiveSquash],
     sent: Mapping[int, str],
+    bound: bool = False,
 ) -> RewritePlan:
     """What to send instead of what the host sent; an empty plan changes nothing.
 
     `units` are `frs.matching.units_of(request)`; `sent` maps each squash already sent to
     its mark (the key of the last unit of the request it was first sent in). A squash applied
-    for the first time gets the key of this request's last unit as its mark.
+    for the first time gets the key of this request's last unit as its mark. `bound`: the
+    conversation has asked the API to drop stale thinking before, and so goes on asking.
     """
     messages = request.messages
-    if request.untouchable or not squashes or not messages:
+    if request.untouchable or not messages:
         return RewritePlan()
+    binds = can_bind(request)
+    still = bound and binds and _thinks(request, 0)
+    if not squashes:
+        return RewritePlan(drop_block=still)
     where = {unit.key: unit.message for unit in units}
     keys_of: list[set[str]] = [set() for _ in messages]
     for unit in units:
         keys_of[unit.message].add(unit.key)
     tail = _open_loop(request)
     turn = _turn_start(request)
-    thinking_now = request.thinking_signed and any(
-        block.kind in _THINKING for message in messages[turn:] for block in message.blocks
-    )
+    # Where the request can ask the API to drop stale thinking, nothing waits for it.
+    thinking_now = not binds and request.thinking_signed and _thinks(request, turn)
     spans: list[tuple[int, int, LiveSquash]] = []
     skipped: list[tuple[int, str]] = []
     waiting: list[int] = []
@@ -114,8 +145,16 @@ def plan_rewrite(
             continue
         spans.append((lo, hi, squash))
     if not spans:
-        return RewritePlan(waiting=tuple(waiting), skipped=tuple(skipped))
-    return _placed(request, spans, units, sent, tuple(waiting), skipped)
+        return RewritePlan(waiting=tuple(waiting), skipped=tuple(skipped), drop_block=still)
+    plan = _placed(request, spans, units, sent, tuple(waiting), skipped, binds)
+    return replace(plan, drop_block=plan.drop_block or still)
+
+
+def _thinks(request: WireRequest, start: int) -> bool:
+    """Whether a message from `start` on holds a thinking block."""
+    return any(
+        block.kind in _THINKING for message in request.messages[start:] for block in message.blocks
+    )
 
 
 def _pinned(request: WireRequest) -> frozenset[int]:
@@ -170,6 +209,7 @@ def _placed(
     sent: Mapping[int, str],
     waiting: tuple[int, ...],
     skipped: list[tuple[int, str]],
+    binds: bool = False,
 ) -> RewritePlan:
     messages = request.messages
     pinned = _pinned(request)
@@ -231,12 +271,22 @@ def _placed(
         reasons = [(n, "nothing before it can carry its summary") for n in sorted(failed)]
         if not kept_spans:
             return RewritePlan(waiting=waiting, skipped=(*skipped, *reasons))
-        return _placed(request, kept_spans, units, sent, waiting, [*skipped, *reasons])
+        return _placed(request, kept_spans, units, sent, waiting, [*skipped, *reasons], binds)
     applied = [s for _, _, s in sorted(spans, key=lambda s: s[0])]
     gone = {i for r in replacements for i in range(r.first, r.last + 1)}
     last_index = len(messages) - 1
     where = {unit.key: unit.message for unit in units}
     fallback = _turn_start(request) - 1
+    if binds:
+        # The kept turns go as the host sent them; the API drops what no longer holds.
+        return RewritePlan(
+            replacements=tuple(replacements),
+            insertions=tuple(insertions),
+            applied=tuple(s.n for s in applied),
+            waiting=waiting,
+            skipped=tuple(skipped),
+            drop_block=_thinks(request, min(changed.values()) + 1),
+        )
     dropped: set[tuple[int, int]] = set()
     for squash in applied if request.thinking_signed else ():
         mark = sent.get(squash.n)

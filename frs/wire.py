@@ -73,10 +73,21 @@ class WireRequest:
     #: Set when the request continues server-side state the gateway cannot see
     #: (`previous_response_id`) or is signed over its body (a subscription): pass it through.
     untouchable: str | None = None
-    #: Whether thinking blocks sign everything before them (Anthropic): then a squash waits
-    #: while the current turn holds thinking, and thinking of earlier turns after a squash is
-    #: left out. OpenAI's reasoning items bind to no prefix (False): kept as they are.
+    #: Whether thinking blocks sign everything before them (Anthropic): then a squash that
+    #: changes the prefix of thinking sent after it asks the API to drop the blocks it made
+    #: invalid (`binding`), or, where the request cannot ask, waits for the next user turn
+    #: and leaves the thinking of earlier turns out. OpenAI's reasoning items bind to no
+    #: prefix (False): kept as they are.
     thinking_signed: bool = True
+    #: The request's own thinking settings, where its wire has them: `thinking.type` (None:
+    #: the request sets no `thinking`) and what it asks of a thinking block whose prefix
+    #: changed (`prefix_mismatch_behavior`: None when it says nothing, "error" when it sets
+    #: `block_binding` without asking to drop).
+    thinking_type: str | None = None
+    binding: str | None = None
+    #: Where the thinking settings object is in the body (its `{` to `}`), if there is one:
+    #: where a rewrite adds what it asks of the API (`RewritePlan.drop_block`).
+    settings: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +186,11 @@ class RewritePlan:
     applied: tuple[int, ...] = ()  # squash n's sent instead of their originals
     waiting: tuple[int, ...] = ()  # squash n's that could apply but must wait (thinking)
     skipped: tuple[tuple[int, str], ...] = field(default=())  # (n, why) that cannot apply
+    #: Ask the API to drop the thinking blocks whose prefix a squash changed, instead of
+    #: refusing the request (Anthropic's `thinking.block_binding.prefix_mismatch_behavior:
+    #: "drop_block"`, which the wire module adds with its beta header).
+    drop_block: bool = False
 
     @property
     def changes(self) -> bool:
-        return bool(self.replacements or self.insertions or self.dropped)
+        return bool(self.replacements or self.insertions or self.dropped or self.drop_block)

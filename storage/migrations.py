@@ -289,6 +289,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " nudges text not null)",
         "create index gateway_calls_by_session on gateway_calls (session_id, id)",
     ),
+    (  # 10: the gateway's mid-loop squashes and its autopilot: a conversation that asked the
+        # API to drop thinking a squash made stale asks on every later call (`bound`, read back
+        # by a restarted gateway), and which squashes the autopilot made rather than a model
+        "alter table gateway_calls add column bound integer not null default 0",
+        "alter table squashes add column automatic integer not null default 0",
+    ),
 )
 
 

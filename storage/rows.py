@@ -45,7 +45,7 @@ MESSAGE_COLUMNS_V7 = (
 MESSAGE_COLUMNS = MESSAGE_COLUMNS_V7 + ", raw"
 SQUASH_COLUMNS = (
     "n, summary_number, first_ord, last_ord, count, covered, tokens_before, tokens_after, sha256,"
-    " created_at, restored_at, summary, chars"
+    " created_at, restored_at, summary, chars, automatic"
 )
 #: What a new squash writes, in the order of `squash_to_row`: all but `restored_at`, which
 #: a restore sets.
@@ -220,6 +220,7 @@ def squash_from_row(row: Row) -> Squash:
         restored=row[10] is not None,
         summary=row[11],
         chars=row[12],
+        automatic=bool(row[13]),
     )
 
 
@@ -238,6 +239,7 @@ def squash_to_row(squash: Squash) -> tuple[Any, ...]:
         squash.created_at,
         squash.summary,
         squash.chars,
+        int(squash.automatic),
     )
 
 
@@ -312,7 +314,8 @@ def layer_to_row(layer: FocusLayer) -> tuple[Any, ...]:
 
 
 CALL_COLUMNS = (
-    "at, wire, sent_bytes, sent_tokens, forwarded_bytes, forwarded_tokens, applied, sent, nudges"
+    "at, wire, sent_bytes, sent_tokens, forwarded_bytes, forwarded_tokens, applied, sent, nudges,"
+    " bound"
 )
 
 
@@ -328,6 +331,7 @@ def call_to_row(call: GatewayCall) -> tuple[Any, ...]:
         json.dumps(list(call.applied)),
         json.dumps([[n, mark] for n, mark in call.sent], ensure_ascii=False),
         json.dumps([[u.after, u.text, u.level] for u in call.nudges], ensure_ascii=False),
+        int(call.bound),
     )
 
 
@@ -342,4 +346,5 @@ def call_from_row(row: Row) -> GatewayCall:
         applied=tuple(int(n) for n in json.loads(row[6])),
         sent=tuple((int(n), str(mark)) for n, mark in json.loads(row[7])),
         nudges=tuple(Nudge(str(a), str(t), int(lv)) for a, t, lv in json.loads(row[8])),
+        bound=bool(row[9]),
     )

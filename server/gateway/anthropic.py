@@ -116,12 +116,20 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
         raise ValueError("no messages")
     tools = fields.get("tools")
     model = fields["model"].value if "model" in fields else ""
+    thinking = fields.get("thinking")
+    setting = thinking.value if thinking is not None else None
+    binding = None
+    if isinstance(setting, dict) and isinstance(setting.get("block_binding"), dict):
+        binding = str(setting["block_binding"].get("prefix_mismatch_behavior", "error"))
     return WireRequest(
         messages=fields["messages"].value,
         messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
         untouchable="subscription" if subscription(headers) else None,
+        thinking_type=str(setting.get("type")) if isinstance(setting, dict) else None,
+        binding=binding,
+        settings=thinking.span if isinstance(setting, dict) and thinking is not None else None,
     )
 
 
@@ -326,6 +334,34 @@ def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
     return apply_splices(body, splices)
 
 
+#: The beta the request needs to ask for `drop_block` (and to get `input_transformations`).
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+_DROP = '"block_binding":{"prefix_mismatch_behavior":"drop_block"}'
+
+
+def bind(original: str, rewritten: str, request: WireRequest) -> str:
+    """The rewritten body asking the API to drop the thinking blocks whose prefix changed,
+    instead of refusing the request: `block_binding` added to the request's `thinking`
+    object, or, when it sets none (its model thinks adaptively by default: `can_bind`), a
+    `thinking` of the default type carrying it. Nothing else changes; a request that already
+    asks is left as it is. The beta header goes with it (`BINDING_BETA`, the proxy adds it).
+    https://platform.claude.com/docs/en/build-with-claude/preserved-thinking ("Libraries,
+    proxies, and gateways"; `block_binding` goes with `adaptive` and `enabled`)."""
+    if request.binding == "drop_block":
+        return rewritten
+    settings, array = request.settings, request.messages_span
+    if settings is None:
+        at = rewritten.index("{") + 1
+        added = '"thinking":{"type":"adaptive",' + _DROP + "},"
+        return rewritten[:at] + added + rewritten[at:]
+    shift = 0
+    if array is not None and settings.start >= array.end:
+        shift = len(rewritten) - len(original)  # the messages before it changed length
+    start, end = settings.start + shift, settings.end + shift - 1  # end: its `}`
+    empty = rewritten[start + 1 : end].strip() == ""
+    return rewritten[:end] + ("" if empty else ",") + _DROP + rewritten[end:]
+
+
 def decode_body(body: str) -> object:
     return json.loads(body)
 
@@ -341,4 +377,6 @@ WIRE = WireFormat(
     problems=problems,
     decode=decode_body,
     local_rules=True,  # pairing is with the next message, roles alternate
+    bind=bind,
+    beta=BINDING_BETA,
 )

@@ -149,6 +149,8 @@ class Gateway:
         if scope.get("query_string"):
             url += "?" + scope["query_string"].decode("latin-1")
         forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
+        if prepared.beta is not None:
+            forwarded = with_beta(forwarded, prepared.beta)
         # Pending from before the answer starts, so `settled` never misses it.
         if self._recording == 0:
             self._settled = anyio.Event()
@@ -270,6 +272,22 @@ class Gateway:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
+
+
+def with_beta(headers: list[tuple[str, str]], beta: str) -> list[tuple[str, str]]:
+    """The headers with `beta` among the `anthropic-beta` values: added to the host's header,
+    comma-separated as the API combines betas, or as a header of its own when it sent none.
+    https://platform.claude.com/docs/en/build-with-claude/preserved-thinking (several betas
+    in one header; the host's own values are passed through)."""
+    out, found = [], False
+    for name, value in headers:
+        if name.lower() == "anthropic-beta" and not found:
+            found = True
+            values = [v.strip() for v in value.split(",") if v.strip()]
+            if beta not in values:
+                value = ",".join([*values, beta])
+        out.append((name, value))
+    return out if found else [*out, ("anthropic-beta", beta)]
 
 
 class Held:

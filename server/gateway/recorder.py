@@ -56,6 +56,9 @@ class _Conversation:
     #: The last rewrite that passed the checks, read: the next, which repeats most of it
     #: (frozen bytes), is checked from where it differs on (`server.gateway.wires`).
     checked: tuple[str, Parsed] | None = None  # (wire name, the rewrite)
+    #: The conversation has asked the API to drop stale thinking, and asks on every later
+    #: request that carries thinking (`frs.rewriting`).
+    bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,10 @@ class Prepared:
     #: squash sent so far with its mark, by n, and every reminder.
     sent: tuple[tuple[int, str], ...] = ()
     nudges: tuple[Nudge, ...] = ()
+    bound: bool = False
+    #: A value the request's `anthropic-beta` header must carry for what the rewrite asks
+    #: (`WireFormat.beta`), added by the proxy; None: the headers go as the host sent them.
+    beta: str | None = None
 
 
 class Recorder:
@@ -128,11 +135,15 @@ class Recorder:
                     self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
             frozen = _Kept(
-                wire.name, tuple(sorted(conversation.sent.items())), tuple(conversation.nudges)
+                wire.name,
+                tuple(sorted(conversation.sent.items())),
+                tuple(conversation.nudges),
+                conversation.bound,
             )
             if not (belongs and thread and rewrite):
                 return frozen.prepared(body, RewritePlan(), key, units, belongs, 0, fresh)
-            plan = plan_rewrite(request, units, thread.squashes, conversation.sent)
+            bound = conversation.bound and wire.bind is not None
+            plan = plan_rewrite(request, units, thread.squashes, conversation.sent, bound)
             if self.nudge_step is not None and request.untouchable is None:
                 plan = await self._nudged(plan, request, units, thread, conversation, key)
             _log_plan(wire, plan)
@@ -154,10 +165,17 @@ class Recorder:
             for n in plan.applied:
                 if mark is not None:
                     conversation.sent.setdefault(n, mark)
-            frozen = replace(frozen, sent=tuple(sorted(conversation.sent.items())))
+            beta = None
+            if plan.drop_block and wire.bind is not None:
+                rewritten = wire.bind(text, rewritten, request)
+                conversation.bound, beta = True, wire.beta
+            frozen = replace(
+                frozen, sent=tuple(sorted(conversation.sent.items())), bound=conversation.bound
+            )
             saved = _saved_tokens(text, request, plan)
             forwarded = rewritten.encode("utf-8")
-            return frozen.prepared(forwarded, plan, key, units, belongs, saved, fresh)
+            prepared = frozen.prepared(forwarded, plan, key, units, belongs, saved, fresh)
+            return replace(prepared, beta=beta)
 
     async def record(self, prepared: Prepared) -> int:
         """Record what the request added to its conversation; the number of units recorded."""
@@ -197,6 +215,7 @@ class Recorder:
             applied=prepared.plan.applied,
             sent=prepared.sent,
             nudges=prepared.nudges,
+            bound=prepared.bound,
         )
         return await add_call(self.env, *prepared.key, call)
 
@@ -279,6 +298,7 @@ class _Kept:
     wire: str
     sent: tuple[tuple[int, str], ...] = ()
     nudges: tuple[Nudge, ...] = ()
+    bound: bool = False
 
     def prepared(
         self,
@@ -291,7 +311,17 @@ class _Kept:
         fresh: int,
     ) -> Prepared:
         return Prepared(
-            body, plan, key, units, belongs, saved, fresh, self.wire, self.sent, self.nudges
+            body,
+            plan,
+            key,
+            units,
+            belongs,
+            saved,
+            fresh,
+            self.wire,
+            self.sent,
+            self.nudges,
+            self.bound,
         )
 
 
@@ -305,6 +335,7 @@ async def _load_sent(env: Env, thread: StoredThread | None, conversation: _Conve
             conversation.sent = dict(call.sent) | conversation.sent
             conversation.nudges = list(call.nudges) + conversation.nudges
             conversation.nudged = max([conversation.nudged, *(n.level for n in call.nudges)])
+            conversation.bound = conversation.bound or call.bound
     conversation.loaded = True
 
 
@@ -357,6 +388,8 @@ def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
         log.info("%s: sending squashes %s instead of their originals", wire.name, plan.applied)
     if plan.waiting:
         log.info("%s: squashes %s wait for the next user turn (thinking)", wire.name, plan.waiting)
+    if plan.drop_block:
+        log.debug("%s: asking the API to drop thinking a squash made stale", wire.name)
     for n, why in plan.skipped:
         log.debug("%s: squash %d not applied: %s", wire.name, n, why)
 

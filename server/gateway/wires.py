@@ -39,6 +39,11 @@ class WireFormat:
     #: the first message being a user's): a rewrite that repeats the last one passed is then
     #: checked from its last repeated assistant message on (`_from_repeat`), else whole.
     local_rules: bool = False
+    #: Asks the API to drop thinking whose prefix a rewrite changed (`RewritePlan.drop_block`):
+    #: (the host's body, the rewrite, the request) -> the rewrite asking; None: the wire's
+    #: reasoning binds to no prefix. `beta` is the header value the asking needs.
+    bind: Callable[[str, str, WireRequest], str] | None = None
+    beta: str | None = None
 
 
 def refusal_of(

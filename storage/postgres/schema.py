@@ -201,6 +201,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # SQLite it cost every recording more than it saved, issue 23); pg_trgm may be
         # refused, so it is made by a function (BACKFILLS: `storage.postgres.search`)
     ),
+    (  # 6: SQLite's 10: a conversation that asks the API to drop stale thinking, and the
+        # squashes the gateway's autopilot made
+        "alter table gateway_calls add column bound integer not null default 0",
+        "alter table squashes add column automatic integer not null default 0",
+    ),
 )
 
 

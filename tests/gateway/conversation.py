@@ -7,6 +7,8 @@ import copy
 import json
 from typing import Any
 
+from tests.hosts.model.binding import signed
+
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
 SYSTEM = [
     {"type": "text", "text": "You are a coding agent.", "cache_control": {"type": "ephemeral"}}
@@ -47,8 +49,10 @@ def said(text: str, thinking: str | None = None) -> dict[str, Any]:
 
 
 def body(messages: list[dict[str, Any]], **extra: Any) -> bytes:
-    """The request Claude Code would send: the newest message carries the cache marker."""
-    sent = copy.deepcopy(messages)
+    """The request Claude Code would send: the newest message carries the cache marker, and
+    each thinking block the signature the API gave it, over the transcript before it as it
+    stands here (what a host holds when nothing rewrote the requests that produced it)."""
+    sent = signed(copy.deepcopy(messages), SYSTEM, extra.get("tools", TOOLS))
     last = sent[-1]["content"]
     if isinstance(last, list) and last:
         last[-1]["cache_control"] = {"type": "ephemeral"}

@@ -2,8 +2,11 @@
 
 The upstream records every request byte for byte and answers from a script: a function of
 the request that returns the status, headers and the body chunks to stream. Every request
-body it receives on /v1/messages is checked with the wire's validator (`problems`), so any
-test that sends through the gateway also proves the gateway never sent an invalid request.
+body it receives on /v1/messages is checked with the wire's validator (`problems`), and its
+thinking blocks as the API documents preserved thinking (`tests.hosts.model.binding`: a
+changed prefix is refused with the API's 400, or its blocks dropped when the request asks),
+so any test that sends through the gateway also proves the gateway never sent an invalid
+request.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
 from server.http.listening import bind_socket
 from server.settings import Settings
+from tests.hosts.model import binding
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,9 @@ class Upstream:
     script: Script = lambda seen: Reply()
     seen: list[Seen] = field(default_factory=list)
     invalid: list[tuple[int, list[str]]] = field(default_factory=list)
+    #: Per /v1/messages request (by its index in `seen`): the thinking blocks the API would
+    #: have dropped, as (message, block) indices.
+    dropped: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -106,11 +113,18 @@ class Upstream:
         )
         self.seen.append(seen)
         validator = VALIDATORS.get(seen.path)
+        refused = None
         if validator is not None and seen.method == "POST" and not seen.header("content-encoding"):
-            found = validator(json.loads(seen.body))
+            payload = json.loads(seen.body)
+            found = validator(payload)
+            if seen.path == "/v1/messages":
+                checked = binding.check(payload, seen.headers)
+                refused = checked.error
+                found = [*found, checked.error] if checked.error else found
+                self.dropped[len(self.seen) - 1] = checked.dropped
             if found:
                 self.invalid.append((len(self.seen) - 1, found))
-        reply = self.script(seen)
+        reply = self.script(seen) if refused is None else _refusal(refused)
         await send(
             {
                 "type": "http.response.start",
@@ -121,6 +135,12 @@ class Upstream:
         for chunk in reply.chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _refusal(message: str) -> Reply:
+    """The API's 400 for a request it refuses."""
+    error = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return Reply(status=400, chunks=(json.dumps(error).encode(),))
 
 
 @asynccontextmanager

@@ -4,26 +4,30 @@ that never stopped would have sent it (no extra prompt-cache break)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.gateway import test_squashes
+from tests.gateway import test_thinking
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import Rig, rig
 from tests.gateway.test_nudges import long_session, reminders
 from tests.gateway.test_squashes import service, session_of
+from tests.hosts.model import binding
 
-#: One step of a scripted conversation: a request of the transcript's first n messages, or
-#: a squash of positions (first, last) with its summary, made by the model's tool call.
-Step = int | tuple[int, int, str]
+#: One step of a scripted conversation: a request of the transcript's first n messages, a
+#: squash of positions (first, last) with its summary, made by the model's tool call, or
+#: something the test does with the rig (the model's answer kept as it came).
+Step = int | tuple[int, int, str] | Callable[[Rig], None]
 
 
 async def _play(r: Rig, messages: list[dict[str, Any]], steps: Sequence[Step]) -> list[bytes]:
     """The bodies the upstream received for the steps' requests."""
     got = []
     for step in steps:
-        if isinstance(step, int):
+        if callable(step):
+            step(r)
+        elif isinstance(step, int):
             answer = await r.post(body(messages[:step]), SESSION)
             assert answer.status_code == 200
             got.append(r.upstream.seen[-1].body)
@@ -60,13 +64,22 @@ class TestRestart:
         # left out from then on, and thinking of later turns is kept. A gateway that forgot
         # where it first sent it would leave the later thinking out too: other bytes.
         convo = [
-            *test_squashes.TestThinking.CONVO,
+            *test_thinking.TestWhereItCannotAsk.CONVO,
             said("Patched.", thinking="Done now."),
             user("Thanks."),
             said("You are welcome.", thinking="Polite."),
             user("Bye."),
         ]
-        kept, again = await _both(tmp_path, convo, [1, 3, 5, 7, (2, 3, "A race."), 9], [11])
+
+        def answered(r: Rig) -> None:
+            # "Polite." is the model's answer to the request the squash first went in: its
+            # signature binds to what the model received then, as the API's would.
+            received = r.upstream.seen[-1].json()
+            block = binding.answer_thinking(received, binding.check(received, []), "Polite.")
+            convo[9]["content"][0] = block
+
+        before: list[Step] = [1, 3, 5, 7, (2, 3, "A race."), 9, answered]
+        kept, again = await _both(tmp_path, convo, before, [11])
         assert b"A race." in kept[0]
         assert b"Polite." in kept[0]
         assert again == kept

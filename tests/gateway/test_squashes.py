@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from frs import ReasoningService, ViewOptions
 from frs.host_threads import find_thread
@@ -304,51 +304,6 @@ class TestFailures:
             r.gateway.wires["anthropic"] = dataclasses.replace(WIRE, render=bad_render)
             await r.post(body(TASK[:9]), SESSION)
             assert r.upstream.seen[-1].body == body(TASK[:9])
-
-
-class TestThinking:
-    CONVO: ClassVar[list[dict[str, Any]]] = [
-        user("Find the bug."),
-        call("toolu_a", "pytest", thinking="Run the tests first."),
-        result("toolu_a", "FAILED " * 300),
-        said("It is the race.", thinking="The output shows a race."),
-        user("Fix it."),
-        call("toolu_b", "patch", thinking="Patch the lock."),
-        result("toolu_b", "ok"),
-    ]
-
-    async def test_a_squash_waits_while_the_current_turn_holds_thinking(self, tmp_path):
-        async with rig(tmp_path) as r:
-            await replay(r, [1, 3, 5, 6], self.CONVO)
-            session = await session_of(r)
-            await service(r).compress_range(2, 3, "Tests failed: a race.", session_id=session.id)
-            # The current turn ("Fix it." ...) holds a signed thinking block: nothing changes.
-            await replay(r, [7], self.CONVO)
-            assert r.upstream.seen[-1].body == body(self.CONVO[:7])
-
-    async def test_at_the_next_user_turn_it_applies_and_later_thinking_of_earlier_turns_goes(
-        self, tmp_path
-    ):
-        convo = [*self.CONVO, said("Patched.", thinking="Done now."), user("Thanks.")]
-        async with rig(tmp_path) as r:
-            await replay(r, [1, 3, 5, 7], convo)
-            session = await session_of(r)
-            await service(r).compress_range(2, 3, "Tests failed: a race.", session_id=session.id)
-            await replay(r, [9], convo)
-            sent = sent_messages(r)
-            flat = texts(sent)
-            assert "Tests failed: a race." in flat
-            assert "FAILED FAILED" not in flat
-            # Thinking after the squash, of turns that are over, is left out; its text stays.
-            assert "The output shows a race." not in flat
-            assert "Patch the lock." not in flat
-            assert "It is the race." in flat
-            assert "Patched." in flat
-            # Nothing else of those messages changed: calls and results as the host sent them.
-            assert "toolu_b" in flat
-            # The request after it repeats those messages unchanged.
-            await replay(r, [9], [*convo[:8], user("Thanks.")])
-            assert r.upstream.seen[-1].body == r.upstream.seen[-2].body
 
 
 def _unmarked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -71,6 +71,16 @@ class TestValid:
         assert check(body(moved), []).error is None
         assert check({**body(moved), "system": [{"text": SYSTEM[0]["text"], "type": "text"}]}, [])
 
+    def test_a_string_and_one_text_block_are_the_same_content(self):
+        # As Claude Code sends its role-system messages: a block with the cache marker in one
+        # request, a string in the next.
+        said = [user("Fix the race."), {"role": "system", "content": "Today is Sunday."}]
+        messages = signed([*said, *LOOP[1:3]], SYSTEM, TOOLS)
+        messages[1]["content"] = [{"type": "text", "text": "Today is Sunday."}]
+        assert check(body(messages), []).failing == ()
+        messages[1]["content"] = "Today is Monday."
+        assert check(body(messages), []).failing == ((2, 0),)
+
     def test_thinking_removed_from_the_start_the_end_or_all_of_it_passes(self):
         for drop in ({1}, {5}, {1, 3, 5}, {1, 3}):
             messages = host_transcript()
@@ -145,7 +155,8 @@ class TestDropBlock:
         messages[0]["content"].append({"type": "text", "text": "[summary]"})
         request = body(messages, thinking=DROP)
         done = check(request, BETA_HEADER)
-        answer = {"role": "assistant", "content": [answer_thinking(request, done, "Go on.")]}
+        answer: dict[str, Any] = {"role": "assistant", "content": []}
+        answer["content"].append(answer_thinking(request, done, "Go on."))
         answer["content"].append({"type": "text", "text": "Done."})
         later = body([*messages, answer, user("Thanks.")], thinking=DROP)
         again = check(later, BETA_HEADER)
@@ -158,7 +169,8 @@ class TestDropBlock:
         request = body(messages)
         done = check(request, [])
         assert done.error is None
-        answer = {"role": "assistant", "content": [answer_thinking(request, done, "Next.")]}
+        answer: dict[str, Any] = {"role": "assistant", "content": []}
+        answer["content"].append(answer_thinking(request, done, "Next."))
         answer["content"].append({"type": "text", "text": "Done."})
         later = [*messages, answer, user("Thanks.")]
         assert check(body(later), []).error is None

@@ -31,7 +31,10 @@ from frs.model import Scope
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, open_postgres
 from storage.postgres import search as pg_search
+from storage.postgres.schema import MIGRATIONS
 from tests.pg import Cluster
+
+LATEST = len(MIGRATIONS)  # the PostgreSQL schema version a migrated database has
 
 LOCAL = "local"
 TENANTS = (LOCAL, "other")
@@ -301,7 +304,7 @@ class TestPostgresMigration:
         await psql_as(dsn, "drop index messages_search")
         await psql_as(dsn, "delete from schema_migrations where version = 5")
         async with open_postgres(dsn, size=4) as db:
-            assert await psql_as(dsn, "select max(version) from schema_migrations") == 5
+            assert await psql_as(dsn, "select max(version) from schema_migrations") == LATEST
             assert await psql_as(dsn, "select to_regclass('messages_search') is not null")
             assert await same_answers(PgEngine(db), queries(texts, 8, FEW)) > 8
 
@@ -324,7 +327,7 @@ class TestPostgresMigration:
         assert refusals[0].startswith("search scans every message (no trigram index)")
         assert "permission denied to create extension" in refusals[0]
         assert not await psql_as(dsn, "select to_regclass('messages_search') is not null")
-        assert await psql_as(dsn, "select max(version) from schema_migrations") == 5
+        assert await psql_as(dsn, "select max(version) from schema_migrations") == LATEST
         caplog.clear()
         pg_cluster.psql(f"grant create on database {name} to {role}")
         with caplog.at_level(logging.INFO, logger="storage.postgres"):

@@ -45,8 +45,14 @@ def _digest(value: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """`value` without cache markers and without thinking blocks: what a prefix compares."""
+    """`value` without cache markers and without thinking blocks, and every message's content
+    as a list of blocks (a string is one text block): what a prefix compares. Claude Code sends
+    a role-system message as one text block while it holds the cache marker and as a string
+    after, on every request; its thinking stays valid against the API, so the API compares
+    the two as one value."""
     if isinstance(value, dict):
+        if isinstance(value.get("content"), str) and "role" in value:
+            value = {**value, "content": [{"type": "text", "text": value["content"]}]}
         return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list):
         return [
@@ -67,7 +73,10 @@ def prefix_digest(body: dict[str, Any], message: int, block: int) -> str:
     tools, the messages before it and the blocks before it in its own message, by value."""
     messages = body.get("messages") or []
     own = _content(messages[message])[:block] if message < len(messages) else []
-    before = {"system": body.get("system"), "tools": body.get("tools"), "m": messages[:message]}
+    system = body.get("system")
+    if isinstance(system, str):
+        system = [{"type": "text", "text": system}]
+    before = {"system": system, "tools": body.get("tools"), "m": messages[:message]}
     return _digest(_plain({**before, "own": own}))
 
 
@@ -208,9 +217,10 @@ def answer_thinking(body: dict[str, Any], checked: Checked, text: str) -> dict[s
 def signed(
     messages: list[dict[str, Any]], system: Any = None, tools: Any = None
 ) -> list[dict[str, Any]]:
-    """A host's transcript with every thinking block signed as the model would have signed it
-    had it received this transcript unchanged up to the block (what a host holds when nothing
-    rewrote its requests): each block's signature over the messages before its own message."""
+    """A host's transcript with every thinking block that has no signature of the model's yet
+    signed as the model would have signed it had it received this transcript unchanged up to
+    the block (what a host holds when nothing rewrote its requests); a block the model signed
+    (an answer kept as it came) keeps its signature."""
     out: list[dict[str, Any]] = json.loads(json.dumps(messages))
     previous: str | None = None
     for i, message in enumerate(out):
@@ -219,6 +229,9 @@ def signed(
             continue
         for j, block in enumerate(content):
             if not isinstance(block, dict) or block.get("type") not in _THINKING:
+                continue
+            if _read(_signature_of(block)) is not None:
+                previous = _signature_of(block)
                 continue
             prefix = prefix_digest({"system": system, "tools": tools, "messages": out}, i, j)
             signature = sign(prefix, previous, _text_of(block))
