@@ -107,7 +107,12 @@ def plan_rewrite(
     if request.untouchable or not messages:
         return RewritePlan()
     binds = can_bind(request)
-    still = bound and binds and _thinks(request, 0)
+    # After a compaction the host keeps its newest turns as they were, thinking included, but
+    # their prefix is now its summary: the API's documented fix for that "keep-tail"
+    # compaction is to ask it to drop the stale thinking, which the host, behind a gateway,
+    # does not (Claude Code would get a 400, strip all thinking, and never send it again).
+    compacted = request.summary is not None and _thinks(request, request.summary + 1)
+    still = (bound or compacted) and binds and _thinks(request, 0)
     if not squashes:
         return RewritePlan(drop_block=still)
     where = {unit.key: unit.message for unit in units}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from frs.aliases import parse_alias, sha_matches, sha_mismatch
 from frs.checks import check_ranges_size, check_summary, squash_tokens
@@ -29,6 +30,12 @@ LAYER_FIX = (
 )
 
 
+#: When a squash of a thread a gateway sends reaches the model: at its next call ("next"); once
+#: the open tool call it covers is answered ("open": the newest entries are the call the model
+#: is waiting on); never ("gone": the host compacted its history and no longer sends them).
+Reach = Literal["next", "open", "gone"]
+
+
 @dataclass(frozen=True, slots=True)
 class Squashed:
     session_id: SessionId
@@ -40,6 +47,9 @@ class Squashed:
     #: Estimated tokens of the entries after the summary (an upper bound past
     #: `AFTER_READ` entries): what a prompt cache writes again when it is first sent.
     after_tokens: int | None = None
+    #: Where the model is sent this thread by a gateway (it records the conversation): when
+    #: the squash reaches the model (`Reach`); None where no gateway sends it.
+    reach: Reach | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +94,11 @@ async def compress_ranges(
         )
         positions = [_now_at(r, planned) for r in planned]
         after = [await _after_tokens(m, position) for position in positions]
+        reach = [await _reach(m, done[i]) for i in range(len(planned))]
     return tuple(
-        Squashed(m.session.id, done[i], positions[i], r.named, *_counts(m.session), after[i])
+        Squashed(
+            m.session.id, done[i], positions[i], r.named, *_counts(m.session), after[i], reach[i]
+        )
         for i, r in enumerate(planned)
     )
 
@@ -115,7 +128,8 @@ async def compress_last(
         named = span_name("position", first, live)
         squash = await squash_window(m, window, text, LAST_FIX)
         m.change = f"squashed {named} into SQ.{squash.n}"
-    return Squashed(m.session.id, squash, first, named, *_counts(m.session), 0)
+        reach = await _reach(m, squash)
+    return Squashed(m.session.id, squash, first, named, *_counts(m.session), 0, reach)
 
 
 async def _check_inside_layer(m: Mutation, count: int) -> None:
@@ -285,6 +299,32 @@ async def _after_tokens(m: Mutation, position: int) -> int:
         return m.session.live_tokens
     entries = await m.tx.entries_at(m.session.id, position + 1, after)
     return sum(entry.tokens for entry in entries)
+
+
+async def _reach(m: Mutation, squash: Squash) -> Reach | None:
+    """When the squash reaches the model, for a thread a gateway sends (it has forwarded a
+    call of it); None for any other thread."""
+    if not await m.tx.gateway_calls(m.session.id, 1):
+        return None
+    compactions = await m.tx.compactions(m.session.id)
+    # A squash's originals sit at ords first..last; a message's ord is its number.
+    if compactions and squash.last < compactions[-1].sent_from:
+        return "gone"
+    newest = await m.tx.entries_at(m.session.id, m.session.live_count, 1)
+    summary_last = newest[0].kind == "summary" and newest[0].squash_n == squash.n
+    return (
+        "open"
+        if summary_last and _waits(await m.tx.squash_members(m.session.id, squash.n))
+        else "next"
+    )
+
+
+def _waits(members: Sequence[Message]) -> bool:
+    """Whether the newest of these originals are the open tool loop: an assistant's calls
+    that have not all been answered after it, or the results that answer the newest calls
+    (the model's next answer is to them)."""
+    last = members[-1]
+    return bool(last.tool_calls) or last.role == "tool"
 
 
 def _counts(session: Session) -> tuple[int, int]:

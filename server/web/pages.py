@@ -15,13 +15,13 @@ from frs.annotations import annotate_call
 from frs.model import GatewayCall, Limits, Message, PlanStep, Session
 from frs.text import minify_json
 from frs.views.render import (
-    ROLE_LABEL,
     Entry,
     card,
     checkpoint_line,
     format_tokens,
     plan_line,
     plural,
+    role_label,
 )
 from server.web.html import Html, join, page, tag, text, url, void
 from server.web.thread import CALLS_SHOWN, PAGE, WHOLE_CHARS, Node, Opened, ThreadPage, anchor
@@ -230,9 +230,7 @@ def _label(entry: Entry) -> Html:
 
 def _message(entry: Entry, top: bool) -> Html:
     message = entry.message
-    role = ROLE_LABEL[message.role]
-    if message.role == "tool" and message.name:
-        role += " " + message.name
+    role = role_label(message, str)
     head = tag(
         "div",
         _label(entry),
