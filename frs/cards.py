@@ -6,8 +6,8 @@ error line, the result's alias and size, the numbers of a test run, and the path
 named; the assistant's own words follow the first call of an exchange. Newlines inside a
 command show as `⏎`, so a line stays a line. A batch is a header that names how to get the
 originals back, then the cards. The text is pure and deterministic, and much smaller than what it
-stands for; `frs.digest` reads the cards of a summary back (`card_line`'s shape is the
-contract between the two).
+stands for; `frs.digest` reads the cards of a summary back (`read_card_line` reads what
+`card_line` writes).
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ import re
 from collections.abc import Iterable, Sequence
 
 from frs.facts import SEARCH_KEYS as _SEARCH_KEYS
-from frs.facts import CallFacts, Exchange, ExchangeFacts, exchange_facts
+from frs.facts import CallFacts, CallKind, Exchange, ExchangeFacts, exchange_facts
+from frs.mentions import error_lines
 from frs.model import PlanStep
+from frs.outcomes import Outcome
 from frs.text import estimate_tokens, shorten
 
 #: How every batch of cards starts, so a reader (`frs.digest`) knows a summary is one.
 HEADER = "Fact cards (automatic)"
 NEWLINE = "⏎"  # a newline inside a command or a value, kept on one line
+ERROR_MARK = "error: "  # before the error line a card shows
 COMMAND_CHARS = 400  # of a command a card shows; longer ones are cut, and say so
 _VALUE_CHARS = 160  # of any other telling argument
 _SAID_CHARS = 160
@@ -38,12 +41,18 @@ _STEP_MARK = {"done": "✓", "doing": "▶", "todo": "○"}
 _CARD_SHARE = 0.5
 _SHRINKING: tuple[tuple[int, bool], ...] = ((_SAID_CHARS, True), (80, True), (0, True), (0, False))
 
-# A card line as `card_line` writes it, for a reader: the call's alias, the tool, a command in
-# backticks, and after the arrow the result's alias and its outcome.
-CARD_LINE = re.compile(
-    r"^M\.(?P<call>\d+) (?P<tool>\S+) (?:`(?P<command>.*?)`(?: \[cut[^\]]*\])?|.*?)"
-    r" → (?:M\.(?P<result>\d+) )?(?P<outcome>ok|exit -?\d+|error|unanswered)\b"
+# A card line as `card_line` writes it: the call's alias, the tool, what it was called with,
+# then after the arrow the result's alias, its outcome, and the rest (size or short output,
+# numbers, error line, paths, the assistant's words).
+_CARD_LINE = re.compile(
+    r"^M\.(?P<call>\d+) (?P<tool>\S+) (?P<argument>.*?)"
+    r" → (?:M\.(?P<result>\d+) )?(?P<outcome>ok|exit -?\d+|error|unanswered)(?P<rest>.*)$"
 )
+_COMMAND = re.compile(r"^`(?P<command>.*)`(?: \[cut, [\d,]+ chars\])?(?: changed (?P<files>.*))?$")
+_CHANGED = re.compile(r"^changed (?P<files>.*)$")
+_MORE = re.compile(r" \+\d+ (?:files?|paths?|error lines?)$| \(\+\d+ error lines?\)$")
+_PATHLIKE = re.compile(r"^[^\s:]*[/.][^\s:]*$")  # what a read tool's card lists
+_OUTPUT = re.compile(r'^: "(?P<output>.*?)"(?= · | — |$)')
 
 
 def cards(exchanges: Sequence[Exchange], squash: str | None = None) -> str:
@@ -100,7 +109,7 @@ def card_line(call: CallFacts, *, seen: bool = True) -> str:
     if shown and shown not in call.output and shown not in call.numbers:
         more = len(call.errors) - 1
         extra = f" (+{more} error {'line' if more == 1 else 'lines'})" if more else ""
-        parts.append(shorten(shown, _ERROR_CHARS) + extra)
+        parts.append(ERROR_MARK + shorten(shown, _ERROR_CHARS) + extra)
     shown_so_far = " · ".join([text, *parts])
     fresh = [path for path in call.seen if path not in shown_so_far]
     if fresh and seen:
@@ -116,6 +125,58 @@ def command_text(command: str, limit: int = COMMAND_CHARS) -> str:
     if len(flat) <= limit:
         return f"`{flat}`"
     return f"`{flat[:limit]}` [cut, {len(flat):,} chars]"
+
+
+def read_card_line(line: str) -> CallFacts | None:
+    """A card line read back as the facts it kept (a command verbatim up to its cut, the
+    files it changed, the outcome, the error line it showed); None for another line. What the
+    card left out is in its originals, `get_alias` of the aliases it names."""
+    found = _CARD_LINE.match(line)
+    if found is None:
+        return None
+    argument = found.group("argument")
+    command = _COMMAND.match(argument)
+    named = command or _CHANGED.match(argument)
+    files = named.group("files") if named else None
+    label = found.group("outcome")
+    code = int(label.split()[1]) if label.startswith("exit ") else None
+    rest = found.group("rest").split(" — ", 1)[0]  # the assistant's words follow a dash
+    output = _OUTPUT.match(rest)
+    shown = output.group("output") if output else ""
+    errors = [
+        _MORE.sub("", part).removeprefix(ERROR_MARK)
+        for part in rest.split(" · ")[1:]
+        if part.startswith(ERROR_MARK)
+    ]
+    errors.extend(error_lines(shown))
+    failed = label not in ("ok", "unanswered")
+    if failed and not errors and shown:  # a short output that failed says why itself
+        errors.append(shown)
+    result = found.group("result")
+    listed = _MORE.sub("", argument).split(", ")
+    kind: CallKind = "shell" if command else "change" if files else "other"
+    if kind == "other" and all(_PATHLIKE.match(item) for item in listed):
+        kind = "read"
+    return CallFacts(
+        tool=found.group("tool"),
+        kind=kind,
+        key="command" if command else "",
+        value=command.group("command").replace(NEWLINE, "\n") if command else argument,
+        command=command.group("command").replace(NEWLINE, "\n") if command else None,
+        read=tuple(listed) if kind == "read" else (),
+        changed=tuple(_MORE.sub("", files).split(", ")) if files else (),
+        named=(),
+        seen=(),
+        seen_total=0,
+        outcome=Outcome(code, failed),
+        errors=tuple(dict.fromkeys(errors)),
+        chars=0,
+        lines=0,
+        output=shown,
+        numbers=(),
+        number=int(found.group("call")),
+        result=int(result) if result else None,
+    )
 
 
 def _argument(call: CallFacts) -> str:

@@ -64,7 +64,7 @@ def entry_lines(view: str) -> list[str]:
 class Thread:
     """A thread's entries built in memory, as a store hands them back: numbered from 1 in
     order, each result paired with the latest earlier call of its id (`answers`). Thinking
-    is not numbered; a summary takes the next number and spans the numbers it names."""
+    is not numbered; a summary takes a new number and the place of the numbers it names."""
 
     def __init__(self) -> None:
         self.entries: list[Message] = []
@@ -114,7 +114,10 @@ class Thread:
         return self._add("assistant", content, kind="thinking")
 
     def summary(self, content: str, first: int, last: int, squash: int) -> Thread:
+        """A summary of the originals numbered first..last (already squashed away): it takes
+        the next number after them, and their place."""
         covered = last - first + 1
+        self._next = max(self._next, last + 1)
         return self._add(
             "assistant",
             content,

@@ -10,7 +10,7 @@ import statistics
 import pytest
 
 from bench.corpus import load_corpus
-from frs.cards import CARD_LINE, HEADER, card, cards, command_text
+from frs.cards import COMMAND_CHARS, HEADER, card, cards, command_text, read_card_line
 from frs.facts import Exchange, exchange_facts, exchanges, shell_paths, text_call
 from frs.mentions import error_lines
 from frs.outcomes import Outcome, numbers, outcome, result_text
@@ -171,7 +171,7 @@ class TestCardsOfEachHostsTools:
         )
         assert lines_of(exchange) == [
             "M.1 Bash `pytest -q` → M.2 exit 1, 24 lines, 598 chars · 1 failed, 3 passed in 0.12s"
-            " · FAILED tests/test_a.py::test_x - AssertionError: boom — Run the tests."
+            " · error: FAILED tests/test_a.py::test_x - AssertionError: boom — Run the tests."
         ]
 
     def test_claude_code_parallel_reads_one_missing(self) -> None:
@@ -347,10 +347,10 @@ class TestCardsOfEachHostsTools:
             "M.1 str_replace_editor /w/src/match.c → M.2 ok: \"Here's the result of running"
             ' `cat -n` on /w/src/match.c: 1 int x;"',
             "M.1 str_replace_editor changed /w/src/match.c → M.3 error, 2 lines, 91 chars"
-            " · ERROR: No replacement was performed, old_str `x` did not appear verbatim in"
+            " · error: ERROR: No replacement was performed, old_str `x` did not appear verbatim in"
             " /w/src/match.c.",
             "M.1 execute_bash `cd /w && make` → M.4 exit 2, 2 lines, 81 chars"
-            " · make: *** [Makefile:192: build] Error 2",
+            " · error: make: *** [Makefile:192: build] Error 2",
         ]
 
     def test_swe_agent_editor_commands_name_their_file_in_the_answer(self) -> None:
@@ -455,17 +455,44 @@ class TestABatch:
         header = cards(found).split("\n")[0]
         assert header.endswith("get_alias of this summary's SQ.n returns them whole, " + ONE)
 
-    def test_a_card_line_reads_back(self) -> None:
-        line = "M.12 bash `pytest -x⏎echo done` [cut, 900 chars] → M.13 exit 1, 4 lines, 9 chars"
-        found = CARD_LINE.match(line)
-        assert found is not None
-        assert found.group("call", "tool", "command", "result", "outcome") == (
-            "12",
-            "bash",
-            "pytest -x⏎echo done",
-            "13",
-            "exit 1",
+    def test_a_card_line_reads_back_as_the_facts_it_kept(self) -> None:
+        line = (
+            "M.12 bash `pytest -x⏎echo done` [cut, 900 chars] → M.13 exit 1, 4 lines, 9 chars"
+            " · 1 failed · error: FAILED tests/a.py::t - KeyError: 'x' (+2 error lines)"
+            " · src/a.py +3 paths — Run them."
         )
+        facts = read_card_line(line)
+        assert facts is not None
+        assert (facts.number, facts.tool, facts.command, facts.result) == (
+            12,
+            "bash",
+            "pytest -x\necho done",
+            13,
+        )
+        assert (facts.outcome, facts.errors) == (
+            Outcome(1, True),
+            ("FAILED tests/a.py::t - KeyError: 'x'",),
+        )
+
+    def test_what_each_kind_of_card_line_writes_reads_back(self) -> None:
+        for transcript in load_corpus():
+            for exchange in exchanges(transcript.thread()):
+                facts = exchange_facts(exchange)
+                for call, line in zip(facts.calls, card(facts), strict=True):
+                    back = read_card_line(line)
+                    assert back is not None, line
+                    assert (back.number, back.result, back.outcome.label) == (
+                        call.number,
+                        call.result,
+                        call.outcome.label,
+                    )
+                    if call.command is not None and len(call.command) <= COMMAND_CHARS:
+                        assert back.command == call.command.strip("\n").replace("\r\n", "\n")
+                    if call.kind == "change" and len(call.changed) <= 6:
+                        assert back.changed == call.changed, line
+                    if call.errors:  # the card shows one, in the output or after its mark
+                        assert back.errors, line
+        assert read_card_line("Fact cards (automatic) of 2 tool exchanges") is None
 
     def test_the_same_exchanges_give_the_same_bytes(self) -> None:
         for transcript in load_corpus():
