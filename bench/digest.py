@@ -84,8 +84,11 @@ def long_transcripts(budget: int = BUDGET) -> list[Transcript]:
 
 
 def _observations(thread: Sequence[Message]) -> set[int | None]:
-    """User messages that are a command's output: in SWE-agent's ReAct shape, the message
-    after an assistant's text that ends with a command in a fenced block."""
+    """User messages that are a command's output: in SWE-agent's ReAct shape (a thread with
+    no tool calls), the message after an assistant's text that ends with a command in a
+    fenced block."""
+    if any(message.tool_calls for message in thread):
+        return set()
     return {
         after.number
         for before, after in pairwise(thread)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from frs.facts import SEARCH_KEYS as _SEARCH_KEYS
-from frs.facts import CallFacts, CallKind, Exchange, ExchangeFacts, exchange_facts
+from frs.facts import SEARCH_KEYS, CallFacts, CallKind, Exchange, ExchangeFacts, exchange_facts
 from frs.mentions import error_lines
 from frs.model import PlanStep
 from frs.outcomes import Outcome
@@ -121,7 +120,7 @@ def card_line(call: CallFacts, *, seen: bool = True) -> str:
 def command_text(command: str, limit: int = COMMAND_CHARS) -> str:
     """A command on one line, verbatim (`⏎` for each newline), cut after `limit` characters
     with how long it was."""
-    flat = command.strip("\n").replace("\r\n", "\n").replace("\n", NEWLINE)
+    flat = command.strip("\n").replace("\r\n", "\n").replace("\r", "\n").replace("\n", NEWLINE)
     if len(flat) <= limit:
         return f"`{flat}`"
     return f"`{flat[:limit]}` [cut, {len(flat):,} chars]"
@@ -186,7 +185,7 @@ def _argument(call: CallFacts) -> str:
         return f"{shown} {changed}" if call.kind == "change" and call.changed else shown
     if call.kind == "change" and call.changed:
         return changed
-    if call.kind == "read" and call.read and call.key not in (*_SEARCH_KEYS, ""):
+    if call.kind == "read" and call.read and call.key not in (*SEARCH_KEYS, ""):
         return _listed(call.read, len(call.read), _FILES_SHOWN, "file")
     if call.kind == "plan" and call.plan:
         return _plan(call.plan)

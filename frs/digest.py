@@ -28,7 +28,7 @@ from frs.text import TOKEN_UNIT, estimate_tokens, shorten, token_units
 from frs.views.render import plan_line
 
 DEFAULT_BUDGET = 3_000
-_TASK_CHARS = 1_200  # the task's text at most; less under a small budget (`_task_chars`)
+_TASK_CHARS = 1_200  # the task's text at most; less under a small budget (`_task`)
 _REQUEST_CHARS = 240  # another request
 _REQUESTS_SHOWN = 3  # requests after the task shown with it; older ones rank lower
 _COMMAND_CHARS = 300  # of a command's first line
@@ -96,7 +96,7 @@ class _Item:
 
 @dataclass(slots=True)
 class _Command:
-    """A command's last run, its runs, and the files its last run wrote whole."""
+    """A command's last run, and how many runs it had."""
 
     facts: CallFacts
     runs: int = 1
@@ -171,8 +171,12 @@ def _walk(entries: Sequence[Message]) -> _State:
 
 def _text_answers(numbered: Sequence[Message]) -> dict[int, Message]:
     """Assistant messages that end with a command in their text (SWE-agent's ReAct shape),
-    by number, each with the user message after it that answers (the command's output)."""
-    found = {}
+    by number, each with the user message after it that answers (the command's output). Only
+    in a thread that makes no tool calls: elsewhere a fenced block is an answer's example, and
+    the next user message a request."""
+    found: dict[int, Message] = {}
+    if any(message.tool_calls for message in numbered):
+        return found
     for message, after in pairwise(numbered):
         if (
             message.role == "assistant"
@@ -201,7 +205,7 @@ def _assistant(
     if typed is not None:
         calls = [(typed, answered[number])]
     for call, result in calls:
-        facts = call_facts(call, number, result)
+        facts = call_facts(call, number, result, seen=False)  # output paths: not the session's
         _call(state, facts, _key(facts, call.arguments))
 
 
@@ -248,8 +252,9 @@ def _key(facts: CallFacts, arguments: str) -> str:
 
 
 def _summary(state: _State, message: Message) -> None:
-    """A summary: its alias for the squashes line; its cards' commands with their outcomes,
-    or, written by a model, its paths and its last statement as a decision."""
+    """A summary: its alias for the squashes line and its paths; its cards read back as calls
+    (commands and their outcomes, files changed, error lines), or, written by a model, its
+    last statement as a decision."""
     state.squashes.append(message)
     alias = f"SQ.{message.squash_n}"
     _name(state, [message.content], alias)

@@ -27,8 +27,14 @@ from frs.outcomes import Outcome, numbers, outcome, result_text
 #: lists files, changes files, writes the plan, or anything else.
 CallKind = Literal["shell", "read", "change", "plan", "other"]
 
+# Tool names as hosts spell them, lowercased: Claude Code (Bash, Read, Edit, MultiEdit, Write,
+# Grep, Glob, LS, NotebookEdit), Codex (shell, exec_command, apply_patch, read_file), OpenCode
+# (bash, read, edit, write, patch, grep, glob, list), Gemini CLI (run_shell_command, read_file,
+# read_many_files, replace, write_file, list_directory, glob, search_file_content), OpenHands
+# (execute_bash, str_replace_editor), SWE-agent (bash, open, create, edit, insert, find_file,
+# search_dir, search_file).
 _SHELL_TOOLS = frozenset(
-    {
+    [
         "bash",
         "execute_bash",
         "shell",
@@ -41,11 +47,27 @@ _SHELL_TOOLS = frozenset(
         "run_command",
         "shell_command",
         "container.exec",
-    }
+    ]
 )
 _SHELLISH = re.compile(r"bash|shell|terminal|exec|command", re.IGNORECASE)
-_READ_TOOLS = frozenset(
-    {
+# Tools that search: a card shows what they looked for, then where.
+_SEARCH_TOOLS = frozenset(
+    [
+        "grep",
+        "glob",
+        "search",
+        "search_file",
+        "search_file_content",
+        "search_dir",
+        "find_file",
+        "find",
+        "codebase_search",
+        "file_search",
+        "ripgrep",
+    ]
+)
+_READ_TOOLS = _SEARCH_TOOLS | frozenset(
+    [
         "read",
         "read_file",
         "read_many_files",
@@ -58,21 +80,10 @@ _READ_TOOLS = frozenset(
         "list",
         "list_dir",
         "list_directory",
-        "glob",
-        "grep",
-        "search",
-        "search_file",
-        "search_file_content",
-        "search_dir",
-        "find_file",
-        "find",
-        "codebase_search",
-        "file_search",
-        "ripgrep",
-    }
+    ]
 )
 _CHANGE_TOOLS = frozenset(
-    {
+    [
         "edit",
         "multiedit",
         "write",
@@ -89,23 +100,7 @@ _CHANGE_TOOLS = frozenset(
         "str_replace",
         "search_replace",
         "append",
-    }
-)
-# Tools that search: a card shows what they looked for, then where.
-_SEARCH_TOOLS = frozenset(
-    {
-        "grep",
-        "glob",
-        "search",
-        "search_file",
-        "search_file_content",
-        "search_dir",
-        "find_file",
-        "find",
-        "codebase_search",
-        "file_search",
-        "ripgrep",
-    }
+    ]
 )
 #: The argument that says what a search tool looked for, by preference.
 SEARCH_KEYS = ("pattern", "query", "regex", "search_term", "q", "glob", "file_name")
@@ -147,7 +142,8 @@ _REDIRECT = re.compile(r"(?<![<&\d])(?:>>?|\btee(?:\s+-a)?)\s*['\"]?([^\s'\";|&<
 # ones that change the file open in the editor (its answer names it).
 _TEXT_EDITOR_FILES = {"open": "path", "create": "filename"}
 _TEXT_EDITS = frozenset({"edit", "insert"})
-_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+# A fenced block with no language or a shell's: a command, not an example of code.
+_FENCE = re.compile(r"```(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL)
 
 _STATUS_LINE = re.compile(r"(?i)^(?:exit code|<returncode>)")
 _FIRST_LINE_CHARS = 400
@@ -246,8 +242,11 @@ def exchange_facts(exchange: Exchange) -> ExchangeFacts:
     return ExchangeFacts(number, " ".join(message.content.split()), calls, tokens)
 
 
-def call_facts(call: ToolCall, number: int, result: Message | None) -> CallFacts:
-    """The facts of one call made by message `number`, and of its result (None: unanswered)."""
+def call_facts(
+    call: ToolCall, number: int, result: Message | None, *, seen: bool = True
+) -> CallFacts:
+    """The facts of one call made by message `number`, and of its result (None: unanswered).
+    `seen=False` skips the paths the result names (the longest search, in a long output)."""
     args = _arguments(call.arguments)
     name = call.name.lower()
     content = result.content if result is not None else ""
@@ -258,7 +257,7 @@ def call_facts(call: ToolCall, number: int, result: Message | None) -> CallFacts
     key, value = _telling(name, kind, command, args, read, changed)
     named = _without(named, read, changed)
     ended = outcome(content) if result is not None else Outcome()
-    seen = _without(paths([output]), read, changed, named)
+    found = _without(paths([output]), read, changed, named) if seen else []
     return CallFacts(
         tool=call.name,
         kind=kind,
@@ -268,8 +267,8 @@ def call_facts(call: ToolCall, number: int, result: Message | None) -> CallFacts
         read=tuple(_without(read, changed)),
         changed=tuple(changed),
         named=tuple(named),
-        seen=tuple(seen[:_SEEN_KEPT]),
-        seen_total=len(seen),
+        seen=tuple(found[:_SEEN_KEPT]),
+        seen_total=len(found),
         outcome=ended,
         errors=_errors(output, ended),
         chars=len(content),
@@ -312,8 +311,9 @@ def _short(output: str) -> str:
 
 
 def text_command(content: str) -> str | None:
-    """The command an assistant's text ends with, in a fenced block, as SWE-agent's ReAct
-    prompt asks for (`DISCUSSION … ```\\ncommand\\n````); None when the text has no block."""
+    """The command an assistant's text ends with, in a fenced block with no language or a
+    shell's, as SWE-agent's ReAct prompt asks for (`DISCUSSION … ```\\ncommand\\n````); None
+    when the text has no such block."""
     blocks = _FENCE.findall(content)
     if not blocks:
         return None

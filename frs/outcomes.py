@@ -42,6 +42,7 @@ _NUMBER_LINES = (
     re.compile(r"\b\d+ (?:errors?|warnings?) generated\b"),  # clang
 )
 _NUMBER_CHARS = 120
+_NUMBER_LINES_READ = 200  # summaries close an output: only its last lines are read
 _NUMBERS_KEPT = 2
 _DECORATION = "=-*_ \t"
 
@@ -90,10 +91,10 @@ def outcome(text: str) -> Outcome:
 
 
 def numbers(text: str) -> tuple[str, ...]:
-    """The last summary lines of a test run, a linter or git (`3 failed, 12 passed in 0.4s`),
-    decoration stripped, at most two, oldest first."""
+    """The last summary lines of a test run, a linter or git (`3 failed, 12 passed in 0.4s`)
+    among the output's last 200 lines, decoration stripped, at most two, oldest first."""
     found: list[str] = []
-    for line in reversed(text.splitlines()):
+    for line in reversed(text.splitlines()[-_NUMBER_LINES_READ:]):
         stripped = " ".join(line.strip(_DECORATION).split())
         if (
             stripped

@@ -289,6 +289,19 @@ class TestSweAgentsReActShape:
             "M.4: The check is too strict; I'll relax it.",
         ]
 
+    def test_only_a_thread_without_tool_calls_is_read_so(self) -> None:
+        thread = Thread().user("Show me how to list files.")
+        thread.assistant("", ("a", "bash", {"command": "ls"})).tool("a", "x.py")
+        thread.assistant("Run this:\n```\nls -la\n```").user("Thanks. Now fix x.py.")
+        text = digest(thread.entries)
+        assert "Asked (M.5): Thanks. Now fix x.py." in text
+        assert "ls -la" not in text
+
+    def test_a_fenced_example_in_another_language_is_no_command(self) -> None:
+        thread = Thread().user("How do I parse it?")
+        thread.assistant("Like this:\n```python\nparse(x)\n```").user("And then?")
+        assert "Asked (M.3): And then?" in digest(thread.entries)
+
 
 @cache
 def corpus_thread(name: str) -> tuple[Message, ...]:
