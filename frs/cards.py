@@ -225,7 +225,7 @@ def _shown_error(errors: Sequence[str]) -> str:
 
 def _listed(items: Iterable[str], total: int, shown: int, noun: str) -> str:
     """`a.py, b.py +3 paths`: the first few, each cut to keep its tail, then how many more."""
-    first = [_tail(item) for item in list(items)[:shown]]
+    first = [_tail(_one_line(item)) for item in list(items)[:shown]]
     more = total - len(first)
     return ", ".join(first) + (f" +{more} {noun}{'s' if more > 1 else ''}" if more > 0 else "")
 

@@ -13,7 +13,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from hypothesis import strategies as st
+
 from frs import Limits, Message, NewMessage, ReasoningService, ToolCall, ViewOptions
+from frs.facts import Exchange, exchanges
 from frs.text import estimate_tokens, message_body, sha256_hex
 from storage import SqliteStore, open_database
 
@@ -128,3 +131,51 @@ class Thread:
             squash_n=squash,
             squash_sha256="0" * 64,
         )
+
+
+# Text that looks like what hosts send: statuses, errors, paths, newlines, quotes, backticks.
+_PIECES = st.sampled_from(
+    [
+        "Exit code 1",
+        "<returncode>2</returncode>",
+        "ValueError: bad",
+        "12:    raise ValueError",
+        "src/a.py",
+        "/r/b/c.ts",
+        "\n",
+        "`",
+        '"',
+        " → M.3 ok",
+        " · ",
+        "⏎",
+        "ok",
+        "(error)",
+        "3 passed",
+    ]
+)
+_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=8).map("".join)
+_NAMES = st.sampled_from(
+    ["Bash", "Read", "Edit", "shell", "apply_patch", "str_replace_editor", "Grep", "custom_tool"]
+)
+_ARGUMENTS = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["command", "cmd", "file_path", "path", "pattern", "content", "x"]),
+        st.one_of(_TEXT, st.lists(_TEXT, max_size=3), st.integers()),
+        max_size=3,
+    ),
+    _TEXT,
+)
+
+
+@st.composite
+def random_exchanges(draw: st.DrawFn) -> list[Exchange]:
+    """Finished exchanges of a few calls each, of the tools hosts name, with arguments and
+    results made of what hosts send (statuses, errors, paths, newlines, our own markers)."""
+    thread = Thread().user(draw(_TEXT))
+    for index in range(draw(st.integers(1, 6))):
+        count = draw(st.integers(1, 3))
+        calls = [(f"c{index}-{n}", draw(_NAMES), draw(_ARGUMENTS)) for n in range(count)]
+        thread.assistant(draw(_TEXT), *calls)
+        for call_id, _, _ in calls:
+            thread.tool(call_id, draw(_TEXT))
+    return exchanges(thread.entries)

@@ -14,10 +14,10 @@ from bench.corpus import load_corpus
 from bench.digest import BUDGET, Held, Known, held, known, long_transcripts
 from frs.cards import cards
 from frs.digest import DEFAULT_BUDGET, digest
-from frs.facts import exchanges
+from frs.facts import Exchange, exchanges
 from frs.model import Message, PlanStep
 from frs.text import estimate_tokens
-from tests.frs.conftest import Thread
+from tests.frs.conftest import Thread, random_exchanges
 
 HEADER = 'each item names an alias, and get_alias("M.n") returns message n whole.'
 
@@ -223,6 +223,14 @@ class TestAShortBudget:
     def test_never_over_the_budget(self, budget: int) -> None:
         text = digest(corpus_thread("09_claudecode_python_to_rust"), budget=budget)
         assert estimate_tokens(text) <= budget
+
+    @given(found=random_exchanges(), budget=st.integers(min_value=0, max_value=600))
+    @settings(max_examples=60, deadline=None)
+    def test_any_thread_within_any_budget(self, found: list[Exchange], budget: int) -> None:
+        entries = [message for exchange in found for message in (exchange.call, *exchange.results)]
+        text = digest(entries, budget=budget)
+        assert estimate_tokens(text) <= budget
+        assert digest(entries, budget=budget) == text
 
     @pytest.mark.parametrize("budget", [100, 500, 1_000, DEFAULT_BUDGET, BUDGET, 8_000])
     def test_never_over_the_budget_on_the_longest_transcript(self, budget: int) -> None:

@@ -8,6 +8,7 @@ import json
 import statistics
 
 import pytest
+from hypothesis import given, settings
 
 from bench.corpus import load_corpus
 from frs.cards import COMMAND_CHARS, HEADER, card, cards, command_text, read_card_line
@@ -15,7 +16,7 @@ from frs.facts import Exchange, exchange_facts, exchanges, shell_paths, text_cal
 from frs.mentions import error_lines
 from frs.outcomes import Outcome, numbers, outcome, result_text
 from frs.text import estimate_tokens
-from tests.frs.conftest import Thread
+from tests.frs.conftest import Thread, random_exchanges
 
 ONE = 'get_alias("M.n") one message.'
 LONG = 8_000  # tokens: the corpus's long transcripts (bench.digest)
@@ -557,3 +558,19 @@ class TestOnTheCorpus:
                         assert first[:120] in text, (transcript.name, call.number)
                         shown += 1
         assert shown >= 250
+
+
+class TestAnyExchange:
+    @given(found=random_exchanges())
+    @settings(max_examples=150, deadline=None)
+    def test_gives_one_line_per_call_that_reads_back(self, found: list[Exchange]) -> None:
+        text = cards(found, "SQ.1")
+        lines = text.split("\n")
+        assert len(lines) == 1 + sum(len(e.call.tool_calls) for e in found)
+        for exchange, line in zip(
+            (e for e in found for _ in e.call.tool_calls), lines[1:], strict=True
+        ):
+            back = read_card_line(line)
+            assert back is not None, line
+            assert back.number == exchange.call.number
+        assert cards(found, "SQ.1") == text
