@@ -14,7 +14,8 @@ of the session's facts it holds verbatim:
   (or `cmd`) of a shell tool's call (a tool whose name says bash, shell, terminal or exec);
 - open errors: the error lines (`frs.mentions.error_lines`; a traceback's first line, which
   names no error, aside) of each tool result that no later clean result (no error line, not
-  failed) of the same call (tool and arguments) follows.
+  failed) of the same call follows: the same shell command, or the same tool with the same
+  arguments; for a failed edit, also any clean change of its file (as `frs.facts` reads them).
 
 A fact is held when the digest's text, whitespace made single spaces, contains it. No model is
 involved: every figure reproduces.
@@ -34,7 +35,7 @@ from itertools import pairwise
 from bench.corpus import Transcript, load_corpus
 from frs.cards import card, cards
 from frs.digest import digest
-from frs.facts import exchange_facts, exchanges, text_command
+from frs.facts import call_facts, exchange_facts, exchanges, text_command
 from frs.mentions import error_lines, paths
 from frs.model import Message
 from frs.outcomes import outcome, result_text
@@ -153,29 +154,37 @@ def known(thread: Sequence[Message]) -> Known:
         for text in _said(m)
     )
     commands: set[str] = set()
-    # A call by id (the latest made with it) as what makes two runs the same: a shell
-    # command's text, else the tool and its arguments.
-    calls: dict[str, tuple[str, str]] = {}
-    runs: list[tuple[tuple[str, str], list[str], bool]] = []  # call, error lines, clean
+    # A call by id (the latest made with it): what makes two runs the same (a shell command's
+    # text, else the tool and its arguments), the files an edit tool changes, and the files
+    # the call changes by any means (`frs.facts`), since a clean change of a file supersedes
+    # a failed edit of it.
+    calls: dict[str, tuple[tuple[str, str], frozenset[str], frozenset[str]]] = {}
+    runs: list[tuple[tuple[str, str], frozenset[str], frozenset[str], list[str], bool]] = []
     for message in thread:
         for call in message.tool_calls:
             command = _command(call.name, call.arguments)
             if command:
                 commands.add(command)
-                calls[call.id] = ("$", _whole_command(call.arguments))
-            else:
-                calls[call.id] = (call.name, call.arguments)
+            same = ("$", _whole_command(call.arguments)) if command else (call.name, call.arguments)
+            facts = call_facts(call, message.number or 0, None, seen=False)
+            edits = frozenset(facts.changed) if facts.kind == "change" else frozenset()
+            calls[call.id] = (same, edits, frozenset(facts.changed))
         if message.role == "tool" and message.tool_call_id in calls:
+            same, edits, changed = calls[message.tool_call_id]
             lines = [
                 line
                 for line in error_lines(result_text(message.content), limit=1_000)
                 if line != _TRACEBACK
             ]
             clean = not lines and not outcome(message.content).failed
-            runs.append((calls[message.tool_call_id], lines, clean))
+            runs.append((same, edits, changed, lines, clean))
     errors: set[str] = set()
-    for index, (made, lines, _) in enumerate(runs):
-        if not any(other == made and clean for other, _, clean in runs[index + 1 :]):
+    for index, (same, edits, _, lines, _) in enumerate(runs):
+        closed = any(
+            clean and (other == same or (edits and edits <= changed))
+            for other, _, changed, _, clean in runs[index + 1 :]
+        )
+        if not closed:
             errors.update(lines)
     return Known(frozenset(worked), frozenset(commands), frozenset(errors))
 

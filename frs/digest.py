@@ -3,7 +3,8 @@
 
 It says what the task and the plan are, which files were changed, read or named, each distinct
 command with its last outcome, the errors still open (an error not followed by a clean run of
-the same command), and the model's decisions, each with the alias that returns its original
+the same command, or for a failed edit by a clean change of its file), and the model's
+decisions, each with the alias that returns its original
 (`get_alias("M.n")`, a squash's `SQ.n`). Facts come from the calls and results themselves
 (`frs.facts`) and from summaries that are fact cards (`frs.cards`). When the budget is short,
 the least important items go first (older reads, successful commands and decisions before
@@ -21,7 +22,14 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from frs.cards import HEADER, read_card_line
-from frs.facts import CallFacts, call_facts, redirect_targets, results_by_call, text_call
+from frs.facts import (
+    SEARCH_KEYS,
+    CallFacts,
+    call_facts,
+    redirect_targets,
+    results_by_call,
+    text_call,
+)
 from frs.mentions import paths
 from frs.model import Message, PlanStep, ToolCall
 from frs.text import TOKEN_UNIT, estimate_tokens, shorten, token_units
@@ -232,7 +240,7 @@ def _call(state: _State, facts: CallFacts, key: str) -> None:
     if facts.command is not None:
         runs = state.commands.pop(key, _Command(facts, 0)).runs
         state.commands[key] = _Command(facts, runs + 1)
-    elif facts.kind == "other" and not facts.note:
+    elif (facts.kind == "other" or facts.key in SEARCH_KEYS) and not facts.note:
         state.calls.pop(key, None)
         state.calls[key] = facts
     if facts.result is None:
@@ -241,13 +249,22 @@ def _call(state: _State, facts: CallFacts, key: str) -> None:
         state.errors[key] = [*state.errors.pop(key, []), facts]
     elif not facts.outcome.failed:
         state.errors.pop(key, None)
+        # A file changed cleanly (by any tool or command) supersedes failed edits of it.
+        for other, failed in list(state.errors.items()):
+            edit = failed[-1]
+            if edit.kind == "change" and set(edit.changed) <= set(facts.changed):
+                del state.errors[other]
 
 
 def _key(facts: CallFacts, arguments: str) -> str:
     """What makes two runs "the same command": the command itself (whatever else its call
-    says, such as Claude Code's `description`), or the tool and all its arguments."""
+    says, such as Claude Code's `description`); for an edit, the tool and the files it changes
+    (a later edit of the file that worked supersedes one that failed); else the tool and all
+    its arguments."""
     if facts.command is not None:
         return "$ " + facts.command
+    if facts.kind == "change" and facts.changed:
+        return f"{facts.tool} changes {' '.join(sorted(facts.changed))}"
     return f"{facts.tool} {arguments}"
 
 
@@ -394,7 +411,9 @@ def _error_line(failed: Sequence[CallFacts], line: str) -> str:
     last = failed[-1]
     n = last.result or last.number
     called = f"{last.key}:{last.value}" if last.key else last.value
-    what = line or shorten(_flat(f"{last.tool} {called}"), _OTHER_CHARS)
+    files = last.changed or last.read
+    what = line or (f"{last.tool} {files[0]}" if files else "")
+    what = what or shorten(_flat(f"{last.tool} {called}"), _OTHER_CHARS)
     lines = list(dict.fromkeys(line for run in reversed(failed) for line in run.errors))
     told = [line for line in lines if line != _TRACEBACK] or lines
     runs = f" ×{len(failed)}" if len(failed) > 1 else ""

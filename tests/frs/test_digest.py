@@ -169,6 +169,19 @@ class TestOpenErrors:
         )
         assert self.errors(thread) == []
 
+    def test_a_clean_change_of_the_file_closes_a_failed_edit_of_it(self) -> None:
+        edit = {"command": "str_replace", "path": "/w/a.c", "old_str": "x", "new_str": "y"}
+        thread = Thread().user("go")
+        thread.assistant("", ("a", "str_replace_editor", edit))
+        thread.tool("a", "ERROR:\nNo replacement was performed, old_str `x` did not appear.")
+        assert self.errors(thread) == [
+            "M.3 error: str_replace_editor /w/a.c → ERROR: No replacement was performed,"
+            " old_str `x` did not appear."
+        ]
+        thread.assistant("", ("b", "execute_bash", {"command": "sed -i 's/x/y/' /w/a.c"}))
+        thread.tool("b", "[The command completed with exit code 0.]")
+        assert self.errors(thread) == []
+
     def test_another_tools_call_is_the_same_only_with_the_same_arguments(self) -> None:
         thread = Thread().user("go")
         thread.assistant("", ("a", "book", {"user": "u1", "paid": 957}))
