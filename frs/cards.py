@@ -101,7 +101,7 @@ def card_line(call: CallFacts, *, seen: bool = True) -> str:
     text = f"M.{call.number} {_one_line(call.tool)} {_argument(call)}"
     if call.result is None:
         return text + " → unanswered"
-    text += f" → M.{call.result} {call.outcome.label}"
+    text += f" → M.{call.result} {call.label}"
     text += f': "{call.output}"' if call.output else f", {_size(call)}"
     parts = [*call.numbers]
     shown = _shown_error(call.errors)
@@ -148,7 +148,7 @@ def read_card_line(line: str) -> CallFacts | None:
         if part.startswith(ERROR_MARK)
     ]
     errors.extend(error_lines(shown))
-    failed = label not in ("ok", "unanswered")
+    failed = label not in ("ok", "unanswered", "exit 0")
     if failed and not errors and shown:  # a short output that failed says why itself
         errors.append(shown)
     result = found.group("result")

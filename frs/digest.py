@@ -417,23 +417,19 @@ def _error_line(failed: Sequence[CallFacts], line: str) -> str:
     lines = list(dict.fromkeys(line for run in reversed(failed) for line in run.errors))
     told = [line for line in lines if line != _TRACEBACK] or lines
     runs = f" ×{len(failed)}" if len(failed) > 1 else ""
-    # A run the shell called fine whose output shows an error (a pipe hid the status) says
-    # so; one with no status says only that it erred.
-    ended = last.outcome
-    label = ended.label if ended.failed else "exit 0" if ended.exit_code == 0 else "error"
-    return f"M.{n} {label}{runs}: {what} → {' | '.join(told)}"
+    return f"M.{n} {last.label}{runs}: {what} → {' | '.join(told)}"
 
 
 def _command_line(line: str, facts: CallFacts, runs: int) -> str:
     n = facts.result or facts.number
-    label = "" if facts.outcome.label == "ok" else " " + facts.outcome.label
+    label = "" if facts.label == "ok" else " " + facts.label
     times = f" ×{runs}" if runs > 1 else ""
     return f"M.{n}{label}{times}: {line}"
 
 
 def _call_line(facts: CallFacts) -> str:
     n = facts.result or facts.number
-    label = "" if facts.outcome.label == "ok" else " " + facts.outcome.label
+    label = "" if facts.label == "ok" else " " + facts.label
     what = f"{facts.key}:{facts.value}" if facts.key else facts.value
     return f"M.{n}{label}: {facts.tool} {shorten(_flat(what), 160)}"
 

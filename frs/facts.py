@@ -191,6 +191,15 @@ class CallFacts:
     plan: tuple[PlanStep, ...] = ()  # the todo list a plan tool wrote
     note: str = ""  # the model's words in the call (a think tool's thought, finish's message)
 
+    @property
+    def label(self) -> str:
+        """How the call ended, as a card and a digest say it: the outcome's label (`ok`,
+        `exit 2`, `error`), but `exit 0` or `error` when the output shows an error the status
+        does not (a pipe that hid a failure, a host that states no status)."""
+        if self.outcome.failed or not self.errors:
+            return self.outcome.label
+        return "exit 0" if self.outcome.exit_code == 0 else "error"
+
 
 @dataclass(frozen=True, slots=True)
 class ExchangeFacts:

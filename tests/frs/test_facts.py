@@ -82,6 +82,26 @@ class TestAnOutcomeIsReadFromTheShapesHostsUse:
         assert result_text("plain") == "plain"
 
 
+class TestTheLabelACardShows:
+    @pytest.mark.parametrize(
+        ("result", "label"),
+        [
+            ("done", "ok"),
+            ("Exit code 2\nmake: *** [all] Error 2", "exit 2"),
+            ("<returncode>0</returncode>\n<output>\nKeyError: 'x'\n</output>", "exit 0"),
+            ("make: *** [all] Error 2", "error"),  # no status, an error in the output
+            ("(error)", "error"),
+        ],
+    )
+    def test_the_outcome_unless_the_output_shows_an_error_it_does_not(
+        self, result: str, label: str
+    ) -> None:
+        exchange = one(("a", "bash", {"command": "make"}), results={"a": result})
+        (facts,) = exchange_facts(exchange).calls
+        assert facts.label == label
+        assert f"→ M.2 {label}" in lines_of(exchange)[0]
+
+
 class TestNumbersAreTheSummaryLinesOfARun:
     @pytest.mark.parametrize(
         ("text", "expected"),
@@ -482,10 +502,10 @@ class TestABatch:
                 for call, line in zip(facts.calls, card(facts), strict=True):
                     back = read_card_line(line)
                     assert back is not None, line
-                    assert (back.number, back.result, back.outcome.label) == (
+                    assert (back.number, back.result, back.label) == (
                         call.number,
                         call.result,
-                        call.outcome.label,
+                        call.label,
                     )
                     if call.command is not None and len(call.command) <= COMMAND_CHARS:
                         assert back.command == call.command.strip("\n").replace("\r\n", "\n")
