@@ -8,13 +8,14 @@ request that are not stored yet. Keys are kept in `interface_message_id` (`frs.m
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from frs import recording, sessions
 from frs.env import Env
 from frs.matching import Unit, messages_of
-from frs.model import Compaction, GatewayCall, Message, Session, SessionId
+from frs.model import Compaction, GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
 from frs.recording import Compacting, Recorded
 from frs.rewriting import LiveSquash
@@ -184,3 +185,53 @@ async def record_compaction(
     batch = messages_of([*rest[:lead], entry, *rest[lead:]])
     compacting = Compacting(tuple(kept), first_key, len(messages_of(rest[:lead])))
     return await recording.record(env, batch, session_id, compacting=compacting)
+
+
+async def restored_numbers(env: Env, session_id: SessionId) -> frozenset[int]:
+    """The numbers of the messages of every squash the model restored: spans it asked back,
+    which the autopilot leaves alone (`frs.autopilot`)."""
+    async with env.store.snapshot() as reader:
+        undone = [s.n for s in await reader.squashes(session_id) if s.restored]
+        members = [await reader.squash_members(session_id, n) for n in undone]
+    return frozenset(m.number for found in members for m in found if m.number is not None)
+
+
+async def window_from(
+    env: Env, session_id: SessionId, position: int
+) -> tuple[Session, list[Message]] | None:
+    """The session as it is now and its live entries from `position` to the newest; None
+    when the session is gone."""
+    async with env.store.snapshot() as reader:
+        session = await reader.find_session(env.scope.tenant, session_id)
+        if session is None:
+            return None
+        count = session.live_count - position + 1
+        entries = await reader.entries_at(session_id, position, count) if count > 0 else []
+        return session, entries
+
+
+@dataclass(frozen=True, slots=True)
+class SquashCalls:
+    """When a squash of a gateway thread was made and first sent: the call it was made after
+    (1-based: the calls forwarded before it), the call that first sent it (None: not yet)."""
+
+    n: int
+    made: int
+    sent: int | None
+
+    @property
+    def delay(self) -> int | None:
+        """Calls from made to first sent (1: the very next call)."""
+        return None if self.sent is None else self.sent - self.made
+
+
+def squash_calls(calls: Sequence[GatewayCall], squashes: Sequence[Squash]) -> list[SquashCalls]:
+    """Per squash: the call it was made after and the call that first sent it, from the
+    session's forwarded calls (all of them, oldest first: a call's `at` is when it came)."""
+    times = [call.at for call in calls]
+    out = []
+    for squash in squashes:
+        made = bisect.bisect_left(times, squash.created_at)
+        sent = next((i for i, c in enumerate(calls, start=1) if squash.n in c.applied), None)
+        out.append(SquashCalls(squash.n, made, sent))
+    return out

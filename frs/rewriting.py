@@ -162,7 +162,7 @@ def _thinks(request: WireRequest, start: int) -> bool:
     )
 
 
-def _pinned(request: WireRequest) -> frozenset[int]:
+def pinned_messages(request: WireRequest) -> frozenset[int]:
     """The messages a squash keeps in place: those holding a pinned block
     (`frs.wire.WireBlock.pinned`), with the messages of the calls they answer and of the
     results that answer their calls (a kept call keeps its result, and so on)."""
@@ -217,7 +217,7 @@ def _placed(
     binds: bool = False,
 ) -> RewritePlan:
     messages = request.messages
-    pinned = _pinned(request)
+    pinned = pinned_messages(request)
     pieces: list[_Piece] = []
     whole: list[tuple[int, int, LiveSquash]] = []  # spans every message of which is pinned
     keeps = {s.n for lo, hi, s in spans if any(i in pinned for i in range(lo, hi + 1))}

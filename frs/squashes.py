@@ -67,6 +67,7 @@ async def compress_ranges(
     numbering: Numbering | None = None,
     session_id: SessionId | None = None,
     expected_revision: int | None = None,
+    automatic: bool = False,
 ) -> tuple[Squashed, ...]:
     """Squash several (start, end, summary) ranges, all or none, in one revision.
 
@@ -74,7 +75,8 @@ async def compress_ranges(
     one view is enough to squash many stretches; ranges may not overlap. Each is checked
     as a single squash would be, then they are applied from the last to the first, so no
     squash moves the positions of one still to come. Returns them in the order given,
-    numbered (SQ.n, and the summaries' M.n) in that order too.
+    numbered (SQ.n, and the summaries' M.n) in that order too. `automatic`: the gateway's
+    autopilot makes them (`frs.autopilot`), not a model.
     """
     texts = [check_summary(summary, env.limits) for _, _, summary in ranges]
     if not ranges:
@@ -88,10 +90,11 @@ async def compress_ranges(
         done: dict[int, Squash] = {}
         for i in sorted(range(len(ranges)), key=lambda i: planned[i].first, reverse=True):
             at = (base[0] + i, base[1] + i)
-            done[i] = await squash_window(m, planned[i].window, texts[i], RANGE_FIX, at=at)
-        m.change = "squashed " + "; ".join(
-            f"{planned[i].named} into SQ.{done[i].n}" for i in sorted(done)
-        )
+            done[i] = await squash_window(
+                m, planned[i].window, texts[i], RANGE_FIX, at=at, automatic=automatic
+            )
+        by = "the autopilot squashed " if automatic else "squashed "
+        m.change = by + "; ".join(f"{planned[i].named} into SQ.{done[i].n}" for i in sorted(done))
         positions = [_now_at(r, planned) for r in planned]
         after = [await _after_tokens(m, position) for position in positions]
         reach = [await _reach(m, done[i]) for i in range(len(planned))]
@@ -160,12 +163,14 @@ async def squash_window(
     fix: str,
     allowance: int = 0,
     at: tuple[int, int] | None = None,
+    automatic: bool = False,
 ) -> Squash:
     """Write one squash of `window` into `summary` and update `m.session`'s counters.
 
     `fix` is what a refusal for a summary no shorter than its originals suggests; `allowance`
     the tokens a summary may have regardless; `at` the squash's n and its summary's number,
-    when not the next ones (several squashes of one call are numbered as given).
+    when not the next ones (several squashes of one call are numbered as given); `automatic`
+    marks a squash the gateway's autopilot made (`frs.autopilot`).
     """
     session = m.session
     before, after = squash_tokens(window, summary, fix, allowance)
@@ -185,6 +190,7 @@ async def squash_window(
         created_at=m.now,
         summary=summary,
         chars=len(originals),
+        automatic=automatic,
     )
     summary_entry = _summary_entry(squash, window)
     await m.tx.apply_squash(session.id, squash, summary_entry, window, part_starts(parts))

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
+from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.env import Env, utc_now
+from frs.errors import StaleRevision
 from frs.host_compactions import SEALED
 from frs.host_threads import (
     StoredThread,
@@ -32,12 +34,15 @@ from frs.host_threads import (
     last_call,
     record_compaction,
     record_new,
+    restored_numbers,
+    window_from,
 )
 from frs.matching import Unit, answer_unit, new_units, units_of
 from frs.model import GatewayCall, Limits, NewMessage, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.recording import Recorded
-from frs.rewriting import mark_of, plan_rewrite
+from frs.rewriting import mark_of, pinned_messages, plan_rewrite
+from frs.squashes import compress_ranges
 from frs.text import estimate_tokens, shorten
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 from server.gateway.wires import WireFormat, refusal_of
@@ -90,13 +95,26 @@ class Prepared:
     #: The host has compacted: the unit holding its summary, new to the thread, recorded as
     #: the compaction's entry before what follows it (`frs.host_threads.record_compaction`).
     compaction: Unit | None = None
+    #: The keys of messages that must stay where they are (they load tools): the autopilot
+    #: never squashes them.
+    pinned: frozenset[str] = frozenset()
+    #: When the request came: its row's time, before any squash made after it
+    #: (`frs.host_threads.squash_calls`).
+    received: str = ""
 
 
 class Recorder:
-    def __init__(self, env: Env, nudge_step: int | None = DEFAULT_STEP) -> None:
-        """`nudge_step`: tokens sent between two reminders to squash; None sends none."""
+    def __init__(
+        self,
+        env: Env,
+        nudge_step: int | None = DEFAULT_STEP,
+        autopilot: Autopilot | None = None,
+    ) -> None:
+        """`nudge_step`: tokens sent between two reminders to squash; None sends none.
+        `autopilot`: when the gateway squashes on its own (`frs.autopilot`); None: never."""
         self.env = env
         self.nudge_step = nudge_step
+        self.autopilot = autopilot
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
 
@@ -114,6 +132,7 @@ class Recorder:
     ) -> Prepared:
         """The bytes to forward (the host's, or a rewrite that passed the checks) and what
         to record; raises on anything unexpected, and the caller then forwards `body`."""
+        received = self.env.clock()
         text = body.decode("utf-8")
         named = wire.named(headers)
         previous = self._parsed.get(named) if named else None
@@ -158,6 +177,8 @@ class Recorder:
                 bound=conversation.bound,
                 summarise=request.summarise,
                 compaction=compaction,
+                pinned=_pinned_keys(request, units),
+                received=received,
             )
             if not (belongs and thread and rewrite):
                 return base
@@ -239,6 +260,63 @@ class Recorder:
             conversation.thread = _grown(thread, new, done)
             return len(new)
 
+    async def squash_on_its_own(self, prepared: Prepared) -> Batch | None:
+        """After a model call: the autopilot's batch, written when it pays back (see
+        `frs.autopilot`), at the revision it was planned on so a squash the model made
+        meanwhile wins; None when it made none."""
+        settings = self.autopilot
+        if settings is None or prepared.key is None or not prepared.belongs:
+            return None
+        if prepared.summarise or not prepared.units:
+            return None
+        sent_tokens = sum(unit.tokens for unit in prepared.units)
+        if sent_tokens < settings.after:
+            return None
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            if thread is None:
+                return None
+            sent = {unit.key for unit in prepared.units}
+            start = min((p for k, p in thread.positions.items() if k in sent), default=None)
+            found = await window_from(self.env, thread.session.id, start) if start else None
+            if found is None:
+                return None
+            session, entries = found
+            restored = await restored_numbers(self.env, session.id)
+            batch = plan_batch(
+                entries,
+                sent,
+                sent_tokens,
+                settings,
+                next_squash=session.next_squash,
+                pinned=prepared.pinned,
+                restored=restored,
+            )
+            if batch is None:
+                return None
+            ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+            try:
+                await compress_ranges(
+                    self.env,
+                    ranges,
+                    numbering="absolute",
+                    session_id=session.id,
+                    expected_revision=session.revision,
+                    automatic=True,
+                )
+            except StaleRevision:
+                return None  # the model squashed meanwhile: its squash wins
+            conversation.thread = None
+            log.info(
+                "autopilot: %d squash(es) of ~%d tokens into ~%d (pays back in %.1f calls)",
+                len(batch.runs),
+                batch.squashed,
+                batch.summaries,
+                batch.payback,
+            )
+            return batch
+
     async def add_call(self, prepared: Prepared, sent: bytes) -> bool:
         """Store the request as forwarded (`sent`: the host's body) with what the conversation
         had sent by then, after its recording; False when it was none of a conversation's."""
@@ -247,7 +325,7 @@ class Recorder:
         # A long body's estimate takes milliseconds: not on the loop other requests share.
         tokens = await anyio.to_thread.run_sync(estimate_tokens, sent.decode("utf-8"))
         call = GatewayCall(
-            at=utc_now(),
+            at=prepared.received or utc_now(),
             wire=prepared.wire,
             sent_bytes=len(sent),
             sent_tokens=tokens,
@@ -397,6 +475,12 @@ def _compaction_of(
             return None
         unit = Unit("cx:" + block.digest, request.summary, NewMessage("user", SEALED))
     return None if thread is not None and unit.key in thread.keys else unit
+
+
+def _pinned_keys(request: WireRequest, units: Sequence[Unit]) -> frozenset[str]:
+    """The keys of the units in messages a squash keeps in place (`frs.rewriting`)."""
+    kept = pinned_messages(request)
+    return frozenset(unit.key for unit in units if unit.message in kept) if kept else frozenset()
 
 
 def _said(request: WireRequest, units: tuple[Unit, ...]) -> tuple[Unit, ...]:
