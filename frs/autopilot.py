@@ -74,7 +74,7 @@ class Batch:
 
 def plan_batch(
     entries: Sequence[Message],
-    sent: Collection[str],
+    sent: Collection[str] | None,
     sent_tokens: int,
     settings: Autopilot,
     *,
@@ -86,7 +86,8 @@ def plan_batch(
 
     `entries` are the live entries in thread order from the first one the model is sent (a
     window, not the whole thread); `sent` the keys (`interface_message_id`) of the messages
-    the latest request held; `sent_tokens` that request's size; `next_squash` the n the
+    the latest request held (None: the model is sent every live entry, as a runtime that
+    builds its prompt from the thread sends it); `sent_tokens` that request's size; `next_squash` the n the
     batch's first squash gets (the session's); `pinned` the keys of messages that must stay
     where they are; `restored` the numbers of messages of squashes the model restored.
     """
@@ -115,7 +116,7 @@ def plan_batch(
 
 def _candidates(
     entries: Sequence[Message],
-    sent: Collection[str],
+    sent: Collection[str] | None,
     keep: int,
     pinned: Collection[str],
     restored: Collection[int],
@@ -127,7 +128,9 @@ def _candidates(
     for exchange in found:
         members = [exchange.call, *exchange.results]
         keys = [m.interface_message_id for m in members]
-        if any(key is None or key not in sent or key in pinned for key in keys):
+        if sent is not None and any(key is None or key not in sent for key in keys):
+            continue
+        if any(key in pinned for key in keys if key is not None):
             continue
         if any(m.number in restored for m in members):
             continue
