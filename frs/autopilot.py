@@ -87,9 +87,10 @@ def plan_batch(
     `entries` are the live entries in thread order from the first one the model is sent (a
     window, not the whole thread); `sent` the keys (`interface_message_id`) of the messages
     the latest request held (None: the model is sent every live entry, as a runtime that
-    builds its prompt from the thread sends it); `sent_tokens` that request's size; `next_squash` the n the
-    batch's first squash gets (the session's); `pinned` the keys of messages that must stay
-    where they are; `restored` the numbers of messages of squashes the model restored.
+    builds its prompt from the thread sends it); `sent_tokens` that request's size;
+    `next_squash` the n the batch's first squash gets (the session's); `pinned` the keys of
+    messages that must stay where they are; `restored` the numbers of messages of squashes
+    the model restored.
     """
     if sent_tokens < settings.after:
         return None
