@@ -77,7 +77,7 @@ class TestWhatItTakes:
     def test_the_working_set_and_a_call_still_open_stay(self):
         entries = loop(6)
         thread_open = Thread()
-        thread_open._next = entries[-1].number + 1  # noqa: SLF001 - continue the numbering
+        thread_open._next = (entries[-1].number or 0) + 1  # continue the numbering
         thread_open.assistant("", ("c9", "Bash", {"command": "sleep 9"}))
         entries += [replace(e, interface_message_id="k-open") for e in thread_open.entries]
         batch = plan_batch(entries, keys(entries), 50_000, PATIENT)
