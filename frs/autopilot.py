@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from frs.cards import cards
+from frs.cards import card, header
 from frs.economics import payback_calls
-from frs.facts import Exchange, exchanges
+from frs.facts import Exchange, ExchangeFacts, exchange_facts, exchanges
 from frs.model import Message
 from frs.text import estimate_tokens
 
@@ -81,6 +81,7 @@ def plan_batch(
     next_squash: int = 1,
     pinned: Collection[str] = (),
     restored: Collection[int] = (),
+    max_chars: int = 8_000,
 ) -> Batch | None:
     """The batch to squash now, or None.
 
@@ -90,29 +91,55 @@ def plan_batch(
     builds its prompt from the thread sends it); `sent_tokens` that request's size;
     `next_squash` the n the batch's first squash gets (the session's); `pinned` the keys of
     messages that must stay where they are; `restored` the numbers of messages of squashes
-    the model restored.
+    the model restored; `max_chars` the longest summary a squash may have (`Limits`): a run
+    whose cards would be longer is squashed in several pieces, one after the other.
     """
     if sent_tokens < settings.after:
         return None
     candidates = _candidates(entries, sent, settings.keep, pinned, restored)
     if not candidates:
         return None
-    runs = _runs(entries, candidates)
-    if not runs:
+    written = [_Card.of(x) for x in candidates]
+    pieces = [p for run in _runs(entries, written) for p in _fitted(run, max_chars)]
+    if not pieces:
         return None
-    start = next(i for i, e in enumerate(entries) if e.ord == runs[0][0].call.ord)
-    squashed = sum(_tokens(x) for run in runs for x in run)
-    following = sum(e.tokens for e in entries[start:]) - squashed
+    first = pieces[0][0].exchange.call.ord
+    squashed = sum(card.tokens for piece in pieces for card in piece)
+    following = sum(e.tokens for e in entries if e.ord >= first) - squashed
     # The cards cost nothing yet: if even free cards would not pay back, write none.
     bound = payback_calls(squashed, 0, following)
     if bound is None or bound > settings.payback:
         return None
-    written = [_run(run, next_squash + i) for i, run in enumerate(runs)]
-    summaries = sum(estimate_tokens(run.summary) for run in written)
+    runs = [_run(piece, next_squash + i) for i, piece in enumerate(pieces)]
+    summaries = sum(estimate_tokens(run.summary) for run in runs)
     calls = payback_calls(squashed, summaries, following)
     if calls is None or calls > settings.payback:
         return None
-    return Batch(tuple(written), squashed, summaries, following, calls)
+    return Batch(tuple(runs), squashed, summaries, following, calls)
+
+
+@dataclass(frozen=True, slots=True)
+class _Card:
+    """A candidate exchange with its facts and card lines, worked out once."""
+
+    exchange: Exchange
+    facts: ExchangeFacts
+    lines: tuple[str, ...]
+    tokens: int  # of the messages it stands for
+
+    @classmethod
+    def of(cls, exchange: Exchange) -> _Card:
+        facts = exchange_facts(exchange)
+        tokens = exchange.call.tokens + sum(result.tokens for result in exchange.results)
+        return cls(exchange, facts, tuple(card(facts)), tokens)
+
+    @property
+    def members(self) -> tuple[Message, ...]:
+        return (self.exchange.call, *self.exchange.results)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(line) + 1 for line in self.lines)
 
 
 def _candidates(
@@ -139,41 +166,61 @@ def _candidates(
     return out
 
 
-def _runs(entries: Sequence[Message], candidates: Sequence[Exchange]) -> list[list[Exchange]]:
+def _runs(entries: Sequence[Message], candidates: Sequence[_Card]) -> list[list[_Card]]:
     """Candidates grouped into runs of adjacent entries (in thread order): a run holds every
     entry from its first to its last (nothing between them stays), so it is one squash of
     a whole range."""
-    of = {m.ord: x for x in candidates for m in (x.call, *x.results)}
-    runs: list[list[Exchange]] = []
-    current: list[Exchange] = []
+    of = {m.ord: c for c in candidates for m in c.members}
+    runs: list[list[_Card]] = []
+    current: list[_Card] = []
     for entry in entries:
-        exchange = of.get(entry.ord) if entry.kind == "message" else None
-        if exchange is None:
+        found = of.get(entry.ord) if entry.kind == "message" else None
+        if found is None:
             if current:
                 runs.append(current)
             current = []
             continue
-        if not current or current[-1] is not exchange:
-            current.append(exchange)
+        if not current or current[-1] is not found:
+            current.append(found)
     if current:
         runs.append(current)
     # A run whose exchange has a result away from it (another entry between) is not whole.
     return [run for run in runs if _whole(run, entries)]
 
 
-def _whole(run: Sequence[Exchange], entries: Sequence[Message]) -> bool:
-    ords = sorted(m.ord for x in run for m in (x.call, *x.results))
+def _whole(run: Sequence[_Card], entries: Sequence[Message]) -> bool:
+    ords = sorted(m.ord for c in run for m in c.members)
     span = [e.ord for e in entries if ords[0] <= e.ord <= ords[-1]]
     return ords == span
 
 
-def _tokens(exchange: Exchange) -> int:
-    return exchange.call.tokens + sum(result.tokens for result in exchange.results)
+#: Room a batch's header takes (`frs.cards.header`: counts, a span of aliases, the squash's).
+_HEADER_CHARS = 200
 
 
-def _run(run: Sequence[Exchange], n: int) -> Run:
-    """The run as squash `SQ.n` (its cards name the alias that returns the originals); a
+def _fitted(run: Sequence[_Card], max_chars: int) -> list[list[_Card]]:
+    """The run cut into adjacent pieces whose cards each fit in `max_chars` (an exchange
+    whose card alone is longer is left out: it stays as it is)."""
+    room = max_chars - _HEADER_CHARS
+    pieces: list[list[_Card]] = []
+    current: list[_Card] = []
+    used = 0
+    for card_ in run:
+        if current and used + card_.chars <= room:
+            current.append(card_)
+            used += card_.chars
+            continue
+        if current:
+            pieces.append(current)
+        current, used = ([card_], card_.chars) if card_.chars <= room else ([], 0)
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _run(piece: Sequence[_Card], n: int) -> Run:
+    """The piece as squash `SQ.n` (its cards name the alias that returns the originals); a
     message's number is its ord, so the range is one of thread order too."""
-    ords = [m.ord for x in run for m in (x.call, *x.results)]
-    summary = cards(run, f"SQ.{n}")
-    return Run(min(ords), max(ords), summary, sum(_tokens(x) for x in run))
+    ords = [m.ord for c in piece for m in c.members]
+    lines = [header([c.facts for c in piece], f"SQ.{n}"), *(x for c in piece for x in c.lines)]
+    return Run(min(ords), max(ords), "\n".join(lines), sum(c.tokens for c in piece))

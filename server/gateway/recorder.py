@@ -292,6 +292,7 @@ class Recorder:
                 next_squash=session.next_squash,
                 pinned=prepared.pinned,
                 restored=restored,
+                max_chars=self.env.limits.max_summary_chars,
             )
             if batch is None:
                 return None
