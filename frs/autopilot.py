@@ -97,25 +97,32 @@ def plan_batch(
     if sent_tokens < settings.after:
         return None
     candidates = _candidates(entries, sent, settings.keep, pinned, restored)
-    if not candidates:
+    runs = _runs(entries, candidates)
+    if not runs:
         return None
-    written = [_Card.of(x) for x in candidates]
-    pieces = [p for run in _runs(entries, written) for p in _fitted(run, max_chars)]
+    first = runs[0][0].call.ord
+    most = sum(_tokens(x) for run in runs for x in run)
+    # Before any card is written: if even free cards of every run would not pay back, stop
+    # (the cheap check each call makes; facts and cards are worked out only past it).
+    bound = payback_calls(most, 0, sum(e.tokens for e in entries if e.ord >= first) - most)
+    if bound is None or bound > settings.payback:
+        return None
+    pieces = [p for run in runs for p in _fitted([_Card.of(x) for x in run], max_chars)]
     if not pieces:
         return None
     first = pieces[0][0].exchange.call.ord
     squashed = sum(card.tokens for piece in pieces for card in piece)
     following = sum(e.tokens for e in entries if e.ord >= first) - squashed
-    # The cards cost nothing yet: if even free cards would not pay back, write none.
-    bound = payback_calls(squashed, 0, following)
-    if bound is None or bound > settings.payback:
-        return None
-    runs = [_run(piece, next_squash + i) for i, piece in enumerate(pieces)]
-    summaries = sum(estimate_tokens(run.summary) for run in runs)
+    written = [_run(piece, next_squash + i) for i, piece in enumerate(pieces)]
+    summaries = sum(estimate_tokens(run.summary) for run in written)
     calls = payback_calls(squashed, summaries, following)
     if calls is None or calls > settings.payback:
         return None
-    return Batch(tuple(runs), squashed, summaries, following, calls)
+    return Batch(tuple(written), squashed, summaries, following, calls)
+
+
+def _tokens(exchange: Exchange) -> int:
+    return exchange.call.tokens + sum(result.tokens for result in exchange.results)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +137,7 @@ class _Card:
     @classmethod
     def of(cls, exchange: Exchange) -> _Card:
         facts = exchange_facts(exchange)
-        tokens = exchange.call.tokens + sum(result.tokens for result in exchange.results)
-        return cls(exchange, facts, tuple(card(facts)), tokens)
+        return cls(exchange, facts, tuple(card(facts)), _tokens(exchange))
 
     @property
     def members(self) -> tuple[Message, ...]:
@@ -166,13 +172,13 @@ def _candidates(
     return out
 
 
-def _runs(entries: Sequence[Message], candidates: Sequence[_Card]) -> list[list[_Card]]:
+def _runs(entries: Sequence[Message], candidates: Sequence[Exchange]) -> list[list[Exchange]]:
     """Candidates grouped into runs of adjacent entries (in thread order): a run holds every
     entry from its first to its last (nothing between them stays), so it is one squash of
     a whole range."""
-    of = {m.ord: c for c in candidates for m in c.members}
-    runs: list[list[_Card]] = []
-    current: list[_Card] = []
+    of = {m.ord: x for x in candidates for m in (x.call, *x.results)}
+    runs: list[list[Exchange]] = []
+    current: list[Exchange] = []
     for entry in entries:
         found = of.get(entry.ord) if entry.kind == "message" else None
         if found is None:
@@ -188,8 +194,8 @@ def _runs(entries: Sequence[Message], candidates: Sequence[_Card]) -> list[list[
     return [run for run in runs if _whole(run, entries)]
 
 
-def _whole(run: Sequence[_Card], entries: Sequence[Message]) -> bool:
-    ords = sorted(m.ord for c in run for m in c.members)
+def _whole(run: Sequence[Exchange], entries: Sequence[Message]) -> bool:
+    ords = sorted(m.ord for x in run for m in (x.call, *x.results))
     span = [e.ord for e in entries if ords[0] <= e.ord <= ords[-1]]
     return ords == span
 
