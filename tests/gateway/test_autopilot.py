@@ -86,7 +86,8 @@ class TestBatch:
             assert "ls 1" in flat  # the first call's command, verbatim on its card
             assert "src/mod_toolu_001_0.py: def handler_0" not in flat  # its output went
             assert after["messages"][0]["content"][0]["text"] == "Find the race in src/sync.py."
-            assert after["thinking"]["block_binding"]["prefix_mismatch_behavior"] == "drop_block"
+            assert after["thinking"] == {"type": "adaptive"}  # the host's setting, untouched
+            assert r.upstream.dropped[made_at] == ()  # the stale thinking went with the strip
             newest = json.dumps(after["messages"][-6:])
             assert "src/mod_" in newest  # the working set's outputs are whole
             # Each call says which squashes it sent: first sent the call after it was made.
