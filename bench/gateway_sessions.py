@@ -1153,6 +1153,7 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         if r["asked"] or r["acted"]
     )
     verdicts = judge(section, ttfb)
+    nudged = section["total"].get("passive", {}).get("nudged", 0)
     return [
         "## Gateway: corpus sessions made real (thinking, one task, compaction), replayed live",
         "",
@@ -1176,9 +1177,13 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
             + (" (nothing rewritten: the session without the gateway)" if n == "host" else "")
             for n in names
         )
-        + f"; `passive` runs the gateway's defaults with a model that never squashes, `policy`"
-        f" adds a model that squashes (each finished stretch of ≥ {policy['block']} entries"
-        f" older than the newest {policy['keep']}). Cost: {section.get('tokenizer', 'o200k')}"
+        + f"; `passive` runs the gateway's defaults with a model that never squashes"
+        f" (reminders added: {nudged}; the gateway reminds at every"
+        f" {section.get('nudge_step', DEFAULT_STEP):,} tokens sent"
+        + (", which the compaction keeps every prompt below" if not nudged else "")
+        + "), `policy` adds a model that squashes (each finished stretch of ≥"
+        f" {policy['block']} entries older than the newest {policy['keep']})."
+        f" Cost: {section.get('tokenizer', 'o200k')}"
         " tokens of what the model is shown (dropped thinking and signatures not billed), the"
         f" head and each message as compact JSON, {section['prices']['read']}× reads and"
         f" {section['prices']['write']}× writes of the longest common prefix with the previous"
