@@ -223,7 +223,11 @@ async def replay(
             # The plain pass runs with no nudges: a reminder is the one other thing the
             # gateway adds to a request (past 60k tokens), and the pass checks it adds nothing.
             nudges = DEFAULT_STEP if used else None
-            async with open_gateway(settings, upstreams, nudge_step=nudges) as gateway:
+            # The autopilot stays off: the policy is the only squasher here (the live
+            # sessions of bench/gateway_sessions.py measure the autopilot).
+            async with open_gateway(
+                settings, upstreams, nudge_step=nudges, autopilot=None
+            ) as gateway:
                 received = await send(gateway, upstream, bodies, used, transcript.name)
         if upstream.invalid:
             raise RuntimeError(f"gateway-replay: {transcript.name}: invalid {upstream.invalid}")

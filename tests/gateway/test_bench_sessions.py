@@ -5,6 +5,7 @@ received."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from bench.gateway_replay import Policy
 from bench.run import SECTIONS
 from bench.session import Counter, Tally
 from bench.tokenizer import Tokenizer, verified
+from frs.autopilot import Autopilot
 from server.gateway.anthropic_rules import problems
 from tests.hosts.model import binding
 
@@ -68,9 +70,13 @@ class TestTheSession:
                 assert problems(json.loads(got.body)) == []
             figures = row["modes"][run.mode.name]
             assert figures["problems"] == figures["refused_gateway"] == 0
-            # The only refusals are the host's own: its kept thinking after each compaction.
-            assert figures["refused_host"] == figures["compactions"]
-        assert row["modes"]["host"]["compactions"] >= 1
+        # Without the gateway, the API refuses the kept round's thinking after each
+        # compaction (its prefix changed) and the host sends again without it; through the
+        # gateway, the request asks the API to drop it instead.
+        host = row["modes"]["host"]
+        assert host["refused_host"] == host["compactions"] >= 1
+        passive = row["modes"]["passive"]
+        assert passive["refused_host"] == 0 < passive["compactions"]
 
     def test_the_host_mode_is_forwarded_byte_for_byte(self, replayed):
         row, runs = replayed
@@ -163,6 +169,33 @@ class TestTheSession:
         assert "| **pooled** |" in text
         assert "passive: pooled cost ≤ 0.35× the session without it" in text
         assert gs.render({}) == []
+
+
+async def test_the_autopilots_squashes_are_counted_from_the_gateways_rows(tmp_path):
+    # An autopilot that acts early and often enough for the short transcript.
+    early = gs.Mode("passive", {"autopilot": Autopilot(after=1_000, keep=1, payback=100)})
+    runs: list[gs.Run] = []
+    row = await gs.replay(
+        tmp_path,
+        load_transcript(SHORT),
+        Counter(*_o200k()),
+        modes=(gs.MODES[0], early),
+        threshold=THRESHOLD,
+        runs=runs,
+    )
+    figures = row["modes"]["passive"]
+    assert figures["automatic"] == figures["squashes"] == len(figures["delays"]) > 0
+    assert figures["refused_gateway"] == figures["problems"] == 0
+    sent = [d for d in figures["delays"] if d is not None]
+    assert sent
+    assert figures["delay_median"] == statistics.median(sent)
+    assert figures["delay_worst"] == max(sent)
+    # Each squash was first sent in a forwarded request that carries its alias.
+    run = _run(runs, "passive")
+    for squash in run.squashes:
+        if squash["sent"] is not None:
+            carrying = [r for r in run.received if f"SQ.{squash['n']}@".encode() in r.body]
+            assert carrying, squash
 
 
 class TestTheScript:
