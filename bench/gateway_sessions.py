@@ -1015,7 +1015,10 @@ def _x(value: float | None) -> str:
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}"
+    """A share to a tenth of a percent (whole when it is whole)."""
+    if value is None:
+        return "–"
+    return f"{value:.0%}" if round(value * 100, 1) == round(value * 100) else f"{value:.1%}"
 
 
 def _delay(figures: dict[str, Any]) -> str:
@@ -1163,8 +1166,8 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
     policy = section["policy"]
     rows = section["rows"]
     changed = ", ".join(
-        f"{r['transcript'][:2]}: {r['asked']} asked"
-        + (f", {r['acted']} acted" if r["acted"] else "")
+        f"{r['transcript'][:2]}: "
+        + (f"{r['asked']} asked" if r["asked"] else f"{r['acted']} acted")
         for r in rows
         if r["asked"] or r["acted"]
     )
@@ -1186,11 +1189,16 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         f" the last answer's usage plus what it added reaches {section['threshold']:,} tokens:"
         " the history without its last round, with the summary instruction; then the summary"
         f" (the task, the last texts, {section['summary_paths']:.0%} of the paths) and the last"
-        " round verbatim; the API refuses the kept thinking's new prefix once and the host"
-        " strips it and sends again (`host refusals`). Modes: "
+        " round verbatim. Without the gateway the API then refuses the kept thinking's new"
+        " prefix once, and the host strips it and sends again (`host refusals`); the gateway"
+        " asks the API to drop it instead. Modes: "
         + ", ".join(
             f"`{n}`"
-            + (" (nothing rewritten: the session without the gateway)" if n == "host" else "")
+            + (
+                " (the gateway records only: the session without the gateway)"
+                if n == "host"
+                else ""
+            )
             for n in names
         )
         + "; `passive` runs the gateway's defaults with a model that never squashes: the"
@@ -1200,8 +1208,8 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         + (", which the compaction keeps every prompt below" if not nudged else "")
         + "), `policy` adds a model that squashes (each finished stretch of ≥"
         f" {policy['block']} entries older than the newest {policy['keep']})."
-        f" Cost: {section.get('tokenizer', 'o200k')}"
-        " tokens of what the model is shown (dropped thinking and signatures not billed), the"
+        " Cost: tokens of what the model is shown (dropped thinking and signatures not billed;"
+        f" {section.get('tokenizer', 'o200k_base')}), the"
         f" head and each message as compact JSON, {section['prices']['read']}× reads and"
         f" {section['prices']['write']}× writes of the longest common prefix with the previous"
         " call; × = the mode's cost ÷ the `host` session's (in brackets: ÷ what the host sent"
