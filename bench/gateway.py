@@ -264,7 +264,7 @@ def render(section: dict[str, Any]) -> list[str]:
         " stale). Milliseconds to the answer's first body byte, p50 / p90 / worst; added ="
         " the gateway's p50 / p90 less the floor's, same run (issue 29's target: ≤ 5 ms p50"
         " and ≤ 15 ms p90 at 500). Every body the upstream received kept the API's wire"
-        f" rules (checked after the timed calls). Load average before: {load[0]}.",
+        f" rules (checked after the timed calls). Load average before: {load[0]:.2f}.",
         "",
         "| messages | thinking | plain proxy | gateway | gateway, squash | added | added, squash |",
         "|---:|---|---:|---:|---:|---:|---:|",
