@@ -292,6 +292,7 @@ class Recorder:
                 next_squash=session.next_squash,
                 pinned=prepared.pinned,
                 restored=restored,
+                placed={unit.key: unit.message for unit in prepared.units},
             )
             if batch is None:
                 return None

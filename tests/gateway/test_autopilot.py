@@ -182,6 +182,28 @@ class TestWhatStays:
             await loop.calls(12)
             assert any(s.automatic for s in await squashes_of(r))  # a later batch goes
 
+    async def test_an_exchange_whose_results_share_a_message_with_other_words_stays(self, tmp_path):
+        # Claude Code puts text blocks after the results in the same user message (the files
+        # it re-attaches after a compaction, a reminder): a squash cannot take those results
+        # without cutting that message, so it could never be sent. Every batch is sent.
+        async with rig(tmp_path, Model(), autopilot=SMALL) as r:
+            loop = Loop(r)
+            for call in range(1, 25):
+                await loop.call()
+                if call in (3, 12):
+                    reminder = f"<system-reminder>Note {call}.</system-reminder>"
+                    loop.messages[-1]["content"].append({"type": "text", "text": reminder})
+            squashes = await squashes_of(r)
+            assert len(squashes) >= 2
+            session = await session_of(r)
+            async with r.gateway.recorder.env.store.snapshot() as reader:
+                calls = await reader.gateway_calls(session.id, 100)
+            timing = squash_calls(calls, squashes)
+            assert [t.delay for t in timing] == [1] * len(timing), timing
+            # The words stay verbatim, with the results they came with.
+            flat = json.dumps(sent(r)["messages"])
+            assert "<system-reminder>Note 3.</system-reminder>" in flat
+
 
 class TestRuntimeEntries:
     async def test_cards_name_each_result_alias(self, tmp_path):
