@@ -102,11 +102,10 @@ def _events(message: dict[str, Any], blocks: list[dict[str, Any]]) -> Iterator[b
         elif block["type"] == "thinking":
             # As the API streams it: the text in thinking deltas, then its signature.
             start = {"type": "thinking", "thinking": "", "signature": ""}
+            # An omitted block's text never comes: it opens, gets its signature, closes.
+            shown = chunks_of(block["thinking"]) if block["thinking"] else ()
             deltas = [
-                *(
-                    {"type": "thinking_delta", "thinking": part}
-                    for part in chunks_of(block["thinking"])
-                ),
+                *({"type": "thinking_delta", "thinking": part} for part in shown),
                 {"type": "signature_delta", "signature": block["signature"]},
             ]
         else:
