@@ -346,15 +346,18 @@ def _opens_with_summary(body: Any) -> bool:
 
 def check_thinking(session: Session) -> None:
     """Claude Code never fell back to stripping its thinking (it does after any 400 about
-    thinking: every assistant message it sends keeps its thinking block), and the thinking the
-    model wrote kept reaching it: in every request that changes nothing before the open loop,
-    the previous answer's thinking arrives and holds. A request that first sends a squash, or
-    the first after the compaction, changes the prefix of the thinking kept after it: the API
-    drops that (the gateway asks it to), and only that."""
+    thinking: every assistant message it sends keeps its thinking block, the text omitted as
+    Claude Code asks, the signature whole), and the thinking the model wrote kept reaching
+    it: in every request that changes nothing before the open loop, the previous answer's
+    thinking arrives and holds. A request that first sends a squash, or the first after the
+    compaction, changes the prefix of the thinking kept after it: the API drops that, as the
+    gateway asks it to."""
     for body in session.sent:
         for message in body["messages"]:
             if message["role"] == "assistant":
-                assert message["content"][0]["type"] == "thinking", message
+                first = message["content"][0]
+                assert first["type"] == "thinking", message
+                assert first["signature"], message  # kept though its text was omitted
     kept = 0
     markers: set[str] = set()
     compacted = False
