@@ -15,6 +15,7 @@ recording went on after the compaction; and every original the model was not sen
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -267,26 +268,23 @@ CLAUDE_SUMMARY = "Counted with seq and read the data files, one a call; go on th
 
 
 def claude_script(workspace: Path) -> Script:
-    """Claude Code's Bash running `seq` and its Read of the test's files, turn about, each
-    after a thought; one answer reports a usage past the compaction threshold."""
+    """Claude Code's Bash running `seq` and its Read of the test's files, turn about, now and
+    then both at once or a command that fails, each after a thought; one answer reports a
+    usage past the compaction threshold."""
 
     def step(i: int) -> Turn:
         usage = 95_000 if i == CLAUDE_COMPACTS_AFTER else 30_000
-        if i % 2:
-            path = str(data_file(workspace, i))
-            return Turn(
-                f"Reading {i}.",
-                (ToolCall("Read", {"file_path": path}),),
-                thinking=f"Step {i}: read the next file.",
-                input_tokens=usage,
-            )
-        command = {"command": f"seq {i} {i + LINES}", "description": f"Count from {i}"}
-        return Turn(
-            f"Counting {i}.",
-            (ToolCall("Bash", command),),
-            thinking=f"Step {i}: count again.",
-            input_tokens=usage,
-        )
+        count = {"command": f"seq {i} {i + LINES}", "description": f"Count from {i}"}
+        read = {"file_path": str(data_file(workspace, i))}
+        if i % 13 == 6:
+            missing = {"command": f"cat missing_{i}.txt", "description": "Read a missing file"}
+            calls: tuple[ToolCall, ...] = (ToolCall("Bash", missing),)
+        elif i % 9 == 4:
+            calls = (ToolCall("Bash", count), ToolCall("Read", read))
+        else:
+            calls = (ToolCall("Read", read),) if i % 2 else (ToolCall("Bash", count),)
+        thought = f"Step {i}: " + " and ".join(call.name for call in calls) + " next."
+        return Turn(f"Step {i}.", calls, thinking=thought, input_tokens=usage)
 
     def asks(seen: Seen) -> bool:
         return seen.last_user_text.lstrip().startswith("CRITICAL: Respond with TEXT ONLY.")
@@ -332,6 +330,15 @@ async def test_a_long_claude_code_session(tmp_path: Path) -> None:
     (asked,) = [e for e in played.log if e.rule == "compaction"]
     assert asked.seen is not None
     assert asked.seen.tools
+    # The session held what real ones hold: calls made at once, and failed commands.
+    results = [
+        [b for b in m["content"] if b.get("type") == "tool_result"]
+        for body in session.sent
+        for m in body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+    ]
+    assert any(len(found) == 2 for found in results)
+    assert any(b.get("is_error") for found in results for b in found)
     continued = [b for b in session.sent if _opens_with_summary(b)]
     assert continued
     assert CLAUDE_SUMMARY in json.dumps(continued[-1]["messages"][0])
@@ -392,13 +399,20 @@ CODEX_LIMIT = "model_auto_compact_token_limit = 100000"
 
 
 def codex_script() -> Script:
-    """Codex's exec_command running `seq`, each call after reasoning; one answer reports a
-    usage past `model_auto_compact_token_limit`."""
+    """Codex's exec_command running `seq`, now and then two at once or a command that
+    fails, each call after reasoning; one answer reports a usage past
+    `model_auto_compact_token_limit`."""
 
     def step(i: int) -> Turn:
         usage = 150_000 if i == CODEX_COMPACTS_AFTER else 3_000
-        command = ToolCall("exec_command", {"cmd": f"seq {i} {i + LINES}"})
-        return Turn("", (command,), thinking=f"Step {i}: count again.", input_tokens=usage)
+        count = ToolCall("exec_command", {"cmd": f"seq {i} {i + LINES}"})
+        if i % 13 == 6:
+            calls: tuple[ToolCall, ...] = (ToolCall("exec_command", {"cmd": f"cat x_{i}.txt"}),)
+        elif i % 9 == 4:
+            calls = (count, ToolCall("exec_command", {"cmd": f"seq {-i} {LINES - i}"}))
+        else:
+            calls = (count,)
+        return Turn("", calls, thinking=f"Step {i}: count again.", input_tokens=usage)
 
     def asks(seen: Seen) -> bool:
         return seen.last_user_text.startswith("You are performing a CONTEXT CHECKPOINT")
@@ -428,6 +442,11 @@ async def test_a_long_codex_session(tmp_path: Path) -> None:
     (asked,) = [e for e in played.log if e.rule == "compaction"]
     assert asked.seen is not None
     assert not asked.seen.tools
+    # Calls made at once, and failed commands.
+    items = [item for body in session.sent for item in body["input"]]
+    kinds = [item.get("type") for item in items]
+    assert ("function_call", "function_call") in set(itertools.pairwise(kinds))
+    assert any("Process exited with code 1" in str(item.get("output")) for item in items)
     bridge = "Another language model started to solve this problem"
     assert any(bridge in json.dumps(body["input"]) for body in session.sent)
     check_reasoning(session)
@@ -435,21 +454,33 @@ async def test_a_long_codex_session(tmp_path: Path) -> None:
 
 def check_reasoning(session: Session) -> None:
     """Codex sent every reasoning item back, and the model got each one it had not been
-    squashed with: every call the model received comes right after its reasoning item (the
-    scripted model refuses one sent without its call, or changed)."""
+    squashed with: every call the model received comes after its answer's reasoning item
+    (the scripted model refuses one sent without its call, or changed)."""
     for body in session.sent:
-        items = body["input"]
-        for k, item in enumerate(items):
-            if item.get("type") == "function_call":
-                assert items[k - 1].get("type") == "reasoning", item
-    reasoning = 0
+        assert _reasoned(body["input"]) == _calls(body["input"])
+    reasoned = 0
     for exchange in session.received:
         items = json.loads(exchange.body)["input"]
-        for k, item in enumerate(items):
-            if item.get("type") == "function_call":
-                assert items[k - 1].get("type") == "reasoning", exchange.step
-                reasoning += 1
-    assert reasoning > len(session.received)
+        assert _reasoned(items) == _calls(items), exchange.step
+        reasoned += _reasoned(items)
+    assert reasoned > len(session.received)
+
+
+def _calls(items: list[Any]) -> int:
+    return sum(1 for item in items if item.get("type") == "function_call")
+
+
+def _reasoned(items: list[Any]) -> int:
+    """The calls that come after a reasoning item, past the answer's calls before them."""
+    found = 0
+    for k, item in enumerate(items):
+        if item.get("type") != "function_call":
+            continue
+        before = k - 1
+        while before >= 0 and items[before].get("type") == "function_call":
+            before -= 1
+        found += before >= 0 and items[before].get("type") == "reasoning"
+    return found
 
 
 # -- OpenCode ----------------------------------------------------------------------------------
@@ -461,16 +492,22 @@ OPENCODE_LIMIT = {"context": 50_000, "output": 4_000}
 
 
 def opencode_script(workspace: Path) -> Script:
-    """OpenCode's bash running `seq` and its read of the test's files, turn about; one answer
-    reports prompt tokens past the model's limit. (Chat Completions carries no reasoning.)"""
+    """OpenCode's bash running `seq` and its read of the test's files, turn about, now and then
+    both at once or a command that fails; one answer reports prompt tokens past the model's
+    limit. (Chat Completions carries no reasoning.)"""
 
     def step(i: int) -> Turn:
         usage = 48_000 if i == OPENCODE_COMPACTS_AFTER else 3_000
-        if i % 2:
-            read = ToolCall("read", {"filePath": str(data_file(workspace, i))})
-            return Turn("", (read,), input_tokens=usage)
-        command = {"command": f"seq {i} {i + LINES}", "description": f"Count from {i}"}
-        return Turn("", (ToolCall("bash", command),), input_tokens=usage)
+        read = ToolCall("read", {"filePath": str(data_file(workspace, i))})
+        count = {"command": f"seq {i} {i + LINES}", "description": f"Count from {i}"}
+        if i % 13 == 6:
+            missing = {"command": f"cat missing_{i}.txt", "description": "Read a missing file"}
+            calls: tuple[ToolCall, ...] = (ToolCall("bash", missing),)
+        elif i % 9 == 4:
+            calls = (ToolCall("bash", count), read)
+        else:
+            calls = (read,) if i % 2 else (ToolCall("bash", count),)
+        return Turn("", calls, input_tokens=usage)
 
     def asks(seen: Seen) -> bool:
         return not seen.tools and "You are a context summarization agent" in seen.system
@@ -500,6 +537,9 @@ async def test_a_long_opencode_session(tmp_path: Path) -> None:
             session = await gather(played, tap, CHAT, "opencode", conversation)
     print(f"OpenCode: {session.figures()}")
     check(session, "Done: counted and read.")
+    messages = [m for body in session.sent for m in body["messages"]]
+    assert any(len(m.get("tool_calls") or ()) == 2 for m in messages)
+    assert any("No such file" in str(m.get("content")) for m in messages if m["role"] == "tool")
     # Its summarising request (no tools), then the summary answering its question.
     asked = "What did we do so far?"
     assert any(asked in json.dumps(body["messages"][:3]) for body in session.sent)
