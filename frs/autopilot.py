@@ -9,7 +9,10 @@ line, sizes and numbers, and the aliases that return the originals). It never ta
 - what the model is not sent (before a host's compaction): only entries the request holds;
 - the task, a summary (the model's own squashes win; the autopilot never nests them), a
   message between exchanges (its words stay), an exchange that loads tools (pinned), or a
-  span the model restored (it asked for the originals back).
+  span the model restored (it asked for the originals back);
+- an exchange whose messages in the request hold anything else (Claude Code puts text after
+  the results in their user message: a reminder, the files it attaches after a compaction):
+  a squash never cuts a request message (`frs.rewriting`), so it could never be sent.
 
 When: in batches, and only when a batch pays back within `payback` later calls under a prompt
 cache (`frs.economics`: squashing S tokens into Σ with T after them costs 1.25·(Σ+T) − 0.1·(S+T)
@@ -26,7 +29,7 @@ several gateway instances, one writes the batch.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from frs.cards import card, header
@@ -82,6 +85,7 @@ def plan_batch(
     pinned: Collection[str] = (),
     restored: Collection[int] = (),
     max_chars: int = 8_000,
+    placed: Mapping[str, int] | None = None,
 ) -> Batch | None:
     """The batch to squash now, or None.
 
@@ -92,11 +96,12 @@ def plan_batch(
     `next_squash` the n the batch's first squash gets (the session's); `pinned` the keys of
     messages that must stay where they are; `restored` the numbers of messages of squashes
     the model restored; `max_chars` the longest summary a squash may have (`Limits`): a run
-    whose cards would be longer is squashed in several pieces, one after the other.
+    whose cards would be longer is squashed in several pieces, one after the other; `placed`
+    the request message (its index) each sent key sits in (None: each alone).
     """
     if sent_tokens < settings.after:
         return None
-    candidates = _candidates(entries, sent, settings.keep, pinned, restored)
+    candidates = _candidates(entries, sent, settings.keep, pinned, restored, placed or {})
     runs = _runs(entries, candidates)
     if not runs:
         return None
@@ -154,8 +159,12 @@ def _candidates(
     keep: int,
     pinned: Collection[str],
     restored: Collection[int],
+    placed: Mapping[str, int],
 ) -> list[Exchange]:
     """The finished exchanges the autopilot may squash, oldest first."""
+    held: dict[int, set[str]] = {}
+    for key, index in placed.items():
+        held.setdefault(index, set()).add(key)
     found = exchanges([e for e in entries if e.kind == "message"])
     found = found[: max(len(found) - keep, 0)]
     out = []
@@ -166,6 +175,9 @@ def _candidates(
             continue
         if any(key in pinned for key in keys if key is not None):
             continue
+        own = {m.interface_message_id or "" for m in members}
+        if any(held.get(placed[key], own) - own for key in own if key in placed):
+            continue  # a request message it is in holds more: it would be cut
         if any(m.number in restored for m in members):
             continue
         out.append(exchange)

@@ -302,6 +302,7 @@ class Recorder:
                 pinned=prepared.pinned,
                 restored=restored,
                 max_chars=self.env.limits.max_summary_chars,
+                placed={unit.key: unit.message for unit in prepared.units},
             )
             if batch is None:
                 return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,12 @@ class ClaudeCode:
         *extra: str,
         mcp: str | None = None,
         tool_search: bool = True,
+        env: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT,
     ) -> Run:
         """`claude -p PROMPT` with the README's frs entry (or the JSON text `mcp`) as its only
-        MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume)."""
+        MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume),
+        `env` variables (CLAUDE_CODE_AUTO_COMPACT_WINDOW)."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
         config_file = self.home / "mcp.json"
@@ -124,13 +128,13 @@ class ClaudeCode:
         try:
             done = subprocess.run(
                 command,
-                env=self.env(model_url, tool_search),
+                env={**self.env(model_url, tool_search), **(env or {})},
                 cwd=self.workspace,
                 capture_output=True,
                 text=True,
-                timeout=TIMEOUT,
+                timeout=timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"claude -p did not finish in {TIMEOUT} s: {exc}") from None
+            raise AssertionError(f"claude -p did not finish in {timeout} s: {exc}") from None
         return Run(done.returncode, done.stdout, done.stderr)

@@ -66,6 +66,11 @@ def estimate_tokens(body: bytes) -> int:
     return max(1, len(body) // 4)
 
 
+def input_tokens(turn: Turn, body: bytes) -> int:
+    """The input tokens an answer reports: the turn's own figure, or the estimate."""
+    return estimate_tokens(body) if turn.input_tokens is None else turn.input_tokens
+
+
 def output_tokens(turn: Turn) -> int:
     size = len(turn.text) + sum(len(json.dumps(call.arguments)) + 20 for call in turn.calls)
     return max(1, size // 4)
