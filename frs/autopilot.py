@@ -14,6 +14,13 @@ line, sizes and numbers, and the aliases that return the originals). It never ta
   the results in their user message: a reminder, the files it attaches after a compaction):
   a squash never cuts a request message (`frs.rewriting`), so it could never be sent.
 
+Its own cards pile up too: once the automatic summaries the model is sent pass `ROLLUP`
+tokens, each run of two or more adjacent ones (never the newest, never a model's summary)
+is rolled up into one: a digest of what they say (`frs.digest`: files, commands with their
+last outcome, open errors, decisions, each with the alias that returns its original), nested
+over them, so `get_alias` of the roll-up returns the cards and each card's alias its
+originals.
+
 When: in batches, and only when a batch pays back within `payback` later calls under a prompt
 cache (`frs.economics`: squashing S tokens into Σ with T after them costs 1.25·(Σ+T) − 0.1·(S+T)
 once and saves 0.1·(S−Σ) a call), and only once what the model is sent has reached `after`
@@ -32,13 +39,20 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from frs.cards import card, header
+from frs.cards import HEADER, card, header
+from frs.digest import digest
 from frs.economics import payback_calls
 from frs.facts import Exchange, ExchangeFacts, exchange_facts, exchanges
 from frs.model import Message
 from frs.text import estimate_tokens
 
 #: Defaults, each an option of `frs-mcp gateway` (and of the runtime adapters).
+#: Tokens of automatic summaries sent before the older ones are rolled up into a digest, and
+#: the budget of that digest.
+ROLLUP = 2_000
+ROLLUP_BUDGET = 1_200
+#: How a roll-up's summary starts: the view and `frs.digest` know it as automatic.
+ROLLED = f"{HEADER}, rolled up"
 # Chosen on the bench's corpus sessions (bench/gateway_sessions.py: thinking in the tool
 # loops, a compaction at 40k): 2, 12,000 and 8 left no transcript costlier than without the
 # gateway and cost least of the settings tried (4 / 20,000 / 4: pooled 1.04 of the host's
@@ -55,6 +69,7 @@ class Autopilot:
     keep: int = KEEP
     after: int = AFTER
     payback: int = PAYBACK
+    rollup: int = ROLLUP  # tokens of its own summaries before the older ones are rolled up
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +105,7 @@ def plan_batch(
     restored: Collection[int] = (),
     max_chars: int = 8_000,
     placed: Mapping[str, int] | None = None,
+    automatic: Collection[int] = (),
 ) -> Batch | None:
     """The batch to squash now, or None.
 
@@ -101,33 +117,93 @@ def plan_batch(
     messages that must stay where they are; `restored` the numbers of messages of squashes
     the model restored; `max_chars` the longest summary a squash may have (`Limits`): a run
     whose cards would be longer is squashed in several pieces, one after the other; `placed`
-    the request message (its index) each sent key sits in (None: each alone).
+    the request message (its index) each sent key sits in (None: each alone); `automatic` the
+    squash numbers the autopilot made, whose summaries it may roll up.
     """
     if sent_tokens < settings.after:
         return None
     candidates = _candidates(entries, sent, settings.keep, pinned, restored, placed or {})
     runs = _runs(entries, candidates)
-    if not runs:
+    rolls = _rollups(entries, sent, automatic, settings.rollup)
+    if not runs and not rolls:
         return None
-    first = runs[0][0].call.ord
-    most = sum(_tokens(x) for run in runs for x in run)
+    starts = [x.call.ord for run in runs for x in run[:1]] + [r[0].ord for r in rolls]
+    first = min(starts)
+    most = sum(_tokens(x) for run in runs for x in run) + sum(e.tokens for r in rolls for e in r)
     # Before any card is written: if even free cards of every run would not pay back, stop
     # (the cheap check each call makes; facts and cards are worked out only past it).
     bound = payback_calls(most, 0, sum(e.tokens for e in entries if e.ord >= first) - most)
     if bound is None or bound > settings.payback:
         return None
     pieces = [p for run in runs for p in _fitted([_Card.of(x) for x in run], max_chars)]
-    if not pieces:
+    spans: list[tuple[int, int, Sequence[_Card] | Sequence[Message]]] = [
+        (p[0].exchange.call.ord, p[-1].members[-1].ord, p) for p in pieces
+    ]
+    spans += [(r[0].ord, r[-1].ord_last, r) for r in rolls]
+    spans.sort(key=lambda span: span[0])
+    if not spans:
         return None
-    first = pieces[0][0].exchange.call.ord
-    squashed = sum(card.tokens for piece in pieces for card in piece)
+    first = spans[0][0]
+    squashed = sum(_size(content) for _, _, content in spans)
     following = sum(e.tokens for e in entries if e.ord >= first) - squashed
-    written = [_run(piece, next_squash + i) for i, piece in enumerate(pieces)]
+    written = [
+        _written(lo, hi, content, next_squash + i, max_chars)
+        for i, (lo, hi, content) in enumerate(spans)
+    ]
     summaries = sum(estimate_tokens(run.summary) for run in written)
     calls = payback_calls(squashed, summaries, following)
     if calls is None or calls > settings.payback:
         return None
     return Batch(tuple(written), squashed, summaries, following, calls)
+
+
+def _rollups(
+    entries: Sequence[Message],
+    sent: Collection[str] | None,
+    automatic: Collection[int],
+    threshold: int,
+) -> list[list[Message]]:
+    """Runs of two or more adjacent automatic summaries to roll up, the newest left out, once
+    the automatic summaries the model is sent pass `threshold` tokens."""
+    mine = [
+        e
+        for e in entries
+        if e.kind == "summary"
+        and e.squash_n in automatic
+        and (sent is None or e.interface_message_id is None or e.interface_message_id in sent)
+    ]
+    if sum(e.tokens for e in mine) < threshold:
+        return []
+    older = {e.ord for e in mine[:-1]}
+    runs: list[list[Message]] = []
+    current: list[Message] = []
+    for entry in entries:
+        if entry.ord in older:
+            current.append(entry)
+            continue
+        if len(current) > 1:
+            runs.append(current)
+        current = []
+    if len(current) > 1:
+        runs.append(current)
+    return runs
+
+
+def _size(content: Sequence[_Card] | Sequence[Message]) -> int:
+    return sum(c.tokens for c in content)
+
+
+def _written(
+    lo: int, hi: int, content: Sequence[_Card] | Sequence[Message], n: int, max_chars: int
+) -> Run:
+    """A span of the batch as squash `SQ.n`: cards of exchanges, or a roll-up of summaries."""
+    if content and isinstance(content[0], _Card):
+        return _run([c for c in content if isinstance(c, _Card)], n)
+    summaries = [c for c in content if isinstance(c, Message)]
+    head = f'{ROLLED}: get_alias("SQ.{n}") returns the cards, each card\'s SQ alias its originals.'
+    body = digest(summaries, budget=ROLLUP_BUDGET)
+    text = f"{head}\n{body}"[:max_chars]
+    return Run(lo, hi, text, _size(summaries))
 
 
 def _tokens(exchange: Exchange) -> int:

@@ -190,10 +190,19 @@ async def record_compaction(
 async def restored_numbers(env: Env, session_id: SessionId) -> frozenset[int]:
     """The numbers of the messages of every squash the model restored: spans it asked back,
     which the autopilot leaves alone (`frs.autopilot`)."""
+    return (await squash_kinds(env, session_id))[0]
+
+
+async def squash_kinds(env: Env, session_id: SessionId) -> tuple[frozenset[int], frozenset[int]]:
+    """What the autopilot must know of the session's squashes: the numbers of the messages
+    of every squash the model restored (spans it asked back, left alone), and the n of every
+    live squash the autopilot made (whose summaries it may roll up)."""
     async with env.store.snapshot() as reader:
-        undone = [s.n for s in await reader.squashes(session_id) if s.restored]
+        squashes = await reader.squashes(session_id)
+        undone = [s.n for s in squashes if s.restored]
         members = [await reader.squash_members(session_id, n) for n in undone]
-    return frozenset(m.number for found in members for m in found if m.number is not None)
+    restored = frozenset(m.number for found in members for m in found if m.number is not None)
+    return restored, frozenset(s.n for s in squashes if s.automatic and not s.restored)
 
 
 async def window_from(

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
 from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.errors import StaleRevision
-from frs.host_threads import restored_numbers
+from frs.host_threads import squash_kinds
 from frs.model import Limits
 from frs.raw import Raw
 from frs.views.render import summary_prefix
@@ -111,7 +111,7 @@ class Conversation:
                 return None
             count = min(session.live_count, AUTOPILOT_WINDOW)
             entries = await reader.last_entries(sid, count, None)
-        restored = await restored_numbers(service.env, sid)
+        restored, automatic = await squash_kinds(service.env, sid)
         batch = plan_batch(
             entries,
             None,
@@ -120,6 +120,7 @@ class Conversation:
             next_squash=session.next_squash,
             restored=restored,
             max_chars=service.env.limits.max_summary_chars,
+            automatic=automatic,
         )
         if batch is None:
             return None

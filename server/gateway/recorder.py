@@ -34,7 +34,7 @@ from frs.host_threads import (
     last_call,
     record_compaction,
     record_new,
-    restored_numbers,
+    squash_kinds,
     window_from,
 )
 from frs.matching import Unit, answer_unit, new_units, units_of
@@ -294,7 +294,7 @@ class Recorder:
             if found is None:
                 return None
             session, entries = found
-            restored = await restored_numbers(self.env, session.id)
+            restored, automatic = await squash_kinds(self.env, session.id)
             batch = plan_batch(
                 entries,
                 sent,
@@ -305,6 +305,7 @@ class Recorder:
                 restored=restored,
                 max_chars=self.env.limits.max_summary_chars,
                 placed={unit.key: unit.message for unit in prepared.units},
+                automatic=automatic,
             )
             if batch is None:
                 return None

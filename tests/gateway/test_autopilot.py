@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import httpx2
 
-from frs.autopilot import Autopilot
+from frs.autopilot import ROLLED, Autopilot
 from frs.cards import HEADER
-from frs.host_threads import SquashCalls, restored_numbers, squash_calls
+from frs.host_threads import SquashCalls, squash_calls, squash_kinds
 from frs.squashes import compress_ranges
 from server.gateway import recorder as recorder_module
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, result, user
@@ -74,6 +74,12 @@ class Hasty(Loop):
 def sent(r: Rig, index: int = -1) -> dict[str, Any]:
     payload: dict[str, Any] = r.upstream.seen[index].json()
     return payload
+
+
+async def calls_of(r: Rig) -> list[Any]:
+    session = await session_of(r)
+    async with r.gateway.recorder.env.store.snapshot() as reader:
+        return await reader.gateway_calls(session.id, 1_000)
 
 
 async def squashes_of(r: Rig) -> list[Any]:
@@ -172,6 +178,32 @@ class TestBatch:
             assert await squashes_of(r) == []
 
 
+class TestRollUp:
+    async def test_older_cards_roll_up_into_a_digest_that_names_their_aliases(self, tmp_path):
+        settings = Autopilot(keep=2, after=6_000, payback=8, rollup=1_500)
+        async with rig(tmp_path, Model(), autopilot=settings) as r:
+            loop = Loop(r)
+            await loop.calls(40)
+            squashes = await squashes_of(r)
+            rolled = [s for s in squashes if s.summary.startswith(ROLLED)]
+            assert rolled, [s.summary[:40] for s in squashes]
+            assert all(s.automatic for s in squashes)
+            roll = rolled[0]
+            session = await session_of(r)
+            # Nested over the cards: get_alias returns them, and they their originals.
+            async with r.gateway.recorder.env.store.snapshot() as reader:
+                members = await reader.squash_members(session.id, roll.n)
+            assert all(m.kind == "summary" and m.content.startswith(HEADER) for m in members)
+            page = await service(r).get_alias(roll.alias, session_id=session.id)
+            assert HEADER in page.text
+            # The digest keeps the commands, each with the alias of its result.
+            assert "M.3: ls 1" in roll.summary
+            # It reached the model, and what the model is sent stays small.
+            sent_at = [c.applied for c in await calls_of(r)]
+            assert any(roll.n in applied for applied in sent_at)
+            assert len(r.upstream.seen[-1].body) < len(json.dumps(loop.messages)) / 3
+
+
 class TestWhatStays:
     async def test_the_models_own_squash_wins_and_a_restored_span_stays(self, tmp_path):
         async with rig(tmp_path, Model(), autopilot=SMALL) as r:
@@ -209,9 +241,9 @@ class TestWhatStays:
                 if not raced:
                     done = await service(r).compress_range(2, 3, "Mine.", session_id=session.id)
                     raced.append(done.squash.n)
-                return await restored_numbers(env, session_id)
+                return await squash_kinds(env, session_id)
 
-            monkeypatch.setattr(recorder_module, "restored_numbers", racing)
+            monkeypatch.setattr(recorder_module, "squash_kinds", racing)
             before = len(r.upstream.seen)
             while not raced and len(r.upstream.seen) < before + 15:
                 await loop.call()

@@ -235,7 +235,7 @@ def check_originals(session: Session) -> None:
     assert replaced, "the model was sent every call: nothing was squashed"
     covered: set[str] = set()
     for squash in session.squashes:
-        page = session.pages[squash.n]
+        page = unfolded(session.pages, squash.n)
         held = {i for i in ids if i in page}
         marker = f"FRS squash SQ.{squash.n}@"
         first = next((k for k, e in enumerate(session.received) if marker.encode() in e.body), None)
@@ -251,6 +251,15 @@ def check_originals(session: Session) -> None:
             assert output[-1].strip() in page, (squash.n, i)
         covered |= held
     assert replaced <= covered, sorted(replaced - covered)[:5]
+
+
+def unfolded(pages: dict[int, str], n: int) -> str:
+    """Squash n's originals as get_alias returns them and, for a roll-up of the autopilot's
+    cards (whose originals are the cards), the originals each card's alias returns: every
+    original is one get_alias away from the alias that names it."""
+    page = pages[n]
+    nested = {int(k) for k in re.findall(r'get_alias\("SQ\.(\d+)"\)', page)} - {n}
+    return page + "".join(unfolded(pages, k) for k in sorted(nested) if k < n and k in pages)
 
 
 def side(*rules: SideRule) -> tuple[SideRule, ...]:
