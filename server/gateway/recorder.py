@@ -279,7 +279,9 @@ class Recorder:
         if sent_tokens < settings.after:
             return None
         conversation = self._conversation(prepared.key)
-        if sent_tokens < conversation.planned + PLAN_STEP:
+        # A request smaller than the last one planned on follows a compaction of the host's:
+        # the counting starts again from it.
+        if conversation.planned <= sent_tokens < conversation.planned + PLAN_STEP:
             return None
         conversation.planned = sent_tokens
         async with conversation.lock:
