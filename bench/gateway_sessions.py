@@ -1235,7 +1235,7 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         f" autopilot ({_autopilot(section)}) and reminders (added: {nudged}; the gateway"
         " reminds at every"
         f" {section.get('nudge_step', DEFAULT_STEP):,} tokens sent"
-        + (", which the compaction keeps every prompt below" if not nudged else "")
+        + (": no prompt reached it" if not nudged else "")
         + "), `policy` adds a model that squashes (each finished stretch of ≥"
         f" {policy['block']} entries older than the newest {policy['keep']})."
         " Cost: tokens of what the model is shown (dropped thinking and signatures not billed;"
