@@ -233,10 +233,17 @@ def script_of(transcript: Transcript) -> Script:
 # -- what the API shows, bills and refuses ---------------------------------------------------
 
 
-def shown(payload: dict[str, Any], dropped: Iterable[tuple[int, int]] = ()) -> dict[str, Any]:
+def shown(
+    payload: dict[str, Any],
+    dropped: Iterable[tuple[int, int]] = (),
+    carried: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The request as the model is shown it: without the thinking blocks the API dropped,
-    without signatures (they carry the thinking, they are not read) and cache markers."""
+    each thinking block with the text its signature carries (`carried`, by signature: with
+    `display: "omitted"` the host holds an empty text, and the API restores the thinking from
+    the signature, and bills it), without signatures and cache markers."""
     gone = set(dropped)
+    thoughts = carried or {}
     out: dict[str, Any] = _unmarked({k: v for k, v in payload.items() if k != "messages"})
     messages = []
     for i, message in enumerate(payload.get("messages") or []):
@@ -247,10 +254,18 @@ def shown(payload: dict[str, Any], dropped: Iterable[tuple[int, int]] = ()) -> d
                 for j, b in enumerate(content)
                 if (i, j) not in gone and isinstance(b, dict)
             ]
-            content = [{k: v for k, v in b.items() if k != "signature"} for b in blocks]
+            content = [_thought(b, thoughts) for b in blocks]
         messages.append({**_unmarked(message), "content": content})
     out["messages"] = messages
     return out
+
+
+def _thought(block: dict[str, Any], carried: Mapping[str, str]) -> dict[str, Any]:
+    """A block as shown: a thinking block's text restored from its signature, unsigned."""
+    if block.get("type") != "thinking":
+        return block
+    text = carried.get(str(block.get("signature")), block.get("thinking", ""))
+    return {**{k: v for k, v in block.items() if k != "signature"}, "thinking": text}
 
 
 def _unmarked(value: Any) -> Any:
@@ -332,6 +347,8 @@ class Model:
     script: Script
     counter: Counter
     received: list[Received] = field(default_factory=list)
+    #: What each thinking block it wrote said, by signature (what the API restores from it).
+    thoughts: dict[str, str] = field(default_factory=dict)
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -360,7 +377,7 @@ class Model:
         payload = json.loads(body)
         broken = tuple(problems(payload))
         checked = binding.check(payload, headers)
-        prompt = tuple(segments(shown(payload, checked.dropped)))
+        prompt = tuple(segments(shown(payload, checked.dropped, self.thoughts)))
         refused = checked.error or ("; ".join(broken) if broken else None)
         self.received.append(
             Received(
@@ -397,7 +414,9 @@ class Model:
             content = [{"type": "text", "text": step.text}] if step.text.strip() else []
             content.extend(step.calls)
             stop = "tool_use" if step.calls else "end_turn"
-        content.insert(0, binding.answer_thinking(payload, checked, thought))
+        block = binding.answer_thinking(payload, checked, thought)
+        self.thoughts[block["signature"]] = thought
+        content.insert(0, block)
         usage = {
             "input_tokens": self.counter.count(prompt),
             "output_tokens": self.counter.count([_compact(c) for c in content]),
@@ -659,6 +678,7 @@ class Run:
     calls: int  # the gateway's rows of the conversation
     originals: dict[int, str]  # squash n -> its originals' text (get_alias), flat
     policy_squashes: int = 0
+    thoughts: dict[str, str] = field(default_factory=dict)  # the model's, by signature
 
 
 async def run_mode(
@@ -693,9 +713,8 @@ async def run_mode(
             await host.run()
             await gateway.settled()
             squashes, calls, originals = await _stored(env, service, script.name, model.received)
-    return Run(
-        mode, host, model.received, squashes, calls, originals, policy.squashed if policy else 0
-    )
+    squashed = policy.squashed if policy else 0
+    return Run(mode, host, model.received, squashes, calls, originals, squashed, model.thoughts)
 
 
 async def _stored(
@@ -807,7 +826,7 @@ def support(run: Run, earlier: Sequence[str]) -> Support:
         named = [e for e in entities(sent.calls) if _norm(e) in before]
         if not named:
             continue
-        text = flat_text(shown(json.loads(got.body), got.dropped))
+        text = flat_text(shown(json.loads(got.body), got.dropped, run.thoughts))
         behind = " ".join(run.originals.get(int(n), "") for n in set(_ALIAS.findall(text)))
         for entity in named:
             e = _norm(entity)
@@ -840,7 +859,7 @@ def measure(run: Run, counter: Counter, earlier: Sequence[str]) -> dict[str, Any
     forwarded = tally((r.prompt for r in ok), counter)
     sent = tally(
         (
-            tuple(segments(shown(json.loads(s.body))))
+            tuple(segments(shown(json.loads(s.body), (), run.thoughts)))
             for s, r in zip(host.sent, received, strict=True)
             if r.status == 200
         ),
@@ -863,6 +882,13 @@ def measure(run: Run, counter: Counter, earlier: Sequence[str]) -> dict[str, Any
         "problems": sum(bool(r.problems) for r in received),
         "thinking_sent": sum(r.thinking for r in received),
         "thinking_dropped": sum(len(r.dropped) for r in received),
+        # Thinking the host sent that the gateway did not forward (squashed with its turn,
+        # or left out as stale), over the calls the API took.
+        "thinking_left_out": sum(
+            len(binding.blocks_of(json.loads(s.body))) - r.thinking
+            for s, r in zip(host.sent, received, strict=True)
+            if r.status == 200
+        ),
         "stripped": host.stripped,
         "rewritten": sum(changed),
         "identical": not any(changed),
@@ -955,6 +981,7 @@ def total(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "refused_host": sum(f["refused_host"] for f in figures),
             "problems": sum(f["problems"] for f in figures),
             "thinking_dropped": sum(f["thinking_dropped"] for f in figures),
+            "thinking_left_out": sum(f.get("thinking_left_out", 0) for f in figures),
             "nudged": sum(f["nudged"] for f in figures),
             "identical": all(f["identical"] for f in figures),
         }
@@ -1094,7 +1121,10 @@ def _acting_rows(section: dict[str, Any], names: Sequence[str]) -> list[list[str
                 " · ".join(_delay(m[n]) for n in names if n != "host"),
                 " / ".join(str(m[n]["refused_gateway"]) for n in names),
                 " / ".join(str(m[n]["refused_host"]) for n in names),
-                " / ".join(str(m[n]["thinking_dropped"]) for n in names),
+                " / ".join(
+                    f"{m[n].get('thinking_left_out', 0)} + {m[n]['thinking_dropped']}"
+                    for n in names
+                ),
                 "–"
                 if pooled
                 else " / ".join(f"{m[n]['gateway_rows']}/{m[n]['requests']}" for n in names),
@@ -1205,7 +1235,7 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         f" autopilot ({_autopilot(section)}) and reminders (added: {nudged}; the gateway"
         " reminds at every"
         f" {section.get('nudge_step', DEFAULT_STEP):,} tokens sent"
-        + (", which the compaction keeps every prompt below" if not nudged else "")
+        + (": no prompt reached it" if not nudged else "")
         + "), `policy` adds a model that squashes (each finished stretch of ≥"
         f" {policy['block']} entries older than the newest {policy['keep']})."
         " Cost: tokens of what the model is shown (dropped thinking and signatures not billed;"
@@ -1237,7 +1267,9 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         " first forwarded call that carried it (1 = the next), from the gateway's"
         " `gateway_calls` rows and the squashes' `created_at`. Refusals: requests the upstream"
         " refused that the gateway had changed (`gateway`, must be 0) or forwarded as the host"
-        " sent them (`host`). `rows`: the gateway's stored calls of the conversation / requests"
+        " sent them (`host`). Thinking: blocks the host sent that the gateway did not forward"
+        " (squashed with their turn, or left out as stale) + blocks the API dropped"
+        " (`drop_block`). `rows`: the gateway's stored calls of the conversation / requests"
         " (each mode " + " / ".join(names) + ").",
         "",
         *_table(
@@ -1249,7 +1281,7 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
                 "squash delay " + " · ".join(others),
                 "gateway refusals",
                 "host refusals",
-                "thinking dropped",
+                "thinking not sent + dropped",
                 "rows",
             ],
             _acting_rows(section, names),
