@@ -156,10 +156,26 @@ async def ensure_session(env: Env, interface: str, conversation: str, title: str
 
 
 async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> Recorded | None:
-    """Record these units (already known to be new) in one transaction; None for none."""
+    """Record these units (already known to be new), in one transaction when they fit one
+    batch (`Limits.max_batch` messages, thinking included), else in as many batches as they
+    need, in order (a conversation a host resumes through the gateway may bring thousands):
+    what the last one recorded, with the numbers of all; None for none."""
     if not units:
         return None
-    return await recording.record(env, messages_of(units), session_id)
+    chunks: list[list[Unit]] = [[]]
+    size = 0
+    for unit in units:
+        need = 1 + len(unit.thinking)
+        if chunks[-1] and size + need > env.limits.max_batch:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(unit)
+        size += need
+    numbers: list[int] = []
+    for chunk in chunks:
+        done = await recording.record(env, messages_of(chunk), session_id)
+        numbers.extend(done.numbers)
+    return replace(done, numbers=tuple(numbers))
 
 
 async def record_compaction(

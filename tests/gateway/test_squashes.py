@@ -95,6 +95,21 @@ class TestRecording:
             assert "(empty)" not in originals.text
             assert "true" in originals.text
 
+    async def test_a_backlog_longer_than_one_batch_is_recorded_whole(self, tmp_path):
+        # A conversation resumed through the gateway brings thousands of messages at once:
+        # more than one recording may hold (Limits.max_batch), so they go in several.
+        messages = [user("Fix the flaky test.")]
+        for i in range(2_600):
+            messages += [call(f"toolu_{i}", f"t {i}"), result(f"toolu_{i}", "ok")]
+        async with rig(tmp_path) as r:
+            await replay(r, [len(messages)], messages)
+            session = await session_of(r)
+            assert session.live_count == len(messages)
+            entries = (await service(r).live_thread(session.id)).entries
+            assert entries[-1].tool_call_id == "toolu_2599"
+            await replay(r, [len(messages)], messages)  # nothing twice
+            assert (await session_of(r)).live_count == len(messages)
+
     async def test_a_side_call_without_tools_is_not_recorded(self, tmp_path):
         async with rig(tmp_path) as r:
             await r.post({"model": "m", "max_tokens": 1, "messages": [user("quota")]}, SESSION)
