@@ -191,12 +191,14 @@ def pinned_messages(request: WireRequest) -> frozenset[int]:
     (`frs.wire.WireBlock.pinned`), with the messages of the calls they answer and of the
     results that answer their calls (a kept call keeps its result, and so on)."""
     messages = request.messages
+    todo = [i for i, m in enumerate(messages) if any(b.pinned for b in m.blocks)]
+    if not todo:
+        return frozenset()
     holding: dict[str, set[int]] = {}
     for i, message in enumerate(messages):
         for block in message.blocks:
             if block.tool_id and block.kind in ("tool_use", "tool_result"):
                 holding.setdefault(block.tool_id, set()).add(i)
-    todo = [i for i, m in enumerate(messages) if any(b.pinned for b in m.blocks)]
     kept: set[int] = set()
     while todo:
         i = todo.pop()

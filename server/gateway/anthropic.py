@@ -322,9 +322,18 @@ def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
         first, _, last = edits.setdefault(ins.message, ([], set(), []))
         blocks = [compact({"type": "text", "text": text}) for text in ins.texts]
         (first if ins.where == "first" else last).extend(blocks)
+    dropped: dict[int, set[int]] = {}
     for index, block in plan.dropped:
-        edits.setdefault(index, ([], set(), []))[1].add(block)
-    for index, (first, dropped, last) in edits.items():
+        dropped.setdefault(index, set()).add(block)
+    for index, gone in dropped.items():
+        held = messages[index].blocks
+        if index in edits or messages[index].content_is_text or len(held) - 1 in gone:
+            edits.setdefault(index, ([], set(), []))[1].update(gone)
+            continue
+        # Blocks left out of a message nothing is added to: only their own characters go,
+        # each with what separates it from the next block (the last one stays).
+        splices.extend(Splice(Span(held[j].span.start, held[j + 1].span.start), "") for j in gone)
+    for index, (first, dropped_here, last) in edits.items():
         message = messages[index]
         if message.content is None:
             raise ValueError("a message to edit has no content")
@@ -334,7 +343,7 @@ def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
             kept = [
                 body[b.span.start : b.span.end]
                 for j, b in enumerate(message.blocks)
-                if j not in dropped
+                if j not in dropped_here
             ]
         splices.append(Splice(message.content, "[" + ",".join([*first, *kept, *last]) + "]"))
     return apply_splices(body, splices)

@@ -77,7 +77,7 @@ class Traffic:
     failed: int = 0  # reads or rewrites that fell back to the original bytes
     sent_bytes: int = 0  # what hosts sent
     forwarded_bytes: int = 0  # what went upstream
-    saved_tokens: int = 0  # estimated tokens the rewrites left out, summaries counted
+    saved_tokens: int = 0  # estimated tokens the rewrites left out (after each answer)
 
 
 class Gateway:
@@ -135,14 +135,12 @@ class Gateway:
         self.traffic.forwarded_bytes += len(prepared.body)
         if prepared.body is not body:
             self.traffic.rewritten += 1
-            self.traffic.saved_tokens += prepared.saved_tokens
             log.info(
-                "%s %s: host sent %d bytes, forwarded %d (~%d tokens fewer: squashes %s)",
+                "%s %s: host sent %d bytes, forwarded %d (squashes %s)",
                 scope["method"],
                 scope["path"],
                 len(body),
                 len(prepared.body),
-                prepared.saved_tokens,
                 ", ".join(f"SQ.{n}" for n in prepared.plan.applied),
             )
         url = route.upstream + scope["path"]
@@ -198,9 +196,12 @@ class Gateway:
     async def _add_call(self, prepared: Prepared, sent: bytes) -> None:
         """The request's row of `gateway_calls`, once its answer has gone to the host."""
         try:
-            await self.recorder.add_call(prepared, sent)
+            call = await self.recorder.add_call(prepared, sent)
         except Exception as exc:  # the row is a record; the answer went in any case
             _log_failure("storing the call", exc)
+            return
+        if call is not None:
+            self.traffic.saved_tokens += call.sent_tokens - call.forwarded_tokens
 
     async def _squash_on_its_own(self, prepared: Prepared) -> None:
         """The autopilot's turn, once the call is recorded: its batch reaches the model from

@@ -84,7 +84,6 @@ class Prepared:
     key: tuple[str, str] | None = None
     units: tuple[Unit, ...] = ()
     belongs: bool = False  # its messages continue the conversation's thread
-    saved_tokens: int = 0  # estimated: what the rewrite left out less the summaries it added
     fresh: int = 0  # units not stored yet, when it was prepared
     wire: str = ""
     #: What the conversation had sent once this request went (the frozen state): every
@@ -223,7 +222,6 @@ class Recorder:
                 base,
                 body=rewritten.encode("utf-8"),
                 plan=plan,
-                saved_tokens=_saved_tokens(text, request, plan),
                 sent=tuple(sorted(conversation.sent.items())),
                 bound=conversation.bound,
                 beta=beta,
@@ -331,26 +329,32 @@ class Recorder:
             )
             return batch
 
-    async def add_call(self, prepared: Prepared, sent: bytes) -> bool:
+    async def add_call(self, prepared: Prepared, sent: bytes) -> GatewayCall | None:
         """Store the request as forwarded (`sent`: the host's body) with what the conversation
-        had sent by then, after its recording; False when it was none of a conversation's."""
+        had sent by then, after its recording: the row, or None when it was none of a
+        conversation's."""
         if prepared.key is None or not prepared.belongs:
-            return False
-        # A long body's estimate takes milliseconds: not on the loop other requests share.
+            return None
+        # A long body's estimate takes milliseconds: not on the loop other requests share,
+        # and after the answer, not before it.
         tokens = await anyio.to_thread.run_sync(estimate_tokens, sent.decode("utf-8"))
+        forwarded = tokens
+        if prepared.body is not sent:
+            text = prepared.body.decode("utf-8")
+            forwarded = await anyio.to_thread.run_sync(estimate_tokens, text)
         call = GatewayCall(
             at=prepared.received or utc_now(),
             wire=prepared.wire,
             sent_bytes=len(sent),
             sent_tokens=tokens,
             forwarded_bytes=len(prepared.body),
-            forwarded_tokens=max(tokens - prepared.saved_tokens, 0),
+            forwarded_tokens=forwarded,
             applied=prepared.plan.applied,
             sent=prepared.sent,
             nudges=prepared.nudges,
             bound=prepared.bound,
         )
-        return await add_call(self.env, *prepared.key, call)
+        return call if await add_call(self.env, *prepared.key, call) else None
 
     async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
         """Record the model's answer to a request, read from the stream it sent back, as the
@@ -504,21 +508,6 @@ def _said(request: WireRequest, units: tuple[Unit, ...]) -> tuple[Unit, ...]:
         return units
     ask = request.instruction
     return tuple(u for u in units if not (u.message == ask and u.new.role == "user"))
-
-
-def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:
-    """Estimated tokens a plan leaves out of the request, less the summaries it adds: only
-    the changed spans are measured, never the whole body."""
-    messages = request.messages
-    gone = [
-        text[messages[r.first].span.start : messages[r.last].span.end] for r in plan.replacements
-    ]
-    gone += [
-        text[b.span.start : b.span.end] for i, j in plan.dropped for b in [messages[i].blocks[j]]
-    ]
-    added = [t for r in plan.replacements for t in r.texts]
-    added += [t for ins in plan.insertions for t in ins.texts]
-    return sum(map(estimate_tokens, gone)) - sum(map(estimate_tokens, added))
 
 
 def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
