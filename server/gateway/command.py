@@ -28,6 +28,7 @@ from server.gateway.chat import WIRE as OPENAI_CHAT
 from server.gateway.proxy import DEFAULT_ANTHROPIC, DEFAULT_OPENAI, Gateway, Upstreams
 from server.gateway.recorder import Recorder
 from server.gateway.responses import WIRE as OPENAI_RESPONSES
+from server.gateway.targets import upstream_of
 from server.http.guards import HostGuard
 from server.http.hosts import HostPolicy, unsafe_bind
 from server.http.listening import bind_socket
@@ -119,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--nudge-tokens {args.nudge_tokens} is below 1000; give 1000 or more")
     upstreams = upstreams_of(args, os.environ)
     for name, url in (("anthropic", upstreams.anthropic), ("openai", upstreams.openai)):
-        if not url.startswith(("http://", "https://")):
-            return _fail(f"the {name} upstream {url!r} is not an http:// or https:// URL")
+        try:
+            upstream_of(url, f"--{name}-upstream (or FRS_{name.upper()}_UPSTREAM)")
+        except ValueError as exc:
+            return _fail(str(exc))
     try:
         HostPolicy.for_server(args.host, args.port, tuple(args.allowed_host))
         sock = bind_socket(args.host, args.port)

@@ -23,6 +23,7 @@ import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
 from server.gateway.recorder import Prepared, Recorder
+from server.gateway.targets import Upstream, path_of, upstream_of
 from server.gateway.wires import WireFormat
 from server.http.guards import respond
 from server.http.tenants import tenant_of
@@ -58,12 +59,14 @@ _HOP = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    upstream: str  # base URL, no trailing slash
+    upstream: Upstream
     wire: WireFormat | None  # the wire that reads a POST to this path; None: never read
 
 
 @dataclass(frozen=True, slots=True)
 class Upstreams:
+    """Each provider's base URL (checked at start: `server.gateway.targets.upstream_of`)."""
+
     anthropic: str = DEFAULT_ANTHROPIC
     openai: str = DEFAULT_OPENAI
 
@@ -112,8 +115,8 @@ class Gateway:
         equal to it), if any."""
         wire = next((w for w in self.wires.values() if w.path == path), None)
         if path.startswith(OPENAI_PATHS):
-            return Route(self.upstreams.openai.rstrip("/"), wire)
-        return Route(self.upstreams.anthropic.rstrip("/"), wire)
+            return Route(upstream_of(self.upstreams.openai), wire)
+        return Route(upstream_of(self.upstreams.anthropic), wire)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -122,6 +125,17 @@ class Gateway:
         named = {k.lower(): v for k, v in headers}
         if self.tenants and tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) is None:
             await _answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+            return
+        path = path_of(scope.get("raw_path") or scope["path"].encode(), scope["path"])
+        if path is None:
+            # The target is not logged: it could hold a key in its query.
+            log.warning("refused a request whose target is not a path (origin form)")
+            await _answer(
+                send,
+                400,
+                "the request target must be a path such as /v1/messages: the gateway sends "
+                "every request to its configured upstream, and to nowhere a request names",
+            )
             return
         body = await _body(receive)
         route = self.route(scope["path"])
@@ -145,9 +159,7 @@ class Gateway:
                 prepared.saved_tokens,
                 ", ".join(f"SQ.{n}" for n in prepared.plan.applied),
             )
-        url = route.upstream + scope["path"]
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode("latin-1")
+        url = route.upstream.url(path, scope.get("query_string", b""))
         forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
         # Pending from before the answer starts, so `settled` never misses it.
         if self._recording == 0:
@@ -221,7 +233,7 @@ class Gateway:
     async def _relay(
         self,
         method: str,
-        url: str,
+        url: httpx2.URL,
         headers: list[tuple[str, str]],
         body: bytes,
         send: Send,
@@ -233,8 +245,9 @@ class Gateway:
         try:
             response = await self.client.send(request, stream=True)
         except httpx2.HTTPError as exc:
-            log.warning("upstream %s unreachable: %s", url.split("?")[0], type(exc).__name__)
-            await _answer(send, 502, f"the gateway could not reach {url.split('?')[0]}")
+            where = str(url.copy_with(query=None))
+            log.warning("upstream %s unreachable: %s", where, type(exc).__name__)
+            await _answer(send, 502, f"the gateway could not reach {where}")
             return
         try:
             kept = [

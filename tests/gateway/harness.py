@@ -152,6 +152,7 @@ class Rig:
     gateway: Gateway
     client: httpx2.AsyncClient
     database: Path
+    upstream_url: str = ""  # the scripted upstream's base URL
 
     async def post(
         self,
@@ -194,5 +195,5 @@ async def rig(
             served(gateway) as url,
             httpx2.AsyncClient(timeout=30) as client,
         ):
-            yield Rig(url, upstream, gateway, client, database)
+            yield Rig(url, upstream, gateway, client, database, upstream_url)
         assert upstream.invalid == [], f"the upstream received invalid requests: {upstream.invalid}"
