@@ -124,13 +124,13 @@ class Gateway:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         named = {k.lower(): v for k, v in headers}
         if self.tenants and tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) is None:
-            await _answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+            await error_answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
             return
         path = path_of(scope.get("raw_path") or scope["path"].encode(), scope["path"])
         if path is None:
             # The target is not logged: it could hold a key in its query.
             log.warning("refused a request whose target is not a path (origin form)")
-            await _answer(
+            await error_answer(
                 send,
                 400,
                 "the request target must be a path such as /v1/messages: the gateway sends "
@@ -138,6 +138,9 @@ class Gateway:
             )
             return
         body = await _body(receive)
+        if body is None:
+            log.info("a host hung up before its request's body arrived whole: not forwarded")
+            return
         route = self.route(scope["path"])
         prepared = Prepared(body)
         # A compressed body is forwarded as it came: reading it would mean writing it again.
@@ -247,7 +250,7 @@ class Gateway:
         except httpx2.HTTPError as exc:
             where = str(url.copy_with(query=None))
             log.warning("upstream %s unreachable: %s", where, type(exc).__name__)
-            await _answer(send, 502, f"the gateway could not reach {where}")
+            await error_answer(send, 502, f"the gateway could not reach {where}")
             return
         try:
             kept = [
@@ -369,19 +372,20 @@ class Tee:
         return b"".join(self.chunks) if self.kept and self.done else None
 
 
-async def _body(receive: Receive) -> bytes:
+async def _body(receive: Receive) -> bytes | None:
+    """The request's whole body; None when the host hung up before sending all of it, or it
+    went over the body cap (`server.http.bodies`): such a request is never forwarded."""
     chunks: list[bytes] = []
     while True:
         message: Message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def _answer(send: Send, status: int, text: str) -> None:
+async def error_answer(send: Send, status: int, text: str) -> None:
     """An error of the gateway's own, in the shape both providers' clients read."""
     body = json.dumps(
         {"type": "error", "error": {"type": "gateway_error", "message": f"frs-mcp gateway: {text}"}}
