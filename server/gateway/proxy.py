@@ -78,6 +78,7 @@ class Traffic:
     requests: int = 0
     rewritten: int = 0
     failed: int = 0  # reads or rewrites that fell back to the original bytes
+    incomplete: int = 0  # requests whose body never arrived whole: not forwarded
     sent_bytes: int = 0  # what hosts sent
     forwarded_bytes: int = 0  # what went upstream
     saved_tokens: int = 0  # estimated tokens the rewrites left out, summaries counted
@@ -139,6 +140,7 @@ class Gateway:
             return
         body = await _body(receive)
         if body is None:
+            self.traffic.incomplete += 1
             log.info("a host hung up before its request's body arrived whole: not forwarded")
             return
         route = self.route(scope["path"])
@@ -182,7 +184,7 @@ class Gateway:
                 else:
                     recorded.set()
                 await self._relay(
-                    scope["method"], url, forwarded, prepared.body, send, tee, recorded
+                    scope["method"], url, forwarded, prepared.body, receive, send, tee, recorded
                 )
         finally:
             with anyio.CancelScope(shield=True):
@@ -239,18 +241,51 @@ class Gateway:
         url: httpx2.URL,
         headers: list[tuple[str, str]],
         body: bytes,
+        receive: Receive,
         send: Send,
         tee: Tee | None = None,
         recorded: anyio.Event | None = None,
     ) -> None:
+        """Forward the request and stream its answer back. A host that hangs up stops it at
+        once: the upstream request is cancelled and its connection closed (httpcore closes a
+        connection whose exchange was cut), so the provider stops generating, and nothing of
+        it outlives the request."""
+        answered = anyio.Event()  # the end of the answer is on its way to the host
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            # After the body, the server's receive() answers only when the host is gone (or
+            # the answer is complete, which `answered` tells apart).
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not answered.is_set():
+                log.info("the host hung up: its upstream request is cancelled")
+                scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch, tg.cancel_scope)
+            await self._exchange(method, url, headers, body, send, tee, recorded, answered)
+            tg.cancel_scope.cancel()
+
+    async def _exchange(
+        self,
+        method: str,
+        url: httpx2.URL,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        send: Send,
+        tee: Tee | None,
+        recorded: anyio.Event | None,
+        answered: anyio.Event,
+    ) -> None:
         request = httpx2.Request(method, url, headers=headers, content=body)
         started = time.monotonic()
+        where = str(url.copy_with(query=None))
         try:
             response = await self.client.send(request, stream=True)
         except httpx2.HTTPError as exc:
-            where = str(url.copy_with(query=None))
-            log.warning("upstream %s unreachable: %s", where, type(exc).__name__)
-            await error_answer(send, 502, f"the gateway could not reach {where}")
+            log.warning("upstream %s failed: %s", where, type(exc).__name__)
+            status, text = self._failure(exc, where)
+            await error_answer(send, status, text)
             return
         try:
             kept = [
@@ -269,23 +304,56 @@ class Gateway:
             if tee is not None:
                 tee.start(response.status_code, response.headers)
             held = Held(recorded)
-            async for chunk in response.aiter_raw():
-                if tee is not None:
-                    tee.add(chunk)  # a reference kept, read after the answer is sent
-                out = held.let_through(chunk)
-                if out:
-                    await send({"type": "http.response.body", "body": out, "more_body": True})
+            try:
+                async for chunk in response.aiter_raw():
+                    if tee is not None:
+                        tee.add(chunk)  # a reference kept, read after the answer is sent
+                    out = held.let_through(chunk)
+                    if out:
+                        await send({"type": "http.response.body", "body": out, "more_body": True})
+            except httpx2.HTTPError as exc:
+                # The status is with the host already. What came goes to it, and then its
+                # stream is cut as the provider's was: the app ends without the answer's end,
+                # so the server closes the connection short of it. A stream ended cleanly
+                # would pass for a whole answer.
+                log.warning(
+                    "upstream %s broke mid-answer (%s): cut for the host too",
+                    where,
+                    type(exc).__name__,
+                )
+                rest = await held.rest()
+                if rest:
+                    await send({"type": "http.response.body", "body": rest, "more_body": True})
+                return
             last = await held.rest()
+            answered.set()
             await send({"type": "http.response.body", "body": last, "more_body": False})
             if tee is not None:
                 tee.done = True
-        except httpx2.HTTPError as exc:
-            # The status is already with the host: end its stream; it sees a cut answer, as
-            # it would have from the provider.
-            log.warning("upstream stream broke: %s", type(exc).__name__)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            await response.aclose()
+            with anyio.CancelScope(shield=True):  # a host that hung up still closes it
+                await response.aclose()
+
+    def _failure(self, exc: httpx2.HTTPError, where: str) -> tuple[int, str]:
+        """The status and words for the host when an upstream request failed before its
+        answer began: 504 when a timeout ran out (naming the flag that sets it), else 502."""
+        timeout = self.client.timeout
+        if isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
+            return 504, (
+                f"the gateway could not connect to {where} within {timeout.connect:g} s "
+                "(--connect-timeout)"
+            )
+        if isinstance(exc, httpx2.WriteTimeout):
+            return 504, (
+                f"{where} took none of the request's body for {timeout.write:g} s "
+                "(--upstream-timeout); the request was given up"
+            )
+        if isinstance(exc, httpx2.TimeoutException):
+            return 504, (
+                f"{where} sent nothing for {timeout.read:g} s (--upstream-timeout); the "
+                "request was given up"
+            )
+        return 502, f"the gateway could not reach {where}"
 
 
 class Held:

@@ -178,6 +178,7 @@ async def rig(
     rewrite: bool = True,
     nudges: int | None = None,
     dsn: str | None = None,
+    upstream_timeout: float = 600.0,
 ) -> AsyncIterator[Rig]:
     """The gateway on a fresh database (SQLite, or the PostgreSQL database `dsn`), in front
     of a scripted upstream."""
@@ -191,6 +192,7 @@ async def rig(
                 Upstreams(anthropic=upstream_url, openai=upstream_url),
                 rewrite=rewrite,
                 nudge_step=nudges,
+                upstream_timeout=upstream_timeout,
             ) as gateway,
             served(gateway) as url,
             httpx2.AsyncClient(timeout=30) as client,
