@@ -30,6 +30,7 @@ from server.gateway.proxy import (
     DEFAULT_ANTHROPIC,
     DEFAULT_OPENAI,
     Gateway,
+    Recorders,
     Upstreams,
     error_answer,
 )
@@ -225,7 +226,12 @@ async def open_gateway(
 ) -> AsyncIterator[Gateway]:
     """The gateway app over the database, with its upstream client; closed on exit."""
     async with open_deps(settings) as deps:
-        env = deps.service.for_scope(Scope(client=GATEWAY_CLIENT)).env
+
+        def recorder_for(tenant: str) -> Recorder:
+            """A tenant's recorder: its writes go under the tenant, as the gateway's client."""
+            env = deps.service.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT)).env
+            return Recorder(env, nudge_step)
+
         # `read` bounds the silence before an answer's first byte and between two of its bytes;
         # `pool` a wait for a connection, which the cap on the host's sockets bounds anyway.
         timeout = httpx2.Timeout(
@@ -236,7 +242,7 @@ async def open_gateway(
         )
         async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
             yield Gateway(
-                Recorder(env, nudge_step),
+                Recorders(recorder_for),
                 upstreams,
                 client,
                 {

@@ -15,13 +15,16 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
 import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
+from frs.model import LOCAL_TENANT
+from frs.owners import Caller
+from server.gateway.callers import caller_of
 from server.gateway.recorder import Prepared, Recorder
 from server.gateway.targets import Upstream, path_of, upstream_of
 from server.gateway.wires import WireFormat
@@ -84,19 +87,36 @@ class Traffic:
     saved_tokens: int = 0  # estimated tokens the rewrites left out, summaries counted
 
 
+class Recorders:
+    """One recorder per tenant, made on the tenant's first request: a tenant's conversations
+    are stored under it (`frs.model.Scope.tenant`), where its own MCP server and viewer see
+    them, and its recorder's memory (locks, threads, the last bodies) is its own."""
+
+    def __init__(self, make: Callable[[str], Recorder]) -> None:
+        self.make = make
+        self.made: dict[str, Recorder] = {}
+
+    def of(self, tenant: str) -> Recorder:
+        found = self.made.get(tenant)
+        if found is None:
+            found = self.made[tenant] = self.make(tenant)
+        return found
+
+
 class Gateway:
-    """The ASGI app: `routes` picks the upstream and wire format by path."""
+    """The ASGI app: `routes` picks the upstream and wire format by path; the caller's token
+    (`tenants`) its tenant, and so the recorder its conversations go to."""
 
     def __init__(
         self,
-        recorder: Recorder,
+        recorders: Recorders,
         upstreams: Upstreams,
         client: httpx2.AsyncClient,
         wires: Mapping[str, WireFormat],
         tenants: Mapping[str, str] | None = None,
         rewrite: bool = True,
     ) -> None:
-        self.recorder = recorder
+        self.recorders = recorders
         self.upstreams = upstreams
         self.client = client
         self.wires = dict(wires)
@@ -106,6 +126,11 @@ class Gateway:
         self._recording = 0
         self._settled = anyio.Event()
         self._settled.set()
+
+    @property
+    def recorder(self) -> Recorder:
+        """The local tenant's: every caller's, on a gateway without tokens."""
+        return self.recorders.of(LOCAL_TENANT)
 
     async def settled(self) -> None:
         """Wait until every answered request's recording is done (tests, shutdown)."""
@@ -124,9 +149,11 @@ class Gateway:
             return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         named = {k.lower(): v for k, v in headers}
-        if self.tenants and tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) is None:
+        tenant = tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) if self.tenants else None
+        if self.tenants and tenant is None:
             await error_answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
             return
+        recorder = self.recorders.of(tenant or LOCAL_TENANT)
         path = path_of(scope.get("raw_path") or scope["path"].encode(), scope["path"])
         if path is None:
             # The target is not logged: it could hold a key in its query.
@@ -148,7 +175,8 @@ class Gateway:
         # A compressed body is forwarded as it came: reading it would mean writing it again.
         plain = named.get("content-encoding", "identity").lower() == "identity"
         if plain and route.wire is not None and scope["method"] == "POST":
-            prepared = await self._prepare(route.wire, body, named)
+            caller = caller_of(named, tenant_says=bool(self.tenants))
+            prepared = await self._prepare(recorder, route.wire, body, named, caller)
         self.traffic.requests += 1
         self.traffic.sent_bytes += len(body)
         self.traffic.forwarded_bytes += len(prepared.body)
@@ -180,7 +208,7 @@ class Gateway:
             async with anyio.create_task_group() as tg:
                 recorded = anyio.Event()
                 if early:
-                    tg.start_soon(self._record_then, prepared, recorded)
+                    tg.start_soon(self._record_then, recorder, prepared, recorded)
                 else:
                     recorded.set()
                 await self._relay(
@@ -189,15 +217,17 @@ class Gateway:
         finally:
             with anyio.CancelScope(shield=True):
                 if not early:
-                    await self._record(prepared)
+                    await self._record(recorder, prepared)
                 if tee is not None and route.wire is not None:
-                    await self._record_answer(route.wire, prepared, tee)
-                await self._add_call(prepared, body)
+                    await self._record_answer(recorder, route.wire, prepared, tee)
+                await self._add_call(recorder, prepared, body)
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
 
-    async def _record_answer(self, wire: WireFormat, prepared: Prepared, tee: Tee) -> None:
+    async def _record_answer(
+        self, recorder: Recorder, wire: WireFormat, prepared: Prepared, tee: Tee
+    ) -> None:
         """Record the answer from the copy of the stream, once it has all reached the host."""
         raw = tee.complete()
         if raw is None:
@@ -205,31 +235,40 @@ class Gateway:
         try:
             answer = wire.answer_of(raw, tee.content_type)
             if answer is not None:
-                await self.recorder.record_answer(prepared, answer)
+                await recorder.record_answer(prepared, answer)
         except Exception as exc:  # the next request brings the answer in any case
             _log_failure("recording the answer", exc)
 
-    async def _add_call(self, prepared: Prepared, sent: bytes) -> None:
+    async def _add_call(self, recorder: Recorder, prepared: Prepared, sent: bytes) -> None:
         """The request's row of `gateway_calls`, once its answer has gone to the host."""
         try:
-            await self.recorder.add_call(prepared, sent)
+            await recorder.add_call(prepared, sent)
         except Exception as exc:  # the row is a record; the answer went in any case
             _log_failure("storing the call", exc)
 
-    async def _record_then(self, prepared: Prepared, recorded: anyio.Event) -> None:
+    async def _record_then(
+        self, recorder: Recorder, prepared: Prepared, recorded: anyio.Event
+    ) -> None:
         with anyio.CancelScope(shield=True):  # a host that hangs up does not cut a write
-            await self._record(prepared)
+            await self._record(recorder, prepared)
         recorded.set()
 
-    async def _record(self, prepared: Prepared) -> None:
+    async def _record(self, recorder: Recorder, prepared: Prepared) -> None:
         try:
-            await self.recorder.record(prepared)
+            await recorder.record(prepared)
         except Exception as exc:  # recording never stands between the host and its answer
             _log_failure("recording", exc)
 
-    async def _prepare(self, wire: WireFormat, body: bytes, headers: Mapping[str, str]) -> Prepared:
+    async def _prepare(
+        self,
+        recorder: Recorder,
+        wire: WireFormat,
+        body: bytes,
+        headers: Mapping[str, str],
+        caller: Caller,
+    ) -> Prepared:
         try:
-            return await self.recorder.prepare(wire, body, headers, rewrite=self.rewrite)
+            return await recorder.prepare(wire, body, headers, self.rewrite, caller)
         except Exception as exc:  # whatever went wrong, the host's bytes go upstream
             self.traffic.failed += 1
             _log_failure(f"{wire.name} request", exc)

@@ -34,9 +34,11 @@ from frs.host_threads import (
 from frs.matching import Unit, answer_unit, new_units, units_of
 from frs.model import GatewayCall, Limits, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
+from frs.owners import Caller, thread_key
 from frs.rewriting import mark_of, plan_rewrite
 from frs.text import estimate_tokens, shorten
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from server.gateway.callers import system_of
 from server.gateway.wires import WireFormat, refusal_of
 
 log = logging.getLogger("frs-mcp.gateway")
@@ -94,10 +96,16 @@ class Recorder:
         return found
 
     async def prepare(
-        self, wire: WireFormat, body: bytes, headers: Mapping[str, str], rewrite: bool = True
+        self,
+        wire: WireFormat,
+        body: bytes,
+        headers: Mapping[str, str],
+        rewrite: bool = True,
+        caller: Caller | None = None,
     ) -> Prepared:
         """The bytes to forward (the host's, or a rewrite that passed the checks) and what
-        to record; raises on anything unexpected, and the caller then forwards `body`."""
+        to record; raises on anything unexpected, and the caller then forwards `body`. With
+        a `caller`, the conversation is that caller's thread of it (`frs.owners`)."""
         text = body.decode("utf-8")
         named = wire.named(headers)
         previous = self._parsed.get(named) if named else None
@@ -115,6 +123,11 @@ class Recorder:
         key = wire.conversation_of(headers, units)
         if key is None:
             return Prepared(body)
+        if caller is not None:
+            if key != named:
+                caller = replace(caller, system=system_of(text, request))
+            title = _title(units) if units and request.has_tools else None  # it would record
+            key = await thread_key(self.env, caller, key, key == named, title)
         conversation = self._conversation(key)
         async with conversation.lock:
             thread = await self._thread(key, conversation)
