@@ -16,7 +16,7 @@ import server.origin  # noqa: F401
 from frs import StoreError, conversations
 from frs.model import Conversation
 from server.cli import exporter, importer
-from server.cli.logs import hide_session_ids
+from server.cli.logs import hide_credentials, hide_session_ids
 from server.cli.options import parser
 from server.cli.serving import serve_http, serve_stdio
 from server.gateway import command as gateway
@@ -46,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     hide_session_ids()
+    hide_credentials()
     try:
         # Checked once for every command, before any of them binds a port or opens a file;
         # the commands resolve the (now absolute) value again to the same path.
