@@ -66,6 +66,8 @@ DEFAULT_UPSTREAM_TIMEOUT = 600.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
 #: Seconds a request's body may take after its headers: a 32 MiB body needs about 4.5 MB/s.
 DEFAULT_BODY_TIMEOUT = 60.0
+#: Conversations whose last request body the gateway keeps in memory, all tenants together.
+KEPT_BODIES = 32
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -225,12 +227,15 @@ async def open_gateway(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> AsyncIterator[Gateway]:
     """The gateway app over the database, with its upstream client; closed on exit."""
+    # The last bodies the recorders keep, to read a conversation's next request faster, are
+    # shared out among the tenants: the memory they hold stays that of one recorder's.
+    bodies = max(1, KEPT_BODIES // max(1, len(set((tenants or {}).values()))))
     async with open_deps(settings) as deps:
 
         def recorder_for(tenant: str) -> Recorder:
             """A tenant's recorder: its writes go under the tenant, as the gateway's client."""
             env = deps.service.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT)).env
-            return Recorder(env, nudge_step)
+            return Recorder(env, nudge_step, bodies)
 
         # `read` bounds the silence before an answer's first byte and between two of its bytes;
         # `pool` a wait for a connection, which the cap on the host's sockets bounds anyway.

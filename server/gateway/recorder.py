@@ -79,10 +79,15 @@ class Prepared:
 
 
 class Recorder:
-    def __init__(self, env: Env, nudge_step: int | None = DEFAULT_STEP) -> None:
-        """`nudge_step`: tokens sent between two reminders to squash; None sends none."""
+    def __init__(
+        self, env: Env, nudge_step: int | None = DEFAULT_STEP, bodies: int = _PARSED
+    ) -> None:
+        """`nudge_step`: tokens sent between two reminders to squash; None sends none.
+        `bodies`: conversations whose last request body stays in memory (one recorder per
+        tenant shares `_PARSED` out among them)."""
         self.env = env
         self.nudge_step = nudge_step
+        self.bodies = bodies
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
 
@@ -137,7 +142,7 @@ class Recorder:
             if named is not None and belongs:  # a side call's body would be no help next time
                 self._parsed[named] = Parsed(text, request, units)
                 self._parsed.move_to_end(named)
-                if len(self._parsed) > _PARSED:
+                if len(self._parsed) > self.bodies:
                     self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
             frozen = _Kept(

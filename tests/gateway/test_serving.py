@@ -206,3 +206,21 @@ class TestBodyCap:
         assert got.startswith(b"HTTP/1.1 413 ")
         assert _whole(got)
         assert got.count(b"HTTP/1.1") == 1  # no 408 written after the answer
+
+    async def test_a_body_it_does_not_read_costs_the_gateway_a_small_multiple_of_it(
+        self, tmp_path: Path
+    ) -> None:
+        """The body read whole (its chunks, then joined) and sent on: about 2.7 times it."""
+        upstream = Upstream(lambda seen: text_reply())
+        big = b'{"pad":"' + b"x" * (24 << 20) + b'"}'
+        async with served(upstream) as url:
+            with gateway_process(tmp_path / "frs.db", url) as gateway:
+                async with httpx2.AsyncClient(timeout=60) as http:
+                    path = gateway.url + "/v1/messages/count_tokens"
+                    await http.post(path, content=b"{}", headers=KEY)
+                    before = gateway.status("VmHWM")
+                    answer = await http.post(path, content=big, headers=KEY)
+                    grown = (gateway.status("VmHWM") - before) * 1024
+        assert answer.status_code == 200
+        assert upstream.seen[-1].body == big
+        assert grown < 4 * len(big), f"grew {grown / len(big):.1f} times the body"
