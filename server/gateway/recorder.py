@@ -113,7 +113,12 @@ class Recorder:
         a `caller`, the conversation is that caller's thread of it (`frs.owners`)."""
         text = body.decode("utf-8")
         named = wire.named(headers)
-        previous = self._parsed.get(named) if named else None
+        # Each caller's own: another's last body would tell it, by the time a read takes, how
+        # much of that body its own repeats.
+        slot = named
+        if named is not None and caller is not None and caller.credential is not None:
+            slot = (named[0], f"{named[1]}#{caller.credential}")
+        previous = self._parsed.get(slot) if slot else None
         request = wire.parse(text, headers, previous)
         if previous is None:
             units = tuple(_fit(u, self.env.limits) for u in units_of(request))
@@ -139,9 +144,9 @@ class Recorder:
             if not conversation.loaded:
                 await _load_sent(self.env, thread, conversation)
             belongs = _belongs(request, units, thread, key)
-            if named is not None and belongs:  # a side call's body would be no help next time
-                self._parsed[named] = Parsed(text, request, units)
-                self._parsed.move_to_end(named)
+            if slot is not None and belongs:  # a side call's body would be no help next time
+                self._parsed[slot] = Parsed(text, request, units)
+                self._parsed.move_to_end(slot)
                 if len(self._parsed) > self.bodies:
                     self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
