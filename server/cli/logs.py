@@ -75,6 +75,8 @@ class HideCredentials(logging.Filter):
 
 def _mask(found: re.Match[str]) -> str:
     kept = found.group("param") or found.group("bearer") or found.group("header") or ""
+    if found.group(0)[len(kept) :] == "***":  # masked already (`storage.postgres.redact`)
+        return found.group(0)
     return kept + SECRET_MASK
 
 
