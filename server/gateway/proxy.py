@@ -7,6 +7,12 @@ for byte and unparsed: JSON, server-sent events (pings and mid-stream errors inc
 status. Whatever fails in reading, recording or rewriting, the host's own bytes are forwarded
 and the reason is logged (never a body, never a key): the gateway never breaks a call that
 would have worked without it.
+
+What it never does: send a request anywhere but the configured upstream (a target is a path,
+`server.gateway.targets`), forward a body that did not arrive whole, match one caller's
+request to another's conversation (each tenant has its recorder, `Recorders`; without tokens
+the credential tells callers apart, `server.gateway.callers`), go on with an upstream request
+whose host hung up, or end cleanly an answer the upstream cut.
 """
 
 from __future__ import annotations
