@@ -159,7 +159,7 @@ async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> 
     """Record these units (already known to be new), in one transaction when they fit one
     batch (`Limits.max_batch` messages, thinking included), else in as many batches as they
     need, in order (a conversation a host resumes through the gateway may bring thousands):
-    what the last one recorded, with the numbers of all; None for none."""
+    what the last one recorded, with the numbers and positions of all; None for none."""
     if not units:
         return None
     chunks: list[list[Unit]] = [[]]
@@ -172,10 +172,12 @@ async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> 
         chunks[-1].append(unit)
         size += need
     numbers: list[int] = []
+    positions: list[int] = []
     for chunk in chunks:
         done = await recording.record(env, messages_of(chunk), session_id)
         numbers.extend(done.numbers)
-    return replace(done, numbers=tuple(numbers))
+        positions.extend(done.positions)
+    return replace(done, numbers=tuple(numbers), positions=tuple(positions))
 
 
 async def record_compaction(

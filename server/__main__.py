@@ -16,12 +16,11 @@ import server.origin  # noqa: F401
 from frs import StoreError, conversations
 from frs.model import Conversation
 from server.cli import exporter, importer
-from server.cli.logs import hide_session_ids
+from server.cli.logs import hide_credentials, hide_session_ids
 from server.cli.options import parser
 from server.cli.serving import serve_http, serve_stdio
 from server.gateway import command as gateway
-from server.http.hosts import HostPolicy, unsafe_bind
-from server.http.listening import bind_socket, listen_failure
+from server.http.listening import CannotListen, listen
 from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
 from server.http.transports import HttpOptions
@@ -31,12 +30,15 @@ from storage import DatabaseRefused
 from storage.postgres import redact
 
 log = logging.getLogger("frs-mcp")
+#: The commands that serve until stopped (None: MCP); they log at INFO unless told otherwise.
+SERVING = (None, "web", "gateway")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # The commands' stderr is for their progress and errors, so they log only what went wrong.
-    level = args.log_level or ("INFO" if args.command is None else "WARNING")
+    level = args.log_level or ("INFO" if args.command in SERVING else "WARNING")
+    args.log_level = level
     # stdout is the protocol (or the command's result): every log line goes to stderr.
     logging.basicConfig(
         stream=sys.stderr,
@@ -44,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     hide_session_ids()
+    hide_credentials()
     try:
         # Checked once for every command, before any of them binds a port or opens a file;
         # the commands resolve the (now absolute) value again to the same path.
@@ -129,19 +132,10 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
 
 def _listen(settings: Settings, http: HttpOptions) -> int:
     """Serve over HTTP: refuse an unsafe bind or a bad host name first, then bind the port."""
-    refusal = unsafe_bind(http.host, http.secured)
-    if refusal is not None:
-        print(f"frs-mcp: {refusal}", file=sys.stderr)
-        return 2
     try:
-        HostPolicy.for_server(http.host, http.port, http.allowed_hosts)
-    except ValueError as exc:
+        sock = listen(http.host, http.port, http.secured, http.allowed_hosts)
+    except CannotListen as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
-        return 2
-    try:
-        sock = bind_socket(http.host, http.port)
-    except OSError as exc:
-        print(f"frs-mcp: {listen_failure(http.host, http.port, exc)}", file=sys.stderr)
         return 2
     with sock:
         return _run(serve_http, settings, http, sock)

@@ -101,9 +101,9 @@ H11_ATTRIBUTES = (
 )
 
 
-# --- uvicorn: the server that runs the MCP HTTP transports ---------------------------------------
+# --- uvicorn: the server that runs the three HTTP servers ----------------------------------------
 
-#: The base of `server.cli.serving`'s server: uvicorn re-raises a caught SIGINT/SIGTERM once
+#: The base of `server.http.serving`'s server: uvicorn re-raises a caught SIGINT/SIGTERM once
 #: serving stops and has no hook for shutting down streams that never end by themselves, so
 #: its signal handling is overridden.
 Uvicorn = UvicornServer

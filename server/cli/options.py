@@ -213,13 +213,28 @@ def _http(http: argparse._ArgumentGroup) -> None:
     )
 
 
+class _Command(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is its own error, shown with its own
+    usage (argparse would hand it back to the main parser, whose usage says nothing of the
+    subcommand's options)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extra = super().parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed, extra
+
+
 def _commands(p: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """The subcommands; each takes --db and --log-level too, before or after its name."""
-    commands = p.add_subparsers(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser] = p.add_subparsers(
         dest="command",
         title="commands",
         metavar="COMMAND",
         description="optional: with no command, frs-mcp serves MCP",
+        parser_class=_Command,
     )
     common = _common(suppress=True)
     importer.configure(

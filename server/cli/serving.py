@@ -8,21 +8,12 @@ the shared deps).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 import socket
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
 
-import uvicorn
-
+from server.http.serving import Serving, serve
 from server.http.shares import listen_share
-from server.http.sockets import guarded_protocol
-from server.http.transports import HttpOptions, build_app
-from server.internals import Uvicorn
+from server.http.transports import HttpOptions, body_refusal, build_app
 from server.mcp.app import build_server
 from server.mcp.deps import Deps, open_deps
 from server.settings import Settings
@@ -40,40 +31,6 @@ async def serve_stdio(settings: Settings) -> None:
         await mcp.run_stdio_async()
 
 
-class _Server(Uvicorn):
-    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_exit = on_exit
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        self._loop = asyncio.get_running_loop()
-        await super().serve(sockets)
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        # Open subscriptions/listen streams are requests that never end by themselves: end
-        # them gracefully now (on the loop, not in the signal handler), or each would hold
-        # the shutdown for its whole timeout.
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._on_exit)
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        # uvicorn re-raises a caught SIGINT/SIGTERM once serving stops, which would kill the
-        # process before the database is closed. Stop gracefully and return normally instead.
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-
 async def serve_http(settings: Settings, options: HttpOptions, sock: socket.socket) -> None:
     """Serve until SIGINT/SIGTERM: in-flight requests get `shutdown_timeout` seconds to finish,
     then the database closes."""
@@ -84,14 +41,14 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     source = f"half your tenant's share of --max-connections {cap}"
     async with open_deps(settings, listens, source, options.tenant_count) as deps:
         mcp = build_server(settings, shared=deps)
-        config = uvicorn.Config(
-            build_app(mcp, options, port, viewer_of(deps.service.store)),
-            lifespan="on",
-            log_config=None,  # our stderr logging, not uvicorn's (its access log goes to stdout)
-            log_level=settings.log_level.lower(),
-            access_log=settings.log_level.upper() == "DEBUG",
-            timeout_graceful_shutdown=options.shutdown_timeout,
-            http=guarded_protocol(options.sockets),
+        app = build_app(mcp, options, port, viewer_of(deps.service.store))
+        serving = Serving(
+            sockets=options.sockets,
+            max_body=options.max_body_bytes,
+            body_text=body_refusal(options.max_body_bytes),
+            shutdown_timeout=options.shutdown_timeout,
+            log_level=settings.log_level,
+            lifespan=True,
         )
-        await _Server(config, deps.events.close).serve(sockets=[sock])
+        await serve(app, sock, serving, on_exit=deps.events.close)
     log.info("stopped; database %s closed", redact(settings.database))

@@ -2,7 +2,9 @@
 
 The same rules as the HTTP transports: another address needs a token (`--token`,
 `FRS_TOKEN` or `--tokens`; a host sends it in the `X-FRS-Token` header, since Authorization
-carries the provider's key), and the Host and Origin checks guard against DNS rebinding.
+carries the provider's key), and the Host and Origin checks guard against DNS rebinding. It
+listens and serves as they do (`server.http.listening`, `server.http.serving`): socket limits,
+a body cap (`--max-body`), and a SIGTERM that closes the database and exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from contextlib import asynccontextmanager
 
 import anyio
 import httpx2
-import uvicorn
 from starlette.types import ASGIApp
 
 from frs import StoreError
@@ -26,12 +27,22 @@ from frs.model import Scope
 from frs.nudges import DEFAULT_STEP
 from server.gateway.anthropic import WIRE as ANTHROPIC
 from server.gateway.chat import WIRE as OPENAI_CHAT
-from server.gateway.proxy import DEFAULT_ANTHROPIC, DEFAULT_OPENAI, Gateway, Upstreams
+from server.gateway.proxy import (
+    DEFAULT_ANTHROPIC,
+    DEFAULT_OPENAI,
+    Gateway,
+    Recorders,
+    Upstreams,
+    error_answer,
+)
 from server.gateway.recorder import Recorder
 from server.gateway.responses import WIRE as OPENAI_RESPONSES
+from server.gateway.targets import upstream_of
 from server.http.guards import HostGuard
-from server.http.hosts import HostPolicy, unsafe_bind
-from server.http.listening import bind_socket
+from server.http.hosts import HostPolicy
+from server.http.listening import CannotListen, listen
+from server.http.serving import Serving, serve
+from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
 from server.mcp.deps import open_deps
 from server.settings import Settings, resolve_database
@@ -45,6 +56,21 @@ DEFAULT_GATEWAY_PORT = 8767
 GATEWAY_CLIENT = "gateway"
 #: The autopilot as `frs-mcp gateway` runs it unless told otherwise.
 AUTOPILOT = Autopilot()
+#: The largest body a host may send: the providers' own limit for a model request. Anthropic's
+#: Messages and Token Counting endpoints take at most 32 MB
+#: (https://docs.anthropic.com/en/api/overview#request-size-limits); 32 MiB is a little more,
+#: so the gateway never refuses what the provider would take. (A Files or Batches upload, up
+#: to 500 and 256 MB there, goes to the provider directly.)
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+#: Seconds an upstream may stay silent, before its answer's first byte or between two: the
+#: Anthropic and OpenAI SDKs' own default timeout (10 minutes), which a streamed answer of
+#: many minutes keeps well inside (it sends an event at least every few seconds).
+DEFAULT_UPSTREAM_TIMEOUT = 600.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+#: Seconds a request's body may take after its headers: a 32 MiB body needs about 4.5 MB/s.
+DEFAULT_BODY_TIMEOUT = 60.0
+#: Conversations whose last request body the gateway keeps in memory, all tenants together.
+KEPT_BODIES = 32
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -116,6 +142,45 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="record only: forward every request exactly as the host sent it",
     )
+    p.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
+        help="largest request body a host may send (default %(default)s: 32 MiB, the providers' "
+        "own limit); a larger one gets 413 before it is read",
+    )
+    p.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=DEFAULT_UPSTREAM_TIMEOUT,
+        metavar="SECONDS",
+        help="give up on an upstream silent this long, before its answer or inside it "
+        "(default %(default)g); the host then gets 504, or its stream cut",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help="give up connecting to an upstream after this long (default %(default)g)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT,
+        metavar="SECONDS",
+        help="time a request's body may take after its headers (default %(default)g); slower "
+        "gets 408 and nothing is forwarded",
+    )
+    p.add_argument(
+        "--write-timeout",
+        type=float,
+        default=SocketLimits().write_timeout,
+        metavar="SECONDS",
+        help="close a socket whose host has read nothing of an answer this long "
+        f"(default {SocketLimits().write_timeout:g})",
+    )
     p.add_argument("--token", default=None, help="gateway token (default $FRS_TOKEN)")
     p.add_argument("--tokens", metavar="FILE", default=None, help="tenants: NAME SECRET a line")
     p.add_argument(
@@ -142,31 +207,19 @@ def run(args: argparse.Namespace) -> int:
         tenants = tenants_of(args.token or os.environ.get("FRS_TOKEN"), args.tokens)
     except TokensFileError as exc:
         return _fail(str(exc))
-    refusal = unsafe_bind(args.host, bool(tenants))
-    if refusal is not None:
-        return _fail(refusal)
-    if not 0 <= args.port <= 65535:
-        return _fail(f"--port {args.port} is not a port (0..65535)")
-    if args.nudge_tokens < 1_000:
-        return _fail(f"--nudge-tokens {args.nudge_tokens} is below 1000; give 1000 or more")
-    for flag, value, low in (
-        ("--auto-squash-after", args.auto_squash_after, 0),
-        ("--auto-squash-keep", args.auto_squash_keep, 0),
-        ("--auto-squash-payback", args.auto_squash_payback, 1),
-    ):
-        if value < low:
-            return _fail(f"{flag} {value} is below {low}; give {low} or more")
+    wrong = _wrong_flag(args)
+    if wrong is not None:
+        return _fail(wrong)
     upstreams = upstreams_of(args, os.environ)
     for name, url in (("anthropic", upstreams.anthropic), ("openai", upstreams.openai)):
-        if not url.startswith(("http://", "https://")):
-            return _fail(f"the {name} upstream {url!r} is not an http:// or https:// URL")
+        try:
+            upstream_of(url, f"--{name}-upstream (or FRS_{name.upper()}_UPSTREAM)")
+        except ValueError as exc:
+            return _fail(str(exc))
     try:
-        HostPolicy.for_server(args.host, args.port, tuple(args.allowed_host))
-        sock = bind_socket(args.host, args.port)
-    except ValueError as exc:
+        sock = listen(args.host, args.port, bool(tenants), args.allowed_host)
+    except CannotListen as exc:
         return _fail(str(exc))
-    except OSError as exc:
-        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
     settings = Settings(database=resolve_database(args.db))
     with sock:
         try:
@@ -180,6 +233,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wrong_flag(args: argparse.Namespace) -> str | None:
+    """What is wrong with a flag's value, in one line with the valid range; else None."""
+    if not 0 <= args.port <= 65535:
+        return f"--port {args.port} is not a port (0..65535)"
+    if args.nudge_tokens < 1_000:
+        return f"--nudge-tokens {args.nudge_tokens} is below 1000; give 1000 or more"
+    if not 1024 <= args.max_body <= 1 << 31:
+        return f"--max-body {args.max_body}: give 1024 to 2147483648 bytes"
+    for flag in ("upstream_timeout", "connect_timeout", "body_timeout", "write_timeout"):
+        value = getattr(args, flag)
+        if not 0 < value <= 86_400:
+            return f"--{flag.replace('_', '-')} {value:g}: give 0 < seconds <= 86400"
+    for name, low in (
+        ("auto_squash_after", 0),
+        ("auto_squash_keep", 0),
+        ("auto_squash_payback", 1),
+    ):
+        value = getattr(args, name)
+        if value < low:
+            return f"--{name.replace('_', '-')} {value} is below {low}; give {low} or more"
+    return None
+
+
 @asynccontextmanager
 async def open_gateway(
     settings: Settings,
@@ -187,17 +263,33 @@ async def open_gateway(
     tenants: Mapping[str, str] | None = None,
     rewrite: bool = True,
     nudge_step: int | None = DEFAULT_STEP,
+    upstream_timeout: float = DEFAULT_UPSTREAM_TIMEOUT,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     autopilot: Autopilot | None = AUTOPILOT,
 ) -> AsyncIterator[Gateway]:
     """The gateway app over the database, with its upstream client; closed on exit.
     `autopilot`: when it squashes on its own (None: never)."""
+    # The last bodies the recorders keep, to read a conversation's next request faster, are
+    # shared out among the tenants: the memory they hold stays that of one recorder's.
+    bodies = max(1, KEPT_BODIES // max(1, len(set((tenants or {}).values()))))
     async with open_deps(settings) as deps:
-        env = deps.service.for_scope(Scope(client=GATEWAY_CLIENT)).env
-        # No timeout on reads: a model may think for minutes before its first byte.
-        timeout = httpx2.Timeout(connect=30.0, read=None, write=None, pool=None)
+
+        def recorder_for(tenant: str) -> Recorder:
+            """A tenant's recorder: its writes go under the tenant, as the gateway's client."""
+            env = deps.service.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT)).env
+            return Recorder(env, nudge_step, autopilot, bodies)
+
+        # `read` bounds the silence before an answer's first byte and between two of its bytes;
+        # `pool` a wait for a connection, which the cap on the host's sockets bounds anyway.
+        timeout = httpx2.Timeout(
+            connect=connect_timeout,
+            read=upstream_timeout,
+            write=upstream_timeout,
+            pool=upstream_timeout,
+        )
         async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
             yield Gateway(
-                Recorder(env, nudge_step, autopilot),
+                Recorders(recorder_for),
                 upstreams,
                 client,
                 {
@@ -229,19 +321,37 @@ async def _serve(
             args.auto_squash_keep, args.auto_squash_after, args.auto_squash_payback
         )
     async with open_gateway(
-        settings, upstreams, tenants, not args.no_rewrite, nudges, autopilot
+        settings,
+        upstreams,
+        tenants,
+        not args.no_rewrite,
+        nudges,
+        args.upstream_timeout,
+        args.connect_timeout,
+        autopilot,
     ) as gateway:
         app = guarded(gateway, args.host, port, tuple(args.allowed_host))
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         shown = f"[{shown}]" if ":" in shown else shown
         print(
-            f"frs-mcp: gateway on http://{shown}:{port} → Anthropic {upstreams.anthropic}, "
-            f"OpenAI {upstreams.openai}; recording into {redact(settings.database)}",
+            f"frs-mcp: gateway on http://{shown}:{port} → "
+            f"Anthropic {upstream_of(upstreams.anthropic).shown}, "
+            f"OpenAI {upstream_of(upstreams.openai).shown}; "
+            f"recording into {redact(settings.database)}",
             file=sys.stderr,
             flush=True,
         )
-        config = uvicorn.Config(app, log_config=None, lifespan="off", access_log=False)
-        await uvicorn.Server(config).serve(sockets=[sock])
+        serving = Serving(
+            sockets=SocketLimits(body_timeout=args.body_timeout, write_timeout=args.write_timeout),
+            max_body=args.max_body,
+            body_text=f"the request body is larger than the gateway's limit of {args.max_body} "
+            "bytes (--max-body); the providers take at most 32 MB: shorten the conversation, "
+            "or restart the gateway with a larger --max-body",
+            log_level=args.log_level or "INFO",
+        )
+        await serve(app, sock, serving, error_answer)
+        await gateway.settled()  # the answers that went out are recorded
+    log.info("stopped; database %s closed", redact(settings.database))
 
 
 def _fail(text: str) -> int:

@@ -7,6 +7,12 @@ for byte and unparsed: JSON, server-sent events (pings and mid-stream errors inc
 status. Whatever fails in reading, recording or rewriting, the host's own bytes are forwarded
 and the reason is logged (never a body, never a key): the gateway never breaks a call that
 would have worked without it.
+
+What it never does: send a request anywhere but the configured upstream (a target is a path,
+`server.gateway.targets`), forward a body that did not arrive whole, match one caller's
+request to another's conversation (each tenant has its recorder, `Recorders`; without tokens
+the credential tells callers apart, `server.gateway.callers`), go on with an upstream request
+whose host hung up, or end cleanly an answer the upstream cut.
 """
 
 from __future__ import annotations
@@ -15,14 +21,18 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
 import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
+from frs.model import LOCAL_TENANT
+from frs.owners import Caller
+from server.gateway.callers import caller_of
 from server.gateway.recorder import Prepared, Recorder
+from server.gateway.targets import Upstream, path_of, upstream_of
 from server.gateway.wires import WireFormat
 from server.http.guards import respond
 from server.http.tenants import tenant_of
@@ -58,12 +68,14 @@ _HOP = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    upstream: str  # base URL, no trailing slash
+    upstream: Upstream
     wire: WireFormat | None  # the wire that reads a POST to this path; None: never read
 
 
 @dataclass(frozen=True, slots=True)
 class Upstreams:
+    """Each provider's base URL (checked at start: `server.gateway.targets.upstream_of`)."""
+
     anthropic: str = DEFAULT_ANTHROPIC
     openai: str = DEFAULT_OPENAI
 
@@ -75,24 +87,42 @@ class Traffic:
     requests: int = 0
     rewritten: int = 0
     failed: int = 0  # reads or rewrites that fell back to the original bytes
+    incomplete: int = 0  # requests whose body never arrived whole: not forwarded
     sent_bytes: int = 0  # what hosts sent
     forwarded_bytes: int = 0  # what went upstream
     saved_tokens: int = 0  # estimated tokens the rewrites left out (after each answer)
 
 
+class Recorders:
+    """One recorder per tenant, made on the tenant's first request: a tenant's conversations
+    are stored under it (`frs.model.Scope.tenant`), where its own MCP server and viewer see
+    them, and its recorder's memory (locks, threads, the last bodies) is its own."""
+
+    def __init__(self, make: Callable[[str], Recorder]) -> None:
+        self.make = make
+        self.made: dict[str, Recorder] = {}
+
+    def of(self, tenant: str) -> Recorder:
+        found = self.made.get(tenant)
+        if found is None:
+            found = self.made[tenant] = self.make(tenant)
+        return found
+
+
 class Gateway:
-    """The ASGI app: `routes` picks the upstream and wire format by path."""
+    """The ASGI app: `routes` picks the upstream and wire format by path; the caller's token
+    (`tenants`) its tenant, and so the recorder its conversations go to."""
 
     def __init__(
         self,
-        recorder: Recorder,
+        recorders: Recorders,
         upstreams: Upstreams,
         client: httpx2.AsyncClient,
         wires: Mapping[str, WireFormat],
         tenants: Mapping[str, str] | None = None,
         rewrite: bool = True,
     ) -> None:
-        self.recorder = recorder
+        self.recorders = recorders
         self.upstreams = upstreams
         self.client = client
         self.wires = dict(wires)
@@ -103,6 +133,11 @@ class Gateway:
         self._settled = anyio.Event()
         self._settled.set()
 
+    @property
+    def recorder(self) -> Recorder:
+        """The local tenant's: every caller's, on a gateway without tokens."""
+        return self.recorders.of(LOCAL_TENANT)
+
     async def settled(self) -> None:
         """Wait until every answered request's recording is done (tests, shutdown)."""
         await self._settled.wait()
@@ -112,24 +147,42 @@ class Gateway:
         equal to it), if any."""
         wire = next((w for w in self.wires.values() if w.path == path), None)
         if path.startswith(OPENAI_PATHS):
-            return Route(self.upstreams.openai.rstrip("/"), wire)
-        return Route(self.upstreams.anthropic.rstrip("/"), wire)
+            return Route(upstream_of(self.upstreams.openai), wire)
+        return Route(upstream_of(self.upstreams.anthropic), wire)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         named = {k.lower(): v for k, v in headers}
-        if self.tenants and tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) is None:
-            await _answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+        tenant = tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) if self.tenants else None
+        if self.tenants and tenant is None:
+            await error_answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+            return
+        recorder = self.recorders.of(tenant or LOCAL_TENANT)
+        path = path_of(scope.get("raw_path") or scope["path"].encode(), scope["path"])
+        if path is None:
+            # The target is not logged: it could hold a key in its query.
+            log.warning("refused a request whose target is not a path (origin form)")
+            await error_answer(
+                send,
+                400,
+                "the request target must be a path such as /v1/messages: the gateway sends "
+                "every request to its configured upstream, and to nowhere a request names",
+            )
             return
         body = await _body(receive)
+        if body is None:
+            self.traffic.incomplete += 1
+            log.info("a host hung up before its request's body arrived whole: not forwarded")
+            return
         route = self.route(scope["path"])
         prepared = Prepared(body)
         # A compressed body is forwarded as it came: reading it would mean writing it again.
         plain = named.get("content-encoding", "identity").lower() == "identity"
         if plain and route.wire is not None and scope["method"] == "POST":
-            prepared = await self._prepare(route.wire, body, named)
+            caller = caller_of(named, tenant_says=bool(self.tenants))
+            prepared = await self._prepare(recorder, route.wire, body, named, caller)
         self.traffic.requests += 1
         self.traffic.sent_bytes += len(body)
         self.traffic.forwarded_bytes += len(prepared.body)
@@ -143,9 +196,7 @@ class Gateway:
                 len(prepared.body),
                 ", ".join(f"SQ.{n}" for n in prepared.plan.applied),
             )
-        url = route.upstream + scope["path"]
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode("latin-1")
+        url = route.upstream.url(path, scope.get("query_string", b""))
         forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
         if prepared.beta is not None:
             forwarded = with_beta(forwarded, prepared.beta)
@@ -163,25 +214,27 @@ class Gateway:
             async with anyio.create_task_group() as tg:
                 recorded = anyio.Event()
                 if early:
-                    tg.start_soon(self._record_then, prepared, recorded)
+                    tg.start_soon(self._record_then, recorder, prepared, recorded)
                 else:
                     recorded.set()
                 await self._relay(
-                    scope["method"], url, forwarded, prepared.body, send, tee, recorded
+                    scope["method"], url, forwarded, prepared.body, receive, send, tee, recorded
                 )
         finally:
             with anyio.CancelScope(shield=True):
                 if not early:
-                    await self._record(prepared)
+                    await self._record(recorder, prepared)
                 if tee is not None and route.wire is not None:
-                    await self._record_answer(route.wire, prepared, tee)
-                await self._add_call(prepared, body)
-                await self._squash_on_its_own(prepared)
+                    await self._record_answer(recorder, route.wire, prepared, tee)
+                await self._add_call(recorder, prepared, body)
+                await self._squash_on_its_own(recorder, prepared)
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
 
-    async def _record_answer(self, wire: WireFormat, prepared: Prepared, tee: Tee) -> None:
+    async def _record_answer(
+        self, recorder: Recorder, wire: WireFormat, prepared: Prepared, tee: Tee
+    ) -> None:
         """Record the answer from the copy of the stream, once it has all reached the host."""
         raw = tee.complete()
         if raw is None:
@@ -189,42 +242,51 @@ class Gateway:
         try:
             answer = wire.answer_of(raw, tee.content_type)
             if answer is not None:
-                await self.recorder.record_answer(prepared, answer)
+                await recorder.record_answer(prepared, answer)
         except Exception as exc:  # the next request brings the answer in any case
             _log_failure("recording the answer", exc)
 
-    async def _add_call(self, prepared: Prepared, sent: bytes) -> None:
+    async def _add_call(self, recorder: Recorder, prepared: Prepared, sent: bytes) -> None:
         """The request's row of `gateway_calls`, once its answer has gone to the host."""
         try:
-            call = await self.recorder.add_call(prepared, sent)
+            call = await recorder.add_call(prepared, sent)
         except Exception as exc:  # the row is a record; the answer went in any case
             _log_failure("storing the call", exc)
             return
         if call is not None:
             self.traffic.saved_tokens += call.sent_tokens - call.forwarded_tokens
 
-    async def _squash_on_its_own(self, prepared: Prepared) -> None:
+    async def _squash_on_its_own(self, recorder: Recorder, prepared: Prepared) -> None:
         """The autopilot's turn, once the call is recorded: its batch reaches the model from
         the conversation's next call."""
         try:
-            await self.recorder.squash_on_its_own(prepared)
+            await recorder.squash_on_its_own(prepared)
         except Exception as exc:  # a batch not made is a saving missed, never an error
             _log_failure("the autopilot", exc, "no batch this time")
 
-    async def _record_then(self, prepared: Prepared, recorded: anyio.Event) -> None:
+    async def _record_then(
+        self, recorder: Recorder, prepared: Prepared, recorded: anyio.Event
+    ) -> None:
         with anyio.CancelScope(shield=True):  # a host that hangs up does not cut a write
-            await self._record(prepared)
+            await self._record(recorder, prepared)
         recorded.set()
 
-    async def _record(self, prepared: Prepared) -> None:
+    async def _record(self, recorder: Recorder, prepared: Prepared) -> None:
         try:
-            await self.recorder.record(prepared)
+            await recorder.record(prepared)
         except Exception as exc:  # recording never stands between the host and its answer
             _log_failure("recording", exc)
 
-    async def _prepare(self, wire: WireFormat, body: bytes, headers: Mapping[str, str]) -> Prepared:
+    async def _prepare(
+        self,
+        recorder: Recorder,
+        wire: WireFormat,
+        body: bytes,
+        headers: Mapping[str, str],
+        caller: Caller,
+    ) -> Prepared:
         try:
-            return await self.recorder.prepare(wire, body, headers, rewrite=self.rewrite)
+            return await recorder.prepare(wire, body, headers, self.rewrite, caller)
         except Exception as exc:  # whatever went wrong, the host's bytes go upstream
             self.traffic.failed += 1
             _log_failure(f"{wire.name} request", exc)
@@ -233,20 +295,54 @@ class Gateway:
     async def _relay(
         self,
         method: str,
-        url: str,
+        url: httpx2.URL,
         headers: list[tuple[str, str]],
         body: bytes,
+        receive: Receive,
         send: Send,
         tee: Tee | None = None,
         recorded: anyio.Event | None = None,
     ) -> None:
+        """Forward the request and stream its answer back. A host that hangs up stops it at
+        once: the upstream request is cancelled and its connection closed (httpcore closes a
+        connection whose exchange was cut), so the provider stops generating, and nothing of
+        it outlives the request."""
+        answered = anyio.Event()  # the end of the answer is on its way to the host
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            # After the body, the server's receive() answers only when the host is gone (or
+            # the answer is complete, which `answered` tells apart).
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not answered.is_set():
+                log.info("the host hung up: its upstream request is cancelled")
+                scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch, tg.cancel_scope)
+            await self._exchange(method, url, headers, body, send, tee, recorded, answered)
+            tg.cancel_scope.cancel()
+
+    async def _exchange(
+        self,
+        method: str,
+        url: httpx2.URL,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        send: Send,
+        tee: Tee | None,
+        recorded: anyio.Event | None,
+        answered: anyio.Event,
+    ) -> None:
         request = httpx2.Request(method, url, headers=headers, content=body)
         started = time.monotonic()
+        where = str(url.copy_with(query=None))
         try:
             response = await self.client.send(request, stream=True)
         except httpx2.HTTPError as exc:
-            log.warning("upstream %s unreachable: %s", url.split("?")[0], type(exc).__name__)
-            await _answer(send, 502, f"the gateway could not reach {url.split('?')[0]}")
+            log.warning("upstream %s failed: %s", where, type(exc).__name__)
+            status, text = self._failure(exc, where)
+            await error_answer(send, status, text)
             return
         try:
             kept = [
@@ -265,23 +361,56 @@ class Gateway:
             if tee is not None:
                 tee.start(response.status_code, response.headers)
             held = Held(recorded)
-            async for chunk in response.aiter_raw():
-                if tee is not None:
-                    tee.add(chunk)  # a reference kept, read after the answer is sent
-                out = held.let_through(chunk)
-                if out:
-                    await send({"type": "http.response.body", "body": out, "more_body": True})
+            try:
+                async for chunk in response.aiter_raw():
+                    if tee is not None:
+                        tee.add(chunk)  # a reference kept, read after the answer is sent
+                    out = held.let_through(chunk)
+                    if out:
+                        await send({"type": "http.response.body", "body": out, "more_body": True})
+            except httpx2.HTTPError as exc:
+                # The status is with the host already. What came goes to it, and then its
+                # stream is cut as the provider's was: the app ends without the answer's end,
+                # so the server closes the connection short of it. A stream ended cleanly
+                # would pass for a whole answer.
+                log.warning(
+                    "upstream %s broke mid-answer (%s): cut for the host too",
+                    where,
+                    type(exc).__name__,
+                )
+                rest = await held.rest()
+                if rest:
+                    await send({"type": "http.response.body", "body": rest, "more_body": True})
+                return
             last = await held.rest()
+            answered.set()
             await send({"type": "http.response.body", "body": last, "more_body": False})
             if tee is not None:
                 tee.done = True
-        except httpx2.HTTPError as exc:
-            # The status is already with the host: end its stream; it sees a cut answer, as
-            # it would have from the provider.
-            log.warning("upstream stream broke: %s", type(exc).__name__)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            await response.aclose()
+            with anyio.CancelScope(shield=True):  # a host that hung up still closes it
+                await response.aclose()
+
+    def _failure(self, exc: httpx2.HTTPError, where: str) -> tuple[int, str]:
+        """The status and words for the host when an upstream request failed before its
+        answer began: 504 when a timeout ran out (naming the flag that sets it), else 502."""
+        timeout = self.client.timeout
+        if isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
+            return 504, (
+                f"the gateway could not connect to {where} within {timeout.connect:g} s "
+                "(--connect-timeout)"
+            )
+        if isinstance(exc, httpx2.WriteTimeout):
+            return 504, (
+                f"{where} took none of the request's body for {timeout.write:g} s "
+                "(--upstream-timeout); the request was given up"
+            )
+        if isinstance(exc, httpx2.TimeoutException):
+            return 504, (
+                f"{where} sent nothing for {timeout.read:g} s (--upstream-timeout); the "
+                "request was given up"
+            )
+        return 502, f"the gateway could not reach {where}"
 
 
 def with_beta(headers: list[tuple[str, str]], beta: str) -> list[tuple[str, str]]:
@@ -384,19 +513,20 @@ class Tee:
         return b"".join(self.chunks) if self.kept and self.done else None
 
 
-async def _body(receive: Receive) -> bytes:
+async def _body(receive: Receive) -> bytes | None:
+    """The request's whole body; None when the host hung up before sending all of it, or it
+    went over the body cap (`server.http.bodies`): such a request is never forwarded."""
     chunks: list[bytes] = []
     while True:
         message: Message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def _answer(send: Send, status: int, text: str) -> None:
+async def error_answer(send: Send, status: int, text: str) -> None:
     """An error of the gateway's own, in the shape both providers' clients read."""
     body = json.dumps(
         {"type": "error", "error": {"type": "gateway_error", "message": f"frs-mcp gateway: {text}"}}

@@ -40,11 +40,13 @@ from frs.host_threads import (
 from frs.matching import Unit, answer_unit, new_units, units_of
 from frs.model import GatewayCall, Limits, NewMessage, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
+from frs.owners import Caller, thread_key
 from frs.recording import Recorded
 from frs.rewriting import mark_of, pinned_messages, plan_rewrite
 from frs.squashes import compress_ranges
 from frs.text import estimate_tokens, shorten
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from server.gateway.callers import system_of
 from server.gateway.wires import WireFormat, refusal_of
 
 log = logging.getLogger("frs-mcp.gateway")
@@ -114,12 +116,16 @@ class Recorder:
         env: Env,
         nudge_step: int | None = DEFAULT_STEP,
         autopilot: Autopilot | None = None,
+        bodies: int = _PARSED,
     ) -> None:
         """`nudge_step`: tokens sent between two reminders to squash; None sends none.
-        `autopilot`: when the gateway squashes on its own (`frs.autopilot`); None: never."""
+        `autopilot`: when the gateway squashes on its own (`frs.autopilot`); None: never.
+        `bodies`: conversations whose last request body stays in memory (one recorder per
+        tenant shares `_PARSED` out among them)."""
         self.env = env
         self.nudge_step = nudge_step
         self.autopilot = autopilot
+        self.bodies = bodies
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
 
@@ -133,14 +139,25 @@ class Recorder:
         return found
 
     async def prepare(
-        self, wire: WireFormat, body: bytes, headers: Mapping[str, str], rewrite: bool = True
+        self,
+        wire: WireFormat,
+        body: bytes,
+        headers: Mapping[str, str],
+        rewrite: bool = True,
+        caller: Caller | None = None,
     ) -> Prepared:
         """The bytes to forward (the host's, or a rewrite that passed the checks) and what
-        to record; raises on anything unexpected, and the caller then forwards `body`."""
+        to record; raises on anything unexpected, and the caller then forwards `body`. With
+        a `caller`, the conversation is that caller's thread of it (`frs.owners`)."""
         received = self.env.clock()
         text = body.decode("utf-8")
         named = wire.named(headers)
-        previous = self._parsed.get(named) if named else None
+        # Each caller's own: another's last body would tell it, by the time a read takes, how
+        # much of that body its own repeats.
+        slot = named
+        if named is not None and caller is not None and caller.credential is not None:
+            slot = (named[0], f"{named[1]}#{caller.credential}")
+        previous = self._parsed.get(slot) if slot else None
         request = wire.parse(text, headers, previous)
         if previous is None:
             units = tuple(_fit(u, self.env.limits) for u in units_of(request))
@@ -155,6 +172,11 @@ class Recorder:
         key = wire.conversation_of(headers, units)
         if key is None:
             return Prepared(body)
+        if caller is not None:
+            if key != named:
+                caller = replace(caller, system=system_of(text, request))
+            title = _title(units) if units and request.has_tools else None  # it would record
+            key = await thread_key(self.env, caller, key, key == named, title)
         conversation = self._conversation(key)
         async with conversation.lock:
             thread = await self._thread(key, conversation)
@@ -162,10 +184,10 @@ class Recorder:
                 await _load_sent(self.env, thread, conversation)
             belongs = _belongs(request, units, thread, key)
             compaction = _compaction_of(request, units, thread) if belongs else None
-            if named is not None and belongs:  # a side call's body would be no help next time
-                self._parsed[named] = Parsed(text, request, units)
-                self._parsed.move_to_end(named)
-                if len(self._parsed) > _PARSED:
+            if slot is not None and belongs:  # a side call's body would be no help next time
+                self._parsed[slot] = Parsed(text, request, units)
+                self._parsed.move_to_end(slot)
+                if len(self._parsed) > self.bodies:
                     self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
             # What the conversation had sent once this request went (the frozen state), and
@@ -454,10 +476,14 @@ def _grown(
         return None
     keys = thread.keys | {unit.key for unit in new}
     # Each unit is one numbered message (its thinking is not numbered), in order.
-    numbers = {**thread.numbers, **dict(zip((u.key for u in new), done.numbers, strict=True))}
+    added = [u.key for u in new]
+    numbers = {**thread.numbers, **dict(zip(added, done.numbers, strict=True))}
+    positions = {**thread.positions, **dict(zip(added, done.positions, strict=True))}
     first = thread.first_key or new[0].key
     session = replace(thread.session, revision=done.revision)
-    return replace(thread, session=session, keys=keys, first_key=first, numbers=numbers)
+    return replace(
+        thread, session=session, keys=keys, first_key=first, numbers=numbers, positions=positions
+    )
 
 
 def _belongs(

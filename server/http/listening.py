@@ -1,10 +1,35 @@
 """A listening socket for the three HTTP servers (`frs-mcp --transport …`, `web`, `gateway`):
-bound before anything else starts, or refused with one line that says why and the fix."""
+bound before anything else starts, or refused with one line that says why and the fix
+(`listen`: an address other than loopback without a token, a malformed `--allowed-host`, a
+port in use); `server.http.serving` then serves on it."""
 
 from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Sequence
+
+from server.http.hosts import HostPolicy, unsafe_bind
+
+
+class CannotListen(Exception):
+    """The server cannot listen as asked; the text is the one line that says why and the fix."""
+
+
+def listen(host: str, port: int, secured: bool, allowed_hosts: Sequence[str]) -> socket.socket:
+    """The socket a server listens on, checked first: without a token (`secured`) only a
+    loopback address, and only well-formed `--allowed-host` names; raises CannotListen."""
+    refusal = unsafe_bind(host, secured)
+    if refusal is not None:
+        raise CannotListen(refusal)
+    try:
+        HostPolicy.for_server(host, port, tuple(allowed_hosts))
+    except ValueError as exc:
+        raise CannotListen(str(exc)) from None
+    try:
+        return bind_socket(host, port)
+    except OSError as exc:
+        raise CannotListen(listen_failure(host, port, exc)) from None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -218,6 +218,16 @@ def guarded_protocol(limits: SocketLimits) -> type[H11]:
             self._deadline = None
             if self.transport.is_closing():
                 return
+            if self.conn.our_state in (h11.SEND_BODY, h11.DONE, h11.MUST_CLOSE):
+                # Answered already (a body over the cap gets its 413 before it is read): the
+                # rest of the body is not coming in time; a second answer would be garbage.
+                log.warning(
+                    "closed a connection: the rest of an answered request's body did "
+                    "not arrive within %g s (--body-timeout)",
+                    limits.body_timeout,
+                )
+                self.transport.close()
+                return
             if self._waiting_for == "headers":
                 text = (
                     f"Request timeout: the request's headers did not arrive within "

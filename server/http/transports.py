@@ -115,6 +115,15 @@ def announce(options: HttpOptions, port: int, policy: HostPolicy) -> None:
         )
 
 
+def body_refusal(limit: int) -> str:
+    """The refusal of a body over the limit, on every path (`server.http.bodies` answers a
+    body it sees is too large, the SDK one it finds too large, in the same words)."""
+    return (
+        f"Request body too large: the limit is {limit} bytes (--max-body-bytes). Send long "
+        "content in several smaller calls."
+    )
+
+
 def build_app(
     mcp: MCPServer[Any], options: HttpOptions, port: int, viewer: ASGIApp | None = None
 ) -> ASGIApp:
@@ -141,8 +150,7 @@ def build_app(
     app = RewordLimits(
         app,
         {
-            413: f"Request body too large: the limit is {options.max_body_bytes} bytes "
-            "(--max-body-bytes). Send long content in several smaller calls.",
+            413: body_refusal(options.max_body_bytes),
             503: f"Too many open Streamable HTTP sessions: the limit of {options.max_sessions} "
             "is reached and every session is busy (serving a request or holding its stream "
             "open), so none could be closed to make room. Retry in a moment, close a client you "

@@ -16,14 +16,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-import uvicorn
 from starlette.types import ASGIApp
 
 from frs import StoreError
 from server.http.guards import BearerGuard, HostGuard
-from server.http.hosts import HostPolicy, unsafe_bind
-from server.http.listening import bind_socket, listen_failure
-from server.http.sockets import SocketLimits, guarded_protocol
+from server.http.hosts import HostPolicy
+from server.http.listening import CannotListen, listen
+from server.http.serving import Serving, serve
+from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
 from server.mcp.pool import PoolShare, pool_share
 from server.settings import resolve_database
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WEB_PORT = 8766
 POOL = 4  # connections to PostgreSQL: the viewer reads a page at a time
+MAX_BODY = 64 * 1024  # bytes: the viewer reads no body but its login form
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -95,9 +96,6 @@ def run(args: argparse.Namespace) -> int:
         tenants = tenants_of(args.token or os.environ.get("FRS_TOKEN"), args.tokens)
     except TokensFileError as exc:
         return _fail(str(exc))
-    refusal = unsafe_bind(args.host, bool(tenants))
-    if refusal is not None:
-        return _fail(refusal)
     if not 0 <= args.port <= 65535:
         return _fail(f"--port {args.port} is not a port (0..65535)")
     if not 0 < args.search_seconds <= 3600:
@@ -105,12 +103,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.write_timeout <= 3600:
         return _fail(f"--write-timeout {args.write_timeout:g}: give 0 < seconds <= 3600")
     try:
-        HostPolicy.for_server(args.host, args.port, tuple(args.allowed_host))
-        sock = bind_socket(args.host, args.port)
-    except ValueError as exc:
+        sock = listen(args.host, args.port, bool(tenants), args.allowed_host)
+    except CannotListen as exc:
         return _fail(str(exc))
-    except OSError as exc:
-        return _fail(listen_failure(args.host, args.port, exc))
     database = resolve_database(args.db)
     with sock:
         try:
@@ -137,17 +132,18 @@ async def _serve(
             file=sys.stderr,
             flush=True,
         )
-        # The transports' socket limits (`server.http.sockets`): a cap on open sockets, header, body
-        # and keep-alive timeouts, so idle or slow sockets cannot use up the process's files,
-        # and a write timeout, so pages never read cannot pile up in memory.
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            lifespan="off",
-            access_log=False,
-            http=guarded_protocol(SocketLimits(write_timeout=args.write_timeout)),
+        # The transports' socket limits (`server.http.sockets`): a cap on open sockets, header,
+        # body and keep-alive timeouts, so idle or slow sockets cannot use up the process's
+        # files, and a write timeout, so pages never read cannot pile up in memory.
+        serving = Serving(
+            sockets=SocketLimits(write_timeout=args.write_timeout),
+            max_body=MAX_BODY,
+            body_text=f"Request body too large: the viewer takes at most {MAX_BODY} bytes (a "
+            "login form); it is read-only.",
+            log_level=args.log_level or "INFO",
         )
-        await uvicorn.Server(config).serve(sockets=[sock])
+        await serve(app, sock, serving)
+    log.info("stopped; database %s closed", redact(database))
 
 
 @asynccontextmanager

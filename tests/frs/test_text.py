@@ -144,6 +144,15 @@ class TestWeight:
         assert len(data) > 100_000
         assert token_units(text) == expected
 
+    @given(st.text(min_size=1, max_size=60), st.integers(1, 9))
+    def test_a_long_text_weighed_a_slice_at_a_time_weighs_as_much_as_whole(
+        self, text: str, size: int
+    ) -> None:
+        whole = token_units(text)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(frs.text, "_PAIR_SLICE", size)
+            assert token_units(text) == whole
+
     def test_a_lone_surrogate_is_counted_not_refused(self) -> None:
         assert estimate_tokens("\udfff") >= 1
 

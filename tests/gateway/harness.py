@@ -173,6 +173,7 @@ class Rig:
     gateway: Gateway
     client: httpx2.AsyncClient
     database: Path
+    upstream_url: str = ""  # the scripted upstream's base URL
 
     async def post(
         self,
@@ -199,6 +200,7 @@ async def rig(
     nudges: int | None = None,
     dsn: str | None = None,
     autopilot: Autopilot | None = AUTOPILOT,
+    upstream_timeout: float = 600.0,
 ) -> AsyncIterator[Rig]:
     """The gateway on a fresh database (SQLite, or the PostgreSQL database `dsn`), in front
     of a scripted upstream; its autopilot as `frs-mcp gateway` runs it unless told."""
@@ -213,9 +215,10 @@ async def rig(
                 rewrite=rewrite,
                 nudge_step=nudges,
                 autopilot=autopilot,
+                upstream_timeout=upstream_timeout,
             ) as gateway,
             served(gateway) as url,
             httpx2.AsyncClient(timeout=30) as client,
         ):
-            yield Rig(url, upstream, gateway, client, database)
+            yield Rig(url, upstream, gateway, client, database, upstream_url)
         assert upstream.invalid == [], f"the upstream received invalid requests: {upstream.invalid}"

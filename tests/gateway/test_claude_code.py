@@ -47,6 +47,8 @@ class Tap:
 
         async def tapped() -> Message:
             message = await receive()
+            if message["type"] != "http.request":
+                return message  # the gateway listens for a hang-up once it has the body
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 self.bodies.append((scope["path"], b"".join(chunks)))

@@ -62,7 +62,9 @@ class TestEveryLineThatNamesTheDatabase:
             text=True,
         )
         assert web.stderr is not None
-        banner = web.stderr.readline()
+        banner = ""  # and the log lines before it (INFO when serving)
+        while "viewer of" not in banner and (line := web.stderr.readline()):
+            banner += line
         web.terminate()
         web.wait(timeout=30)
         web.stderr.close()

@@ -23,7 +23,8 @@ def viewer(database: Path, *flags: str) -> Iterator[str]:
 
 @contextmanager
 def viewer_process(database: Path, *flags: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`viewer`, yielding the process too, whose stderr (past the first line) is the log."""
+    """`viewer`, yielding the process too, whose stderr (past the line with its URL) is the
+    log."""
     process = subprocess.Popen(
         [sys.executable, "-m", "server", "web", "--db", str(database), "--port", "0", *flags],
         cwd=REPO,
@@ -33,9 +34,13 @@ def viewer_process(database: Path, *flags: str) -> Iterator[tuple[str, subproces
     )
     try:
         assert process.stderr is not None
-        line = process.stderr.readline()
-        found = _URL.search(line)
-        assert found, f"the viewer did not start: {line}{process.stderr.read()}"
+        # The log (INFO when serving) may come first: PostgreSQL's "ready" line.
+        lines: list[str] = []
+        found = None
+        while found is None and (line := process.stderr.readline()):
+            lines.append(line)
+            found = _URL.search(line)
+        assert found, f"the viewer did not start: {''.join(lines)}"
         yield found.group(1), process
     finally:
         process.terminate()
