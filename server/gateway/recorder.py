@@ -14,7 +14,6 @@ restarted gateway sends the same bytes as before and the prompt cache does not b
 from __future__ import annotations
 
 import logging
-import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,11 +30,11 @@ from frs.host_threads import (
     last_call,
     record_new,
 )
-from frs.matching import Unit, answer_unit, new_units, units_of
-from frs.model import GatewayCall, Limits, Nudge, SessionId
+from frs.matching import Unit, answer_unit, fit, new_units, title_of, units_of
+from frs.model import GatewayCall, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.rewriting import mark_of, plan_rewrite
-from frs.text import estimate_tokens, shorten
+from frs.text import estimate_tokens
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 from server.gateway.wires import WireFormat, refusal_of
 
@@ -110,13 +109,13 @@ class Recorder:
         previous = self._parsed.get(named) if named else None
         request = wire.parse(text, headers, previous)
         if previous is None:
-            units = tuple(_fit(u, self.env.limits) for u in units_of(request))
+            units = tuple(fit(u, self.env.limits) for u in units_of(request))
         else:
             kept = reused(request, previous.request)
             old = tuple(u for u in previous.units if isinstance(u, Unit))
             # The units taken over were fitted when they were first read.
             units = tuple(
-                u if u.message < kept else _fit(u, self.env.limits)
+                u if u.message < kept else fit(u, self.env.limits)
                 for u in units_of(request, old, kept)
             )
         key = wire.conversation_of(headers, units)
@@ -190,7 +189,7 @@ class Recorder:
                 return 0
             if thread is None:
                 interface, name = prepared.key
-                session = await ensure_session(self.env, interface, name, _title(prepared.units))
+                session = await ensure_session(self.env, interface, name, title_of(prepared.units))
                 session_id: SessionId = session.id
             else:
                 session_id = thread.session.id
@@ -232,7 +231,7 @@ class Recorder:
             thread = await self._thread(prepared.key, conversation)
             if thread is None or unit.key in thread.keys:
                 return False
-            done = await record_new(self.env, thread.session.id, [_fit(unit, self.env.limits)])
+            done = await record_new(self.env, thread.session.id, [fit(unit, self.env.limits)])
             conversation.thread = _grown(thread, [unit], done.revision if done else None)
             return True
 
@@ -392,28 +391,3 @@ def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
         log.debug("%s: asking the API to drop thinking a squash made stale", wire.name)
     for n, why in plan.skipped:
         log.debug("%s: squash %d not applied: %s", wire.name, n, why)
-
-
-#: What Claude Code adds to a user's words for the model, not what the user said.
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
-
-
-def _title(units: Sequence[Unit]) -> str:
-    """The session's title: the first user words, the host's reminders left out."""
-    for unit in units:
-        if unit.new.role == "user":
-            words = " ".join(_REMINDER.sub(" ", unit.new.content).split())
-            return shorten(words, 80) or "Untitled"
-    return "Untitled"
-
-
-def _fit(unit: Unit, limits: Limits) -> Unit:
-    """The unit with content cut to what a message may hold: a long result is recorded
-    with its head and a note, never refused."""
-    room = limits.max_message_chars - sum(len(c.arguments) for c in unit.new.tool_calls) - 200
-    content = unit.new.content
-    if len(content) <= room:
-        return unit
-    cut = max(room, 0)
-    note = f"\n… [{len(content) - cut:,} more characters not recorded by the gateway]"
-    return replace(unit, new=replace(unit.new, content=content[:cut] + note))
