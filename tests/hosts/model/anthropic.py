@@ -20,6 +20,7 @@ from tests.hosts.model.wire import (
     chunks_of,
     converse,
     estimate_tokens,
+    input_tokens,
     json_reply,
     new_id,
     output_tokens,
@@ -81,9 +82,9 @@ def _blocks(turn: Turn, thinking: dict[str, str] | None) -> list[dict[str, Any]]
     return blocks
 
 
-def _usage(exchange: Exchange, output: int) -> dict[str, Any]:
+def _usage(exchange: Exchange, turn: Turn, output: int) -> dict[str, Any]:
     return {
-        "input_tokens": estimate_tokens(exchange.body),
+        "input_tokens": input_tokens(exchange, turn),
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": output,
@@ -191,13 +192,18 @@ class Anthropic:
                 "content": blocks,
                 "stop_reason": stop,
                 "stop_sequence": None,
-                "usage": _usage(exchange, output),
+                "usage": _usage(exchange, turn, output),
             }
             if checked.transformations is not None:
                 message["input_transformations"] = list(checked.transformations)
             if not body.get("stream"):
                 return json_reply(200, message, headers)
-            start = {**message, "content": [], "stop_reason": None, "usage": _usage(exchange, 1)}
+            start = {
+                **message,
+                "content": [],
+                "stop_reason": None,
+                "usage": _usage(exchange, turn, 1),
+            }
             tail = [
                 sse(
                     "message_delta",

@@ -17,7 +17,7 @@ from tests.hosts.model.wire import (
     Reply,
     chunks_of,
     converse,
-    estimate_tokens,
+    input_tokens,
     json_reply,
     new_id,
     now,
@@ -87,7 +87,7 @@ class Chat:
                 for call in turn.calls
             ]
             finish = "tool_calls" if calls else "stop"
-            source, output = estimate_tokens(exchange.body), output_tokens(turn)
+            source, output = input_tokens(exchange, turn), output_tokens(turn)
             usage = {
                 "prompt_tokens": source,
                 "completion_tokens": output,

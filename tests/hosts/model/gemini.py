@@ -28,6 +28,7 @@ from tests.hosts.model.wire import (
     chunks_of,
     converse,
     estimate_tokens,
+    input_tokens,
     json_reply,
     new_id,
     output_tokens,
@@ -86,7 +87,7 @@ def parse(body: Any) -> Seen:
 
 
 def _usage(exchange: Exchange, turn: Turn) -> dict[str, int]:
-    source, output = estimate_tokens(exchange.body), output_tokens(turn)
+    source, output = input_tokens(exchange, turn), output_tokens(turn)
     return {
         "promptTokenCount": source,
         "candidatesTokenCount": output,

@@ -21,7 +21,7 @@ from tests.hosts.model.wire import (
     Reply,
     chunks_of,
     converse,
-    estimate_tokens,
+    input_tokens,
     json_reply,
     new_id,
     now,
@@ -202,7 +202,7 @@ class Responses:
 
         def render(turn: Turn) -> Reply:
             items = _items(turn)
-            source = estimate_tokens(exchange.body)
+            source = input_tokens(exchange, turn)
             output = output_tokens(turn)
             response: dict[str, Any] = {
                 "id": new_id("resp_"),

@@ -45,6 +45,9 @@ class Turn:
     #: Thinking before the text and calls: a signed thinking block on the Anthropic wire
     #: (`tests.hosts.model.binding`), ignored by the others.
     thinking: str | None = None
+    #: The input tokens the answer's usage reports (None: estimated from the request's size):
+    #: a host compacts its context when a response reports it near its window.
+    input_tokens: int | None = None
 
     @classmethod
     def call(cls, name: str, text: str = "", /, **arguments: Any) -> Turn:

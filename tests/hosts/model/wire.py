@@ -66,6 +66,11 @@ def estimate_tokens(body: bytes) -> int:
     return max(1, len(body) // 4)
 
 
+def input_tokens(exchange: Exchange, turn: Turn) -> int:
+    """The input tokens a turn's usage reports: the turn's own figure, else an estimate."""
+    return turn.input_tokens if turn.input_tokens is not None else estimate_tokens(exchange.body)
+
+
 def output_tokens(turn: Turn) -> int:
     size = len(turn.text) + sum(len(json.dumps(call.arguments)) + 20 for call in turn.calls)
     return max(1, size // 4)
