@@ -1,0 +1,92 @@
+"""What a host's hooks do with one of its conversations (`frs-mcp hook`): record what the host's
+own transcript adds to the conversation's thread, and read the thread back for the digest that
+follows a compaction.
+
+The session is the conversation's: get-or-create by (interface, conversation), the one the
+gateway and the MCP server the host started find too. A transcript is read into units keyed as
+the gateway keys the same messages (`frs.matching`): a unit already stored, by an earlier hook or
+by the gateway, is never recorded again, and only what follows the last stored unit is recorded
+(`new_units`). The write names the revision the keys were read at, so a writer that slips in
+between makes the import read the keys again instead of recording twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frs import recording, sessions
+from frs.env import Env
+from frs.errors import StaleRevision
+from frs.host_threads import find_thread
+from frs.matching import Unit, messages_of, new_units
+from frs.model import Message, Session, SessionId
+
+#: The goal a session the hooks create starts with: the view shows it to the model, so it does
+#: not record the conversation again with frs_record.
+HOOKED_GOAL = (
+    "Recorded by frs-mcp hook from the host's own transcript: no frs_record needed; "
+    "get_alias returns any original."
+)
+BATCH = 500  # units a transaction records
+ATTEMPTS = 3  # reads of the stored keys, when writers keep slipping in between
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """What an import did: the conversation's session (None when it has none and there was
+    nothing to record) and how many units it recorded now."""
+
+    session: Session | None
+    recorded: int
+
+
+async def record_transcript(
+    env: Env, interface: str, conversation: str, units: Sequence[Unit], title: str
+) -> Imported:
+    """Record the units of a host's transcript that the conversation's session does not hold
+    yet, creating the session (titled `title`) the first time; raises StaleRevision only when
+    other writers moved the session `ATTEMPTS` times over."""
+    stale: StaleRevision | None = None
+    for _ in range(ATTEMPTS):
+        thread = await find_thread(env, interface, conversation)
+        new = new_units(units, thread.keys if thread else ())
+        if not new:
+            return Imported(thread.session if thread else None, 0)
+        if thread is None:
+            started = await sessions.start(
+                env, title, HOOKED_GOAL, "position", interface, conversation
+            )
+            session = started.session
+        else:
+            session = thread.session
+        try:
+            revision = session.revision
+            for start in range(0, len(new), BATCH):
+                batch = messages_of(new[start : start + BATCH])
+                done = await recording.record(env, batch, session.id, expected_revision=revision)
+                revision = done.revision
+        except StaleRevision as exc:
+            stale = exc  # batches already written are stored keys now: the next read skips them
+            continue
+        return Imported(session, len(new))
+    assert stale is not None
+    raise stale
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A conversation's session and its entries in thread order, as a digest reads them."""
+
+    session: Session
+    entries: tuple[Message, ...]
+
+
+async def find_recorded(env: Env, interface: str, conversation: str) -> Recorded | None:
+    """The conversation's session and its live entries; None when it has no session."""
+    async with env.store.snapshot() as reader:
+        session = await reader.find_conversation(env.scope.tenant, interface, conversation)
+    if session is None:
+        return None
+    thread = await sessions.live_thread(env, SessionId(session.id))
+    return Recorded(thread.session, thread.entries)
