@@ -1,0 +1,78 @@
+"""Each host's hook configuration, as `frs-mcp hook --print-config HOST` prints it and the
+README shows it: the hooks that record after the model's work and the one that answers a
+compaction with the digest, each running this frs-mcp by its absolute path.
+
+Claude Code and Codex CLI read the same shape (`{"hooks": {EVENT: [{"matcher", "hooks":
+[{"type": "command", "command", "timeout"}]}]}}`; timeouts in seconds), Gemini CLI a close one
+(timeouts in milliseconds, a `name` per hook). OpenCode runs plugins instead: its configuration
+is the plugin file (`opencode_plugin.js` beside this module) with this frs-mcp's path in it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+#: The database every README snippet names (the default one, written as a user would).
+DATABASE = "~/.local/share/frs-mcp/frs.db"
+TIMEOUT = 30  # seconds a host gives the hook; its own deadline is `command.DEFAULT_TIMEOUT`
+PLUGIN = Path(__file__).with_name("opencode_plugin.js")
+
+#: Per host: (event, matcher or None, whether the command asks for the digest).
+_EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "claude-code": (
+        ("Stop", None),
+        ("SubagentStop", None),
+        ("PreCompact", None),
+        ("SessionStart", "compact"),
+    ),
+    "codex": (("Stop", None), ("PreCompact", None), ("SessionStart", "compact")),
+    "gemini-cli": (("AfterAgent", "*"), ("BeforeModel", "*")),
+}
+
+
+def command_path() -> str:
+    """The absolute path of the running frs-mcp (what a host's hook runs)."""
+    script = Path(sys.argv[0])
+    if script.name == "frs-mcp" and script.is_file():
+        return str(script.resolve())
+    found = shutil.which("frs-mcp")
+    if found:
+        return str(Path(found).resolve())
+    return str(Path(sys.executable).with_name("frs-mcp"))
+
+
+def text(host: str, command: str, tokens: int | None = None, database: str = DATABASE) -> str:
+    """The configuration for `host` with `command` as frs-mcp's path; `tokens` (a digest size
+    other than the default) goes on the command that asks for the digest."""
+    if host == "opencode":
+        return plugin(command, database, tokens)
+    hooks: dict[str, Any] = {}
+    for event, matcher in _EVENTS[host]:
+        line = f"{shlex.quote(command)} hook {host} {event} --db {database}"
+        if tokens is not None and event in ("SessionStart", "BeforeModel"):
+            line += f" --tokens {tokens}"
+        handler: dict[str, Any] = {"type": "command", "command": line}
+        if host == "gemini-cli":
+            handler = {"name": f"frs-{event}", **handler, "timeout": TIMEOUT * 1000}
+        else:
+            handler["timeout"] = TIMEOUT
+        group: dict[str, Any] = {"hooks": [handler]}
+        if matcher is not None:
+            group = {"matcher": matcher, **group}
+        hooks[event] = [group]
+    return json.dumps({"hooks": hooks}, indent=2)
+
+
+def plugin(command: str, database: str = DATABASE, tokens: int | None = None) -> str:
+    """The OpenCode plugin, with frs-mcp's command filled in."""
+    argv = [command, "--db", database]
+    source = PLUGIN.read_text(encoding="utf-8")
+    filled = source.replace('["frs-mcp"]', json.dumps(argv))
+    if tokens is not None:
+        filled = filled.replace("const TOKENS = [];", f'const TOKENS = ["--tokens", "{tokens}"];')
+    return filled
