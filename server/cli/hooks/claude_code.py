@@ -3,8 +3,10 @@
 
 Events: `Stop`, `SubagentStop` and `PreCompact` record what is new; `SessionStart` with source
 `compact` records, then answers with the digest as the next request's context
-(`hookSpecificOutput.additionalContext`). At SessionStart the transcript may still lack its last
-~100 ms (Claude Code flushes it from a queue), so that event waits until the file stops growing.
+(`hookSpecificOutput.additionalContext`). Claude Code writes its transcript from a queue it
+flushes every 100 ms, and flushes it before `Stop` and `SubagentStop` only: at SessionStart
+the hook waits until the file stops growing, and at SessionStart and PreCompact a last
+assistant message is left for the next event, since its last blocks may not be written yet.
 A `SubagentStop` records the subagent's own transcript as a conversation of its own,
 `<session>/<agent id>`, the gateway's name for it; the compaction's fork stops as a subagent
 whose transcript is never written, and is passed over.
@@ -62,7 +64,7 @@ class ClaudeCode:
 
             def read_settled(deadline: Deadline) -> list[Unit]:
                 settled(path, deadline)
-                return units(whole_lines(path, _MARKERS, deadline))
+                return units(whole_lines(path, _MARKERS, deadline), flushed=False)
 
             return Job(session, read_settled, answer)
         if event not in _RECORD:
@@ -71,7 +73,10 @@ class ClaudeCode:
         if event == "SubagentStop":
             return _subagent(session, given, environ)
         path = kept_file(given.get("transcript_path"), projects(environ), session)
-        return Job(session, lambda deadline: units(whole_lines(path, _MARKERS, deadline)))
+        flushed = event == "Stop"  # PreCompact does not wait for the transcript's queue
+        return Job(
+            session, lambda deadline: units(whole_lines(path, _MARKERS, deadline), flushed=flushed)
+        )
 
 
 def _subagent(session: str, given: Mapping[str, Any], environ: Mapping[str, str]) -> Job | None:
@@ -93,10 +98,16 @@ def answer(digest: str) -> str:
     return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
 
 
-def units(lines: Iterable[str], main: bool = True) -> list[Unit]:
+def units(lines: Iterable[str], main: bool = True, flushed: bool = True) -> list[Unit]:
     """The transcript's messages as the gateway's units, in order; the `main` transcript's
-    sidechain lines are a subagent's, left to that subagent's own transcript."""
-    body = json.dumps({"messages": messages(lines, main)}, ensure_ascii=False)
+    sidechain lines are a subagent's, left to that subagent's own transcript. Unless the host
+    `flushed` the transcript for the event, a last assistant message may still lack its last
+    blocks' lines: it waits for the next event (recorded now, it would be recorded again, whole,
+    under another key)."""
+    found = messages(lines, main)
+    if not flushed and found and found[-1]["role"] == "assistant":
+        found.pop()
+    body = json.dumps({"messages": found}, ensure_ascii=False)
     return units_of(anthropic.parse(body, {}))
 
 

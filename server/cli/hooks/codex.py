@@ -10,10 +10,11 @@ says how to trust it.
 The rollout's `response_item` lines are the Responses API items Codex sends the model; they are
 read by the gateway's Responses wire (`server.gateway.responses.parse`), so each message gets the
 key the gateway gives it. Developer messages, and the user messages Codex writes itself
-(`<environment_context>`, `<user_instructions>`), are not the conversation. A local compaction
-writes its own answer (reasoning, then an assistant message holding the summary) as ordinary
-items just before its `compacted` line, whose message ends with that summary: those items are
-the host's summary, not a turn, and are left out.
+(`<environment_context>`, `<user_instructions>`), are not the conversation: they are read as
+developer messages, which the wire never records. A local compaction writes its own answer
+(reasoning, then an assistant message holding the summary) as ordinary items just before its
+`compacted` line, whose message ends with that summary: those items are the host's summary, not
+a turn, and one developer message stands in their place.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ _MARKERS = (b'"type":"response_item"', b'"type":"compacted"')
 #: User messages Codex writes itself, before the user's first words.
 _OWN = ("<environment_context>", "<user_instructions>")
 _RECORD = frozenset({"Stop", "PreCompact"})
+#: What stands for an item that is not the conversation: a developer message, which the wire
+#: reads as the host's and never records, and which parts the items before and after it as the
+#: host's own item did (two answers either side of it are two messages, not one).
+_AS_SYSTEM = {"type": "message", "role": "developer"}
 
 
 def sessions_folder(environ: Mapping[str, str]) -> Path:
@@ -76,17 +81,18 @@ def items(lines: Iterable[str]) -> list[dict[str, Any]]:
             continue
         if row.get("type") == "compacted":
             _drop_summary(out, payload.get("message"))
-        elif row.get("type") == "response_item" and not _own(payload):
-            out.append(payload)
+        elif row.get("type") == "response_item":
+            out.append(
+                _AS_SYSTEM | {"content": payload.get("content")} if _own(payload) else payload
+            )
     return out
 
 
 def _own(item: Mapping[str, Any]) -> bool:
-    if item.get("type", "message") != "message":
+    """A user message Codex wrote itself."""
+    if item.get("type", "message") != "message" or item.get("role") != "user":
         return False
-    if item.get("role") not in ("user", "assistant"):
-        return True  # developer and system messages: instructions, not the conversation
-    return item.get("role") == "user" and _text(item).lstrip().startswith(_OWN)
+    return _text(item).lstrip().startswith(_OWN)
 
 
 def _drop_summary(items: list[dict[str, Any]], message: object) -> None:
@@ -104,7 +110,7 @@ def _drop_summary(items: list[dict[str, Any]], message: object) -> None:
             start = index
             while start > 0 and items[start - 1].get("type") == "reasoning":
                 start -= 1
-            del items[start : index + 1]
+            items[start : index + 1] = [_AS_SYSTEM | {"content": "(compaction)"}]
             return
         if item.get("type") != "reasoning":
             return

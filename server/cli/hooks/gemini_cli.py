@@ -15,9 +15,9 @@ known), and patches (`{"$set": {...}}`). A `$set` of `messages` (on resume, afte
 compression) is the history as the model will be sent it, in the API's shape, with ids of its
 own: the import reads only the appended records, each once by id, in the order first seen, the
 newest version of each, so a compression loses nothing of it. Tool results are the user records
-holding `functionResponse` parts. The messages are read by the gateway's Chat
-Completions wire for their units (Gemini CLI names no conversation to a gateway, so no key is
-shared with one).
+holding `functionResponse` parts. Each record is one Messages API message, read by the
+gateway's Anthropic wire for its units (Gemini CLI names no conversation to a gateway, so no key
+is shared with one; that wire keeps two answers in a row two messages).
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from typing import Any
 from frs.matching import Unit, units_of
 from server.cli.hooks.hosts import Job, conversation_id
 from server.cli.hooks.transcripts import HookRefused, home, kept_file, objects, whole_lines
-from server.gateway import chat
+from server.gateway import anthropic
 
 NAME = "gemini-cli"
 SNAPSHOT = "<state_snapshot>"
 #: What Gemini CLI writes into the history itself: the session context it opens with, the
-#: compression's snapshot and the model's acknowledgement of it (and `/compress`, typed).
+#: compression's snapshot and the model's acknowledgement of it.
 _OWN_USER = ("<session_context>", SNAPSHOT)
 _OWN_MODEL = "Got it. Thanks for the additional context!"
 _MARKERS = (b'"type":"user"', b'"type":"gemini"')
@@ -88,11 +88,11 @@ def _before_model(given: Mapping[str, Any]) -> Job | None:
 def units(lines: Iterable[str]) -> list[Unit]:
     """The chat file's conversation as units, in order."""
     body = json.dumps({"messages": messages(lines)}, ensure_ascii=False)
-    return units_of(chat.parse(body, {}))
+    return units_of(anthropic.parse(body, {}))
 
 
 def messages(lines: Iterable[str]) -> list[dict[str, Any]]:
-    """The chat file's conversation as Chat Completions messages."""
+    """The chat file's conversation as Messages API messages, one a record."""
     records: dict[str, dict[str, Any]] = {}
     for row in objects(iter(lines)):
         if "$set" not in row and isinstance(row.get("id"), str):
@@ -100,56 +100,55 @@ def messages(lines: Iterable[str]) -> list[dict[str, Any]]:
             records[row["id"]] = row
     out: list[dict[str, Any]] = []
     for record in records.values():
-        out.extend(_messages_of(record))
+        blocks = _blocks(record)
+        if blocks:
+            out.append(
+                {
+                    "role": "assistant" if record.get("type") == "gemini" else "user",
+                    "content": blocks,
+                }
+            )
     return out
 
 
-def _messages_of(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _blocks(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     kind = record.get("type")
     if kind == "gemini":
-        text = _said(record.get("content"))
-        calls = [
+        said = _said(record.get("content"))
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": said}] if said else []
+        blocks.extend(
             {
-                "id": str(call.get("id", "")),
-                "type": "function",
-                "function": {
-                    "name": str(call.get("name", "")),
-                    "arguments": json.dumps(call.get("args", {}), ensure_ascii=False),
-                },
+                "type": "tool_use",
+                "id": str(call["id"]),
+                "name": str(call.get("name", "")),
+                "input": call.get("args", {}),
             }
             for call in record.get("toolCalls") or ()
             if isinstance(call, dict) and call.get("id")
-        ]
-        if not (text or calls):
-            return []
-        message: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
-            message["tool_calls"] = calls
-        return [message]
+        )
+        return blocks
     if kind != "user":
         return []
     parts = record.get("content")
     parts = parts if isinstance(parts, list) else [{"text": parts}] if parts else []
-    out: list[dict[str, Any]] = []
-    texts = []
+    blocks = []
     for part in parts:
         if not isinstance(part, dict):
             continue
         response = part.get("functionResponse")
         if isinstance(response, dict):
-            out.append(
+            result = response.get("response")
+            blocks.append(
                 {
-                    "role": "tool",
-                    "tool_call_id": str(response.get("id", "")),
-                    "content": _output(response.get("response")),
+                    "type": "tool_result",
+                    "tool_use_id": str(response.get("id", "")),
+                    "content": _output(result),
+                    "is_error": isinstance(result, dict) and "error" in result,
                 }
             )
-        elif isinstance(part.get("text"), str):
-            texts.append(part["text"])
-    said = "\n".join(texts)
-    if said.strip() and not said.lstrip().startswith(_OWN_USER) and said.strip() != "/compress":
-        out.append({"role": "user", "content": said})
-    return out
+        elif isinstance(part.get("text"), str) and not part["text"].lstrip().startswith(_OWN_USER):
+            blocks.append({"type": "text", "text": part["text"]})
+    return blocks
 
 
 def _said(content: object) -> str:

@@ -14,7 +14,8 @@ The session's messages and parts are read as OpenCode stores them (`message.data
 step's text and tool calls, then a `tool` message per call), and read by the gateway's Chat
 Completions wire, whose keys the gateway gives the same messages (OpenCode names its session
 to a gateway: `x-session-affinity`). The compaction's own messages (the request holding a
-`compaction` part, the summary, the synthetic "continue") are the host's, not the turns.
+`compaction` part, the summary, the synthetic "continue") are the host's, not the turns: a
+system message stands in their place.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from storage.foreign import Rows, opencode_compacted, opencode_session
 NAME = "opencode"
 _SESSION = re.compile(r"ses_[A-Za-z0-9]{1,64}")
 _EVENTS = frozenset({"idle", "compacting", "system"})
+#: What stands for a compaction's own messages: a system message, which the wire reads as the
+#: host's and never records, and which parts the answers either side of it as they were.
+_COMPACTION = {"role": "system", "content": "(compaction)"}
 
 
 def database(environ: Mapping[str, str]) -> Path:
@@ -98,17 +102,17 @@ def messages(rows: Rows) -> list[dict[str, Any]]:
         if not isinstance(info, dict):
             continue
         listed = [part for part in parts if isinstance(part, dict)]
-        if info.get("role") == "user":
-            if any(part.get("type") == "compaction" for part in listed):
-                continue
-            text = "\n".join(
-                str(part.get("text", ""))
-                for part in listed
-                if part.get("type") == "text" and not _continues(part)
-            )
+        # A user message's `summary` is its diffs; the compaction's answer has `summary: true`.
+        own = info.get("summary") is True or any(
+            part.get("type") == "compaction" or _continues(part) for part in listed
+        )
+        if own:
+            out.append(_COMPACTION)
+        elif info.get("role") == "user":
+            text = "\n".join(str(p.get("text", "")) for p in listed if p.get("type") == "text")
             if text.strip():
                 out.append({"role": "user", "content": text})
-        elif info.get("role") == "assistant" and not info.get("summary"):
+        elif info.get("role") == "assistant":
             out.extend(_assistant(listed))
     return out
 

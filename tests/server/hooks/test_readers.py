@@ -33,6 +33,10 @@ def said(units: list[Unit]) -> list[tuple[str, str]]:
     return out
 
 
+def opencode_units(store: OpenCodeStore) -> list[Unit]:
+    return opencode.units(opencode.rows(store.path, store.session, Deadline(10)))
+
+
 def claude_session(home: Path) -> ClaudeTranscript:
     cc = ClaudeTranscript(home)
     cc.bookkeeping()
@@ -305,3 +309,72 @@ def test_codex_reasoning_stays_with_its_call(tmp_path: Path) -> None:
     rollout.item(message("assistant", "Planning."))
     units = codex.units(rollout.lines)
     assert [t.content for t in units[-1].thinking] == ["plan"]
+
+
+class TestALaterImportKeepsTheKeysOfAnEarlierOne:
+    """Whatever an import read is read under the same keys by every later one: otherwise the
+    later one would record it again, under its new key."""
+
+    def test_claude_code_at_every_line_before_a_flush(self, tmp_path: Path) -> None:
+        cc = claude_session(tmp_path)
+        cc.answer(
+            "msg_3",
+            thinking("two calls", "sig-3"),
+            text("Checking both."),
+            tool_use("toolu_3", "Bash", command="git diff"),
+            tool_use("toolu_4", "Bash", command="git status"),
+        )
+        cc.result("toolu_3", "diff --git a/src/app.py")
+        cc.result("toolu_4", "On branch main")
+        whole = {u.key for u in claude_code.units(cc.lines)}
+        for cut in range(len(cc.lines) + 1):
+            early = claude_code.units(cc.lines[:cut], flushed=False)
+            assert {u.key for u in early} <= whole, cut
+
+    def test_an_answer_cut_short_waits_for_the_flush(self, tmp_path: Path) -> None:
+        cc = claude_session(tmp_path)
+        cc.answer("msg_3", text("Checking."), tool_use("toolu_3", "Bash", command="git diff"))
+        cut = cc.lines[:-1]  # its tool_use line not written yet
+        assert said(claude_code.units(cut, flushed=False))[-1] == (
+            "tool",
+            "def total(xs): return sum(xs) + 1",
+        )
+        assert said(claude_code.units(cc.lines))[-1] == ("assistant", "Checking. [Bash]")
+
+    def test_codex_across_a_compaction(self, tmp_path: Path) -> None:
+        rollout = CodexRollout(tmp_path)
+        rollout.start("Make the build pass")
+        rollout.say("Looking.")
+        before = {u.key for u in codex.units(rollout.lines)}
+        rollout.compacted("SUMMARY")
+        rollout.say("Still looking.")
+        after = codex.units(rollout.lines)
+        assert before <= {u.key for u in after}
+        assert said(after)[-2:] == [("assistant", "Looking."), ("assistant", "Still looking.")]
+
+    def test_opencode_across_a_compaction(self, tmp_path: Path) -> None:
+        store = OpenCodeStore(tmp_path)
+        store.user("Explain the build")
+        store.step("It uses make.")
+        before = {
+            u.key for u in opencode.units(opencode.rows(store.path, store.session, Deadline(10)))
+        }
+        store.compaction("OC-SUMMARY")
+        store.step("And a Makefile.")
+        after = opencode.units(opencode.rows(store.path, store.session, Deadline(10)))
+        assert before <= {u.key for u in after}
+        assert said(after)[-2:] == [
+            ("assistant", "It uses make."),
+            ("assistant", "And a Makefile."),
+        ]
+
+    def test_gemini_two_answers_in_a_row(self, tmp_path: Path) -> None:
+        chat_file = GeminiChat(tmp_path)
+        chat_file.header()
+        chat_file.record("u1", "user", [{"text": "Explain the build"}])
+        chat_file.record("g1", "gemini", "It uses make.")
+        before = {u.key for u in gemini_cli.units(chat_file.lines)}
+        chat_file.record("g2", "gemini", "And a Makefile.")
+        after = gemini_cli.units(chat_file.lines)
+        assert before <= {u.key for u in after}
+        assert len(after) == 3

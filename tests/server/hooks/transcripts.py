@@ -268,7 +268,7 @@ class OpenCodeStore:
         db.close()
 
     def user(self, words: str) -> None:
-        self.message({"role": "user"}, {"type": "text", "text": words})
+        self.message({"role": "user", "summary": {"diffs": []}}, {"type": "text", "text": words})
 
     def step(self, words: str = "", *tools: tuple[str, str, dict[str, Any], str]) -> None:
         """An assistant step: its text and its tool calls (call id, tool, input, output)."""
