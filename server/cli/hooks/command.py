@@ -153,8 +153,9 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         tokens = None if args.tokens == DEFAULT_TOKENS else args.tokens
         database = config.DATABASE if args.db == str(default_database()) else args.db
+        printed = config.text(args.host, config.command_path(), tokens, database)
         with suppress(BrokenPipeError):  # `| head`
-            print(config.text(args.host, config.command_path(), tokens, database))
+            sys.stdout.write(printed.rstrip("\n") + "\n")
         return 0
     where = f"frs-mcp hook {args.host} {args.event or '(no event)'}"
     try:

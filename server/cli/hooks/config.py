@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: The database every README snippet names (the default one, written as a user would).
+#: The database every README snippet names: the default one, written as a user would, named so
+#: that the hooks and the MCP server agree even where $XDG_DATA_HOME moves the default.
 DATABASE = "~/.local/share/frs-mcp/frs.db"
 TIMEOUT = 30  # seconds a host gives the hook; its own deadline is `command.DEFAULT_TIMEOUT`
 PLUGIN = Path(__file__).with_name("opencode_plugin.js")
@@ -47,13 +48,14 @@ def command_path() -> str:
 
 
 def text(host: str, command: str, tokens: int | None = None, database: str = DATABASE) -> str:
-    """The configuration for `host` with `command` as frs-mcp's path; `tokens` (a digest size
-    other than the default) goes on the command that asks for the digest."""
+    """The configuration for `host` with `command` as frs-mcp's path, one event a line, each
+    command naming `database`; `tokens` (a digest size other than the default) goes on the
+    command that answers with the digest."""
     if host == "opencode":
         return plugin(command, database, tokens)
-    hooks: dict[str, Any] = {}
+    lines = []
     for event, matcher in _EVENTS[host]:
-        line = f"{shlex.quote(command)} hook {host} {event} --db {database}"
+        line = f"{shlex.quote(command)} hook {host} {event} --db {_shell(database)}"
         if tokens is not None and event in ("SessionStart", "BeforeModel"):
             line += f" --tokens {tokens}"
         handler: dict[str, Any] = {"type": "command", "command": line}
@@ -64,15 +66,23 @@ def text(host: str, command: str, tokens: int | None = None, database: str = DAT
         group: dict[str, Any] = {"hooks": [handler]}
         if matcher is not None:
             group = {"matcher": matcher, **group}
-        hooks[event] = [group]
-    return json.dumps({"hooks": hooks}, indent=2)
+        lines.append(f"  {json.dumps(event)}: {json.dumps([group])}")
+    return '{"hooks": {\n' + ",\n".join(lines) + "\n}}"
 
 
 def plugin(command: str, database: str = DATABASE, tokens: int | None = None) -> str:
-    """The OpenCode plugin, with frs-mcp's command filled in."""
+    """The OpenCode plugin, with frs-mcp's command and database filled in (frs-mcp expands
+    the `~` itself: the plugin runs it without a shell)."""
     argv = [command, "--db", database]
     source = PLUGIN.read_text(encoding="utf-8")
     filled = source.replace('["frs-mcp"]', json.dumps(argv))
     if tokens is not None:
         filled = filled.replace("const TOKENS = [];", f'const TOKENS = ["--tokens", "{tokens}"];')
     return filled
+
+
+def _shell(database: str) -> str:
+    """The database for a shell's command line: `~/...` left for the shell to expand."""
+    if database.startswith("~/") and shlex.quote(database[2:]) == database[2:]:
+        return database
+    return shlex.quote(database)
