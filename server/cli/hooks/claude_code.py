@@ -44,6 +44,9 @@ _MARKERS = (b'"type":"user"', b'"type":"assistant"')
 #: What Claude Code writes as a user's words when it ran a local command (`/compact`).
 _LOCAL = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>", "<command-message>")
 _RECORD = frozenset({"Stop", "SubagentStop", "PreCompact"})
+#: Claude Code shows hook context of up to 10,000 characters as it is; a longer one goes to a
+#: file, the model seeing its first 2 KB and the file's path (2.1.332, checked).
+MAX_CHARS = 9_900
 #: Lines Claude Code writes for itself: the compaction's summary, meta lines (a command's caveat).
 _OWN_FLAGS = ("isCompactSummary", "isMeta", "isVisibleInTranscriptOnly")
 
@@ -66,7 +69,7 @@ class ClaudeCode:
                 settled(path, deadline)
                 return units(whole_lines(path, _MARKERS, deadline), flushed=False)
 
-            return Job(session, read_settled, answer)
+            return Job(session, read_settled, answer, MAX_CHARS)
         if event not in _RECORD:
             return None
         session = conversation_id(given)

@@ -39,8 +39,10 @@ log = logging.getLogger("frs-mcp.hook")
 HOSTS: dict[str, Host] = {
     host.name: host for host in (claude_code.HOST, codex.HOST, gemini_cli.HOST, opencode.HOST)
 }
-DEFAULT_TOKENS = 2_400  # Claude Code shows hook context of up to 10,000 characters inline
+DEFAULT_TOKENS = 4_000  # the size the digest is measured at (bench/hooks.py)
+_FITS = 3  # digests made to fit a host's limit on characters, at most
 DEFAULT_TIMEOUT = 20.0  # seconds; the printed configurations give the host 30
+MIN_TOKENS = 200
 MAX_INPUT = 64 << 20  # a hook's input carries at most a request's messages (Gemini CLI)
 #: The client the hooks' writes go under (their own current session, in the local tenant).
 HOOK_CLIENT = "hook"
@@ -223,7 +225,16 @@ async def _work(env: Env, interface: str, job: Job, units: list[Unit], tokens: i
     recorded = await find_recorded(env, interface, job.conversation)
     if recorded is None or not recorded.entries:
         return ""
-    return job.answer(await _digest(env, recorded.session.id, tokens))
+    text = await _digest(env, recorded.session.id, tokens)
+    for _ in range(_FITS):
+        if job.max_chars is None or len(text) <= job.max_chars or tokens <= MIN_TOKENS:
+            break
+        # A smaller budget, in proportion to what is over, with a margin.
+        tokens = max(MIN_TOKENS, int(tokens * job.max_chars / len(text) * 0.95))
+        text = await _digest(env, recorded.session.id, tokens)
+    if job.max_chars is not None and len(text) > job.max_chars:
+        raise HookRefused(f"no digest of {job.max_chars:,} characters or fewer; none sent")
+    return job.answer(text)
 
 
 async def _digest(env: Env, session_id: str, tokens: int) -> str:
@@ -268,8 +279,8 @@ def _tokens(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 200 <= value <= 50_000:
-        raise argparse.ArgumentTypeError(f"{value} is not 200..50000 tokens")
+    if not MIN_TOKENS <= value <= 50_000:
+        raise argparse.ArgumentTypeError(f"{value} is not {MIN_TOKENS}..50000 tokens")
     return value
 
 

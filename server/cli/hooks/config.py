@@ -20,6 +20,7 @@ from typing import Any
 #: The database every README snippet names: the default one, written as a user would, named so
 #: that the hooks and the MCP server agree even where $XDG_DATA_HOME moves the default.
 DATABASE = "~/.local/share/frs-mcp/frs.db"
+CODEX_CONTEXT_TOKENS = 6_000  # room for the default digest (4,000 of ours) and then some
 TIMEOUT = 30  # seconds a host gives the hook; its own deadline is `command.DEFAULT_TIMEOUT`
 PLUGIN = Path(__file__).with_name("opencode_plugin.js")
 
@@ -59,6 +60,9 @@ def text(host: str, command: str, tokens: int | None = None, database: str = DAT
         if tokens is not None and event in ("SessionStart", "BeforeModel"):
             line += f" --tokens {tokens}"
         handler: dict[str, Any] = {"type": "command", "command": line}
+        if host == "codex" and event == "SessionStart":
+            # Codex cuts hook context to 2,500 tokens unless the handler allows more.
+            handler["additionalContextLimit"] = CODEX_CONTEXT_TOKENS
         if host == "gemini-cli":
             handler = {"name": f"frs-{event}", **handler, "timeout": TIMEOUT * 1000}
         else:

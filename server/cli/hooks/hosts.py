@@ -3,7 +3,8 @@
 A job names the conversation (the host's own id for it, the key of its session), how to read
 what the transcript holds (`read`, the gateway's units; None records nothing) and how to answer
 with the digest (`answer`: the digest's text to the bytes the host reads on stdout; None
-answers nothing). An event a host's module does not know is no job at all.
+answers nothing), and the most characters of digest the host shows the model as it is
+(`max_chars`; None: no such limit). An event a host's module does not know is no job at all.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Job:
     conversation: str
     read: Reader | None = None
     answer: Answer | None = None
+    max_chars: int | None = None
 
 
 class Host(Protocol):

@@ -205,6 +205,26 @@ class TestDigest:
                     "The sum is off by one.",
                 )
 
+    def test_claude_codes_digest_fits_what_it_shows_inline(self, tmp_path: Path) -> None:
+        """Claude Code moves hook context of over 10,000 characters to a file: its digest is
+        made to fit, where another host's of the same thread is longer."""
+        cc = ClaudeTranscript(tmp_path)
+        cc.prompt("Read every module")
+        for n in range(40):
+            cc.answer(
+                f"msg_{n}",
+                text(f"Reading src/module_{n}.py."),
+                tool_use(f"toolu_{n}", "Bash", command=f"cat src/module_{n}.py"),
+            )
+            cc.result(f"toolu_{n}", "\n".join(f"def f{n}_{i}(): return {i}" for i in range(60)))
+        cc.write()
+        start = cc.hook("SessionStart", source="compact")
+        done = hook(tmp_path, "claude-code", "SessionStart", start)
+        digest = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert 5_000 < len(digest) <= 9_900
+        wide = hook(tmp_path, "claude-code", "SessionStart", start, "--tokens", "8000")
+        assert len(json.loads(wide.stdout)["hookSpecificOutput"]["additionalContext"]) <= 9_900
+
     def test_session_start_of_any_other_source_answers_nothing(self, tmp_path: Path) -> None:
         cc = claude(tmp_path)
         done = hook(
