@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from frs import NewMessage, ToolCall
+from frs import Message, NewMessage, ToolCall
+from frs.text import estimate_tokens, message_body, sha256_hex
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "corpus"  # the tests' corpus; its README gives the licences
@@ -113,6 +114,37 @@ class Line:
 class Transcript:
     name: str
     lines: tuple[Line, ...]
+
+    def thread(self) -> list[Message]:
+        """The transcript as a thread's entries, as a store would hand them back: numbered from
+        1 in order, each result paired with the latest earlier call of its id (`answers`)."""
+        entries = []
+        made: dict[str, int] = {}
+        for number, line in enumerate(self.lines, start=1):
+            new = line.to_new()
+            body = message_body(new.content, new.tool_calls)
+            answers = made.get(new.tool_call_id) if new.tool_call_id is not None else None
+            made.update((call.id, number) for call in new.tool_calls)
+            entries.append(
+                Message(
+                    number=number,
+                    ord=number,
+                    ord_last=number,
+                    role=new.role,
+                    kind="message",
+                    content=new.content,
+                    sha256=sha256_hex(body),
+                    tokens=estimate_tokens(body),
+                    live=True,
+                    created_at=new.created_at,
+                    name=new.name,
+                    tool_calls=new.tool_calls,
+                    tool_call_id=new.tool_call_id,
+                    answers=answers,
+                    run_id=new.run_id,
+                )
+            )
+        return entries
 
     def chat_request(self) -> str:
         """The JSON body of a chat-completions request carrying every message, compact."""

@@ -61,6 +61,12 @@ def annotate_call(call: ToolCall) -> str:
     return "[tool_use:" + inside + "]"
 
 
+def telling_key(args: dict[str, object]) -> str:
+    """The key of the argument that tells most about a call (`annotate_call`'s choice);
+    `args` must not be empty."""
+    return _telling(args)[0]
+
+
 def _telling(args: dict[str, object]) -> tuple[str, int]:
     """The key whose value tells most about a call, and its group: a file, then a command, a
     folder, a URL, a query or pattern, any other text, lists and objects, and last booleans and

@@ -8,16 +8,18 @@ request that are not stored yet. Keys are kept in `interface_message_id` (`frs.m
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from frs import recording, sessions
 from frs.env import Env
 from frs.matching import Unit, messages_of
-from frs.model import GatewayCall, Message, Session, SessionId
+from frs.model import Compaction, GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
-from frs.recording import Recorded
+from frs.recording import Compacting, Recorded
 from frs.rewriting import LiveSquash
+from frs.views.render import COMPACTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,19 @@ class StoredThread:
     #: Where each live, unsquashed message the gateway keyed sits in the view (its
     #: position), as read: messages recorded since are not in it.
     positions: Mapping[str, int] = field(default_factory=dict)
+    #: Each stored original's number, by key (as read).
+    numbers: Mapping[str, int] = field(default_factory=dict)
+    #: The host's compactions, oldest first: after one, its requests begin elsewhere.
+    compactions: tuple[Compaction, ...] = ()
+
+    @property
+    def first_keys(self) -> frozenset[str]:
+        """The keys a request of the conversation may begin with: its first message's, and
+        after each compaction of the host's the one its requests begin with since."""
+        keys = {c.first_key for c in self.compactions if c.first_key}
+        if self.first_key is not None:
+            keys.add(self.first_key)
+        return frozenset(keys)
 
 
 async def find_thread(env: Env, interface: str, conversation: str) -> StoredThread | None:
@@ -75,16 +90,17 @@ async def load_thread(reader: ThreadReader, session: Session) -> StoredThread:
     firsts: list[tuple[int, str]] = []
     squashes: list[LiveSquash] = []
     positions: dict[str, int] = {}
+    numbers: dict[str, int] = {}
     for position, entry in enumerate(entries, start=1):
         if entry.kind != "summary" or entry.squash_n is None:
-            _keep(entry, keys, firsts)
+            _keep(entry, keys, firsts, numbers)
             if entry.interface_message_id:
                 positions[entry.interface_message_id] = position
             continue
         members = await _originals(reader, session.id, entry.squash_n)
         member_keys = set()
         for member in members:
-            _keep(member, keys, firsts)
+            _keep(member, keys, firsts, numbers)
             if member.interface_message_id:
                 member_keys.add(member.interface_message_id)
         squash = await reader.squash(session.id, entry.squash_n)
@@ -96,14 +112,21 @@ async def load_thread(reader: ThreadReader, session: Session) -> StoredThread:
                 )
             )
     first = min(firsts)[1] if firsts else None
-    return StoredThread(session, frozenset(keys), first, tuple(squashes), positions)
+    compactions = tuple(await reader.compactions(session.id))
+    return StoredThread(
+        session, frozenset(keys), first, tuple(squashes), positions, numbers, compactions
+    )
 
 
-def _keep(message: Message, keys: set[str], firsts: list[tuple[int, str]]) -> None:
+def _keep(
+    message: Message, keys: set[str], firsts: list[tuple[int, str]], numbers: dict[str, int]
+) -> None:
     key = message.interface_message_id
     if key:
         keys.add(key)
         firsts.append((message.number or 0, key))
+        if message.number is not None:
+            numbers[key] = message.number
 
 
 async def _originals(reader: ThreadReader, session_id: SessionId, n: int) -> list[Message]:
@@ -137,3 +160,78 @@ async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> 
     if not units:
         return None
     return await recording.record(env, messages_of(units), session_id)
+
+
+async def record_compaction(
+    env: Env,
+    session_id: SessionId,
+    summary: Unit,
+    kept: Sequence[int],
+    first_key: str | None,
+    new: Sequence[Unit],
+    stored_calls: frozenset[str] = frozenset(),
+) -> Recorded:
+    """Record a host's compaction in one transaction: the results of calls already stored
+    that come with it first (the round the host kept, whose results it had not sent yet), then
+    its summary as the thread's next entry (positions go on), the compaction
+    (`frs.model.Compaction`: `kept`, the numbers of the stored messages the host still sends,
+    and `first_key`, what its requests begin with now), then the units that follow."""
+    said = replace(summary.new, role="user", tool_calls=(), kind="message", name=COMPACTION)
+    entry = replace(summary, new=said)
+    rest = [unit for unit in new if unit.key != summary.key]
+    lead = 0
+    while lead < len(rest) and rest[lead].new.tool_call_id in stored_calls:
+        lead += 1
+    batch = messages_of([*rest[:lead], entry, *rest[lead:]])
+    compacting = Compacting(tuple(kept), first_key, len(messages_of(rest[:lead])))
+    return await recording.record(env, batch, session_id, compacting=compacting)
+
+
+async def restored_numbers(env: Env, session_id: SessionId) -> frozenset[int]:
+    """The numbers of the messages of every squash the model restored: spans it asked back,
+    which the autopilot leaves alone (`frs.autopilot`)."""
+    async with env.store.snapshot() as reader:
+        undone = [s.n for s in await reader.squashes(session_id) if s.restored]
+        members = [await reader.squash_members(session_id, n) for n in undone]
+    return frozenset(m.number for found in members for m in found if m.number is not None)
+
+
+async def window_from(
+    env: Env, session_id: SessionId, position: int
+) -> tuple[Session, list[Message]] | None:
+    """The session as it is now and its live entries from `position` to the newest; None
+    when the session is gone."""
+    async with env.store.snapshot() as reader:
+        session = await reader.find_session(env.scope.tenant, session_id)
+        if session is None:
+            return None
+        count = session.live_count - position + 1
+        entries = await reader.entries_at(session_id, position, count) if count > 0 else []
+        return session, entries
+
+
+@dataclass(frozen=True, slots=True)
+class SquashCalls:
+    """When a squash of a gateway thread was made and first sent: the call it was made after
+    (1-based: the calls forwarded before it), the call that first sent it (None: not yet)."""
+
+    n: int
+    made: int
+    sent: int | None
+
+    @property
+    def delay(self) -> int | None:
+        """Calls from made to first sent (1: the very next call)."""
+        return None if self.sent is None else self.sent - self.made
+
+
+def squash_calls(calls: Sequence[GatewayCall], squashes: Sequence[Squash]) -> list[SquashCalls]:
+    """Per squash: the call it was made after and the call that first sent it, from the
+    session's forwarded calls (all of them, oldest first: a call's `at` is when it came)."""
+    times = [call.at for call in calls]
+    out = []
+    for squash in squashes:
+        made = bisect.bisect_left(times, squash.created_at)
+        sent = next((i for i, c in enumerate(calls, start=1) if squash.n in c.applied), None)
+        out.append(SquashCalls(squash.n, made, sent))
+    return out

@@ -300,6 +300,20 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class Compaction:
+    """A host replaced the history it sends its model with a summary of its own (Claude Code's
+    auto-compaction and /compact, Codex's and OpenCode's): the entry that holds the summary,
+    the first number the host sends the model from then on (the turns it kept verbatim can
+    come before the summary's entry), and the key of the first message the host's requests
+    begin with after it (a host's later requests of the conversation begin so)."""
+
+    number: int
+    sent_from: int
+    created_at: str
+    first_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     name: str
     revision: int

@@ -29,6 +29,7 @@ from frs.model import (
     CallRecord,
     Change,
     Checkpoint,
+    Compaction,
     FileText,
     FocusLayer,
     GatewayCall,
@@ -212,6 +213,10 @@ class ThreadReader(Protocol):
         first."""
         ...
 
+    async def compactions(self, session_id: SessionId) -> list[Compaction]:
+        """Every compaction of the host's history recorded in the session, by number."""
+        ...
+
 
 class ThreadTx(ThreadReader, Protocol):
     async def create_session(self, session: Session) -> None:
@@ -291,6 +296,10 @@ class ThreadTx(ThreadReader, Protocol):
     async def add_gateway_call(self, session_id: SessionId, call: GatewayCall) -> None:
         """Store a request the gateway forwarded, after the ones there are (its tuples keep
         their order); the session row and its revision stay as they are."""
+        ...
+
+    async def add_compaction(self, session_id: SessionId, compaction: Compaction) -> None:
+        """Store a compaction whose entry (`compaction.number`) this transaction recorded."""
         ...
 
 

@@ -15,7 +15,7 @@ from functools import partial
 from frs.checks import check_new_messages
 from frs.env import Env
 from frs.errors import InvalidRequest
-from frs.model import Limits, Message, NewMessage, Session, SessionId
+from frs.model import Compaction, Limits, Message, NewMessage, Session, SessionId
 from frs.mutation import mutation
 from frs.pairing import Pairing, call_ids
 from frs.ports import ThreadReader
@@ -29,6 +29,17 @@ CHUNK = 500  # messages written between two progress reports
 # A batch with this much content is checked and measured through `Env.offload` (a worker
 # thread under the server): 5,000 messages of 800 characters held the event loop for 0.17 s.
 OFFLOAD_CHARS = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Compacting:
+    """Message `at` of the batch is a host's compaction summary (`frs.model.Compaction`);
+    `kept` are the numbers of the stored messages the host kept verbatim after it (those of
+    the batch before it are kept too), `first_key` the key its requests begin with now."""
+
+    kept: tuple[int, ...] = ()
+    first_key: str | None = None
+    at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +58,14 @@ async def record(
     session_id: SessionId | None = None,
     expected_revision: int | None = None,
     progress: Progress | None = None,
+    compacting: Compacting | None = None,
 ) -> Recorded:
     """Append messages in one transaction; each numbered one gets the next number.
 
     `progress(done, total)` is called after each chunk of messages is written (inside the
     transaction, so it must not block: a relay forwards it); nothing is visible to readers
-    until the whole batch commits.
+    until the whole batch commits. With `compacting`, one message of the batch is a host's
+    summary of the history it compacted, stored as the session's newest `Compaction`.
     """
     if sum(len(new.content) for new in messages) < OFFLOAD_CHARS:
         measured = measure(messages, env.limits)
@@ -80,6 +93,19 @@ async def record(
             recorded_tokens=first.recorded_tokens + batch.recorded_tokens,
         )
         m.change = f"recorded {plural(count, 'message')}"
+        if compacting is not None:
+            before = messages[: compacting.at]
+            number = first.next_number + sum(1 for new in before if new.kind != "thinking")
+            kept = {*compacting.kept, *range(first.next_number, number)}
+            # The host sends the summary, then the turns it kept: those that run right up to
+            # the summary's entry are sent from where they start (others it kept, such as
+            # Codex's earlier user messages, are single messages it still sends).
+            sent_from = number
+            while sent_from - 1 in kept:
+                sent_from -= 1
+            compaction = Compaction(number, sent_from, env.clock(), compacting.first_key)
+            await m.tx.add_compaction(first.id, compaction)
+            m.change = f"the host compacted its history: its summary at [{number}]; " + m.change
     return Recorded(
         first.id,
         tuple(batch.positions),

@@ -130,16 +130,45 @@ def recorded(done: Recorded) -> str:
 
 
 def squashed(done: Squashed) -> str:
-    """What was squashed, where its summary sits, how to read or undo it, what it saved."""
+    """What was squashed, where its summary sits, how to read or undo it, what it saved (and,
+    where a gateway sends the thread to the model, when that saving starts, or why never)."""
     sq = done.squash
     saved = sq.tokens_before - sq.tokens_after
-    return (
+    text = (
         f"Squashed {done.replaced} ({plural(sq.count, 'entry')}, "
         f"{plural(sq.covered, 'message')}) into a summary at position {done.position}. "
         f'Originals: get_alias(alias="{sq.alias}"); undo: frs_restore(alias="SQ.{sq.n}"). '
-        f"Tokens ~{sq.tokens_before:,} → ~{sq.tokens_after:,} ({_saving(saved)}). "
-        f"The thread now has {plural(done.live_count, 'entry')} · revision {done.revision}"
-        + _payback(done)
+    )
+    if done.reach is None:
+        text += f"Tokens ~{sq.tokens_before:,} → ~{sq.tokens_after:,} ({_saving(saved)}). "
+    else:
+        text += _reached(done, saved)
+    return (
+        text
+        + f"The thread now has {plural(done.live_count, 'entry')} · revision {done.revision}"
+        + (_payback(done) if done.reach != "gone" else "")
+    )
+
+
+def _reached(done: Squashed, saved: int) -> str:
+    """When the squash reaches the model the gateway sends this thread to."""
+    sq = done.squash
+    tokens = f"~{sq.tokens_before:,} → ~{sq.tokens_after:,} tokens"
+    if done.reach == "gone":
+        return (
+            f"The model is no longer sent these messages: the host compacted its history after "
+            f"them, so this squash shortens this view only ({tokens}, nothing fewer in what "
+            "the model is sent). "
+        )
+    fewer = f"~{saved:,} fewer in every call" if saved > 0 else _saving(saved)
+    if done.reach == "open":
+        return (
+            f"The gateway sends it once the newest tool call it covers has been answered, "
+            f"not while the model still works on it ({tokens}: {fewer} from then on). "
+        )
+    return (
+        "The gateway sends it instead of the originals from the model's next call "
+        f"({tokens}: {fewer}). "
     )
 
 

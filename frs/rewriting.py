@@ -107,7 +107,12 @@ def plan_rewrite(
     if request.untouchable or not messages:
         return RewritePlan()
     binds = can_bind(request)
-    still = bound and binds and _thinks(request, 0)
+    # After a compaction the host keeps its newest turns as they were, thinking included, but
+    # their prefix is now its summary: the API's documented fix for that "keep-tail"
+    # compaction is to ask it to drop the stale thinking, which the host, behind a gateway,
+    # does not (Claude Code would get a 400, strip all thinking, and never send it again).
+    compacted = request.summary is not None and _thinks(request, request.summary + 1)
+    still = (bound or compacted) and binds and _thinks(request, 0)
     if not squashes:
         return RewritePlan(drop_block=still)
     where = {unit.key: unit.message for unit in units}
@@ -157,7 +162,7 @@ def _thinks(request: WireRequest, start: int) -> bool:
     )
 
 
-def _pinned(request: WireRequest) -> frozenset[int]:
+def pinned_messages(request: WireRequest) -> frozenset[int]:
     """The messages a squash keeps in place: those holding a pinned block
     (`frs.wire.WireBlock.pinned`), with the messages of the calls they answer and of the
     results that answer their calls (a kept call keeps its result, and so on)."""
@@ -212,7 +217,7 @@ def _placed(
     binds: bool = False,
 ) -> RewritePlan:
     messages = request.messages
-    pinned = _pinned(request)
+    pinned = pinned_messages(request)
     pieces: list[_Piece] = []
     whole: list[tuple[int, int, LiveSquash]] = []  # spans every message of which is pinned
     keeps = {s.n for lo, hi, s in spans if any(i in pinned for i in range(lo, hi + 1))}

@@ -207,9 +207,10 @@ class ReasoningService:
         numbering: Numbering | None = None,
         session_id: SessionId | None = None,
         expected_revision: int | None = None,
+        automatic: bool = False,
     ) -> tuple[Squashed, ...]:
         return await squashes.compress_ranges(
-            self.env, ranges, numbering, session_id, expected_revision
+            self.env, ranges, numbering, session_id, expected_revision, automatic
         )
 
     async def compress_last(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from frs.aliases import parse_alias, sha_matches, sha_mismatch
 from frs.checks import check_ranges_size, check_summary, squash_tokens
@@ -29,6 +30,12 @@ LAYER_FIX = (
 )
 
 
+#: When a squash of a thread a gateway sends reaches the model: at its next call ("next"); once
+#: the open tool call it covers is answered ("open": the newest entries are the call the model
+#: is waiting on); never ("gone": the host compacted its history and no longer sends them).
+Reach = Literal["next", "open", "gone"]
+
+
 @dataclass(frozen=True, slots=True)
 class Squashed:
     session_id: SessionId
@@ -40,6 +47,9 @@ class Squashed:
     #: Estimated tokens of the entries after the summary (an upper bound past
     #: `AFTER_READ` entries): what a prompt cache writes again when it is first sent.
     after_tokens: int | None = None
+    #: Where the model is sent this thread by a gateway (it records the conversation): when
+    #: the squash reaches the model (`Reach`); None where no gateway sends it.
+    reach: Reach | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +67,7 @@ async def compress_ranges(
     numbering: Numbering | None = None,
     session_id: SessionId | None = None,
     expected_revision: int | None = None,
+    automatic: bool = False,
 ) -> tuple[Squashed, ...]:
     """Squash several (start, end, summary) ranges, all or none, in one revision.
 
@@ -64,7 +75,8 @@ async def compress_ranges(
     one view is enough to squash many stretches; ranges may not overlap. Each is checked
     as a single squash would be, then they are applied from the last to the first, so no
     squash moves the positions of one still to come. Returns them in the order given,
-    numbered (SQ.n, and the summaries' M.n) in that order too.
+    numbered (SQ.n, and the summaries' M.n) in that order too. `automatic`: the gateway's
+    autopilot makes them (`frs.autopilot`), not a model.
     """
     texts = [check_summary(summary, env.limits) for _, _, summary in ranges]
     if not ranges:
@@ -78,14 +90,18 @@ async def compress_ranges(
         done: dict[int, Squash] = {}
         for i in sorted(range(len(ranges)), key=lambda i: planned[i].first, reverse=True):
             at = (base[0] + i, base[1] + i)
-            done[i] = await squash_window(m, planned[i].window, texts[i], RANGE_FIX, at=at)
-        m.change = "squashed " + "; ".join(
-            f"{planned[i].named} into SQ.{done[i].n}" for i in sorted(done)
-        )
+            done[i] = await squash_window(
+                m, planned[i].window, texts[i], RANGE_FIX, at=at, automatic=automatic
+            )
+        by = "the autopilot squashed " if automatic else "squashed "
+        m.change = by + "; ".join(f"{planned[i].named} into SQ.{done[i].n}" for i in sorted(done))
         positions = [_now_at(r, planned) for r in planned]
         after = [await _after_tokens(m, position) for position in positions]
+        reach = [await _reach(m, done[i]) for i in range(len(planned))]
     return tuple(
-        Squashed(m.session.id, done[i], positions[i], r.named, *_counts(m.session), after[i])
+        Squashed(
+            m.session.id, done[i], positions[i], r.named, *_counts(m.session), after[i], reach[i]
+        )
         for i, r in enumerate(planned)
     )
 
@@ -115,7 +131,8 @@ async def compress_last(
         named = span_name("position", first, live)
         squash = await squash_window(m, window, text, LAST_FIX)
         m.change = f"squashed {named} into SQ.{squash.n}"
-    return Squashed(m.session.id, squash, first, named, *_counts(m.session), 0)
+        reach = await _reach(m, squash)
+    return Squashed(m.session.id, squash, first, named, *_counts(m.session), 0, reach)
 
 
 async def _check_inside_layer(m: Mutation, count: int) -> None:
@@ -146,12 +163,14 @@ async def squash_window(
     fix: str,
     allowance: int = 0,
     at: tuple[int, int] | None = None,
+    automatic: bool = False,
 ) -> Squash:
     """Write one squash of `window` into `summary` and update `m.session`'s counters.
 
     `fix` is what a refusal for a summary no shorter than its originals suggests; `allowance`
     the tokens a summary may have regardless; `at` the squash's n and its summary's number,
-    when not the next ones (several squashes of one call are numbered as given).
+    when not the next ones (several squashes of one call are numbered as given); `automatic`
+    marks a squash the gateway's autopilot made (`frs.autopilot`).
     """
     session = m.session
     before, after = squash_tokens(window, summary, fix, allowance)
@@ -171,6 +190,7 @@ async def squash_window(
         created_at=m.now,
         summary=summary,
         chars=len(originals),
+        automatic=automatic,
     )
     summary_entry = _summary_entry(squash, window)
     await m.tx.apply_squash(session.id, squash, summary_entry, window, part_starts(parts))
@@ -285,6 +305,32 @@ async def _after_tokens(m: Mutation, position: int) -> int:
         return m.session.live_tokens
     entries = await m.tx.entries_at(m.session.id, position + 1, after)
     return sum(entry.tokens for entry in entries)
+
+
+async def _reach(m: Mutation, squash: Squash) -> Reach | None:
+    """When the squash reaches the model, for a thread a gateway sends (it has forwarded a
+    call of it); None for any other thread."""
+    if not await m.tx.gateway_calls(m.session.id, 1):
+        return None
+    compactions = await m.tx.compactions(m.session.id)
+    # A squash's originals sit at ords first..last; a message's ord is its number.
+    if compactions and squash.last < compactions[-1].sent_from:
+        return "gone"
+    newest = await m.tx.entries_at(m.session.id, m.session.live_count, 1)
+    summary_last = newest[0].kind == "summary" and newest[0].squash_n == squash.n
+    return (
+        "open"
+        if summary_last and _waits(await m.tx.squash_members(m.session.id, squash.n))
+        else "next"
+    )
+
+
+def _waits(members: Sequence[Message]) -> bool:
+    """Whether the newest of these originals are the open tool loop: an assistant's calls
+    that have not all been answered after it, or the results that answer the newest calls
+    (the model's next answer is to them)."""
+    last = members[-1]
+    return bool(last.tool_calls) or last.role == "tool"
 
 
 def _counts(session: Session) -> tuple[int, int]:

@@ -88,6 +88,13 @@ class WireRequest:
     #: Where the thinking settings object is in the body (its `{` to `}`), if there is one:
     #: where a rewrite adds what it asks of the API (`RewritePlan.drop_block`).
     settings: Span | None = None
+    #: A host's own compaction (`frs.host_compactions`). `summarise`: the request asks the
+    #: model for a summary of the conversation; the message at `instruction` (if any) holds
+    #: that ask, which is not part of the conversation, nor is the answer. `summary`: the index
+    #: of the message holding the summary the host now sends instead of its history.
+    summarise: bool = False
+    instruction: int | None = None
+    summary: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from frs import FrsError, Message, NewMessage, ToolCall
+from frs.autopilot import Autopilot
 from frs.model import Limits
 from runtimes.core import (
     Conversation,
@@ -77,9 +78,16 @@ class FRSModelCallback:
     """
 
     def __init__(
-        self, db: str | os.PathLike[str], *, limits: Limits | None = None, keep: int = 1024
+        self,
+        db: str | os.PathLike[str],
+        *,
+        limits: Limits | None = None,
+        keep: int = 1024,
+        autopilot: Autopilot | None = None,
     ) -> None:
-        self.conversations = Conversations(db, INTERFACE, limits=limits, keep=keep)
+        self.conversations = Conversations(
+            db, INTERFACE, limits=limits, keep=keep, autopilot=autopilot
+        )
         self.tools: list[FunctionTool] = frs_tools(self.conversations)
         # Per ADK session, how many contents of each fingerprint its last request held: the
         # key `after_model` gives the answer is the one the next request will give it.

@@ -18,10 +18,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
+from frs.autopilot import Autopilot, Batch, plan_batch
+from frs.errors import StaleRevision
+from frs.host_threads import restored_numbers
 from frs.model import Limits
 from frs.raw import Raw
 from frs.views.render import summary_prefix
 from runtimes.stores import SharedStore
+
+#: The newest entries the autopilot reads in a runtime's thread: the model is sent all of them.
+AUTOPILOT_WINDOW = 2_000
 
 
 class Conversation:
@@ -29,7 +35,9 @@ class Conversation:
 
     `db` is a database path (this conversation opens and closes its own store: use ``async
     with``, or `close`) or a `SharedStore` several conversations use. Nothing is opened until
-    the first call. `title` names the session when this conversation creates it.
+    the first call. `title` names the session when this conversation creates it. With
+    `autopilot`, each recording is followed by the autopilot's turn (`squash_on_its_own`):
+    finished tool exchanges become fact cards in batches that pay back, as the gateway does.
     """
 
     def __init__(
@@ -39,12 +47,14 @@ class Conversation:
         conversation: str,
         *,
         title: str | None = None,
+        autopilot: Autopilot | None = None,
     ) -> None:
         self._owned = not isinstance(db, SharedStore)
         self.store = db if isinstance(db, SharedStore) else SharedStore(db)
         self.interface = interface
         self.conversation = conversation
         self.title = title or f"{interface} {conversation}"
+        self.autopilot = autopilot
         self._session_id: SessionId | None = None
 
     async def service(self) -> ReasoningService:
@@ -76,11 +86,54 @@ class Conversation:
         return self._session_id
 
     async def record(self, messages: Sequence[NewMessage]) -> Recorded | None:
-        """Append `messages` in one transaction (None when there are none)."""
+        """Append `messages` in one transaction (None when there are none); then, with an
+        autopilot, its turn."""
         if not messages:
             return None
         service = await self.service()
-        return await service.record(messages, await self.session_id())
+        done = await service.record(messages, await self.session_id())
+        if self.autopilot is not None:
+            await self.squash_on_its_own()
+        return done
+
+    async def squash_on_its_own(self) -> Batch | None:
+        """The autopilot's batch (`frs.autopilot`) over the newest entries, every one of which
+        the model is sent, written at the revision it was read on (a squash the model made
+        meanwhile wins); None when it made none. The next call's history has the cards."""
+        settings = self.autopilot
+        if settings is None:
+            return None
+        service = await self.service()
+        sid = await self.session_id()
+        async with service.store.snapshot() as reader:
+            session = await reader.find_session(service.scope.tenant, sid)
+            if session is None or session.live_tokens < settings.after:
+                return None
+            count = min(session.live_count, AUTOPILOT_WINDOW)
+            entries = await reader.last_entries(sid, count, None)
+        restored = await restored_numbers(service.env, sid)
+        batch = plan_batch(
+            entries,
+            None,
+            session.live_tokens,
+            settings,
+            next_squash=session.next_squash,
+            restored=restored,
+        )
+        if batch is None:
+            return None
+        ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+        try:
+            await service.compress_ranges(
+                ranges,
+                numbering="absolute",
+                session_id=sid,
+                expected_revision=session.revision,
+                automatic=True,
+            )
+        except StaleRevision:
+            return None
+        return batch
 
     async def newest(self, count: int | None = None) -> list[Message | Raw]:
         """The newest `count` entries (all when None) in thread order, each as its `Raw` items
@@ -244,9 +297,11 @@ class Conversations:
         *,
         limits: Limits | None = None,
         keep: int = 1024,
+        autopilot: Autopilot | None = None,
     ) -> None:
         self.store = SharedStore(db, limits)
         self.interface = interface
+        self.autopilot = autopilot
         # The most recently used conversations, each remembering its session id; one dropped
         # here is found again by get-or-create.
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
@@ -256,7 +311,7 @@ class Conversations:
         """The conversation `conversation` of this runtime, on the shared store."""
         found = self._conversations.pop(conversation, None)
         if found is None:
-            found = Conversation(self.store, self.interface, conversation)
+            found = Conversation(self.store, self.interface, conversation, autopilot=self.autopilot)
         self._conversations[conversation] = found
         while len(self._conversations) > self._keep:
             self._conversations.popitem(last=False)

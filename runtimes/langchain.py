@@ -53,6 +53,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from frs import FrsError, Message, NewMessage, ToolCall
+from frs.autopilot import Autopilot
 from frs.model import Limits, Role
 from runtimes.core import (
     Conversation,
@@ -79,9 +80,15 @@ class FRSMiddleware(AgentMiddleware):
     it names the FRS session.
     """
 
-    def __init__(self, db: str | os.PathLike[str], *, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        *,
+        limits: Limits | None = None,
+        autopilot: Autopilot | None = None,
+    ) -> None:
         super().__init__()
-        self.conversations = Conversations(db, INTERFACE, limits=limits)
+        self.conversations = Conversations(db, INTERFACE, limits=limits, autopilot=autopilot)
         self.tools: Sequence[BaseTool] = frs_tools(self.conversations)
 
     async def aclose(self) -> None:

@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
     ) from exc
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
+from frs.autopilot import Autopilot
 from frs.raw import HOLE, Raw, folded, load_all
 from runtimes.core import Conversation, FrsTools, summary_role, summary_text
 
@@ -55,10 +56,12 @@ class FRSSession(SessionABC):
         session_id: str,
         db_path: str | Path = "frs.db",
         session_settings: SessionSettings | None = None,
+        *,
+        autopilot: Autopilot | None = None,
     ) -> None:
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
-        self.conversation = Conversation(db_path, INTERFACE, session_id)
+        self.conversation = Conversation(db_path, INTERFACE, session_id, autopilot=autopilot)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The distilled thread as Responses input items, oldest first; the newest `limit`."""

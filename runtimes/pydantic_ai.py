@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
     ) from exc
 
 from frs import FrsError, Message, NewMessage, Role, ToolCall
+from frs.autopilot import Autopilot
 from frs.raw import Raw
 from runtimes.core import Conversation, FrsTools, summary_role, summary_text
 from runtimes.stores import SharedStore
@@ -70,10 +71,17 @@ class FRSHistory(ProcessHistory[Any]):
     first use in the running event loop; ``await history.close()`` closes it.
     """
 
-    def __init__(self, db_path: str | os.PathLike[str] = "frs.db", *, tools: bool = True) -> None:
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] = "frs.db",
+        *,
+        tools: bool = True,
+        autopilot: Autopilot | None = None,
+    ) -> None:
         super().__init__(processor=self.process)
         self.store = SharedStore(db_path)
         self.tools = tools
+        self.autopilot = autopilot
         self.toolset: FunctionToolset[Any] = FunctionToolset(
             [
                 self.frs_view_thread,
@@ -97,7 +105,8 @@ class FRSHistory(ProcessHistory[Any]):
         key = conversation_id or "default"
         found = self._conversations.get(key)
         if found is None:
-            found = self._conversations[key] = Conversation(self.store, INTERFACE, key)
+            found = Conversation(self.store, INTERFACE, key, autopilot=self.autopilot)
+            self._conversations[key] = found
         return found
 
     # -- the history processor and the end of a run --------------------------------------------

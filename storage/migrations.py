@@ -295,6 +295,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "alter table gateway_calls add column bound integer not null default 0",
         "alter table squashes add column automatic integer not null default 0",
     ),
+    (  # 11: a host's own compactions of the history it sends (Claude Code, Codex, OpenCode):
+        # the entry holding its summary, where what the host sends starts from then on, and
+        # the key its later requests begin with (`frs.host_threads`)
+        "create table compactions ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " number integer not null,"
+        " sent_from integer not null,"
+        " first_key text,"
+        " created_at text not null,"
+        " primary key (session_id, number)) without rowid",
+    ),
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from frs.model import (
     Change,
     Checkpoint,
+    Compaction,
     FocusLayer,
     GatewayCall,
     Message,
@@ -31,6 +32,7 @@ from storage.rows import (
     CALL_COLUMNS,
     CHANGE_COLUMNS,
     CHECKPOINT_COLUMNS,
+    COMPACTION_COLUMNS,
     LAYER_COLUMNS,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -39,6 +41,7 @@ from storage.rows import (
     call_from_row,
     change_from_row,
     checkpoint_from_row,
+    compaction_from_row,
     layer_from_row,
     qualified,
     session_from_row,
@@ -216,6 +219,13 @@ class StoreReader(EntryReads):
             limit,
         )
         return [call_from_row(row) for row in reversed(rows)]
+
+    async def compactions(self, session_id: SessionId) -> list[Compaction]:
+        rows = await self._all(
+            f"select {COMPACTION_COLUMNS} from compactions where session_id = $1 order by number",
+            session_id,
+        )
+        return [compaction_from_row(row) for row in rows]
 
     async def change_log(self, session_id: SessionId, limit: int) -> list[Change]:
         rows = await self._all(

@@ -10,6 +10,7 @@ from typing import Any, cast
 from frs.model import (
     Change,
     Checkpoint,
+    Compaction,
     FocusLayer,
     GatewayCall,
     Kind,
@@ -248,6 +249,15 @@ def step_from_row(row: Row) -> PlanStep:
 
 
 CHECKPOINT_COLUMNS = "name, revision, after_ord, created_at"
+COMPACTION_COLUMNS = "number, sent_from, created_at, first_key"
+
+
+def compaction_from_row(row: Row) -> Compaction:
+    return Compaction(number=row[0], sent_from=row[1], created_at=row[2], first_key=row[3])
+
+
+def compaction_to_row(compaction: Compaction) -> tuple[Any, ...]:
+    return (compaction.number, compaction.sent_from, compaction.created_at, compaction.first_key)
 
 
 def checkpoint_from_row(row: Row) -> Checkpoint:

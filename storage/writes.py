@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from frs.model import (
     Checkpoint,
+    Compaction,
     FocusLayer,
     GatewayCall,
     Message,
@@ -29,6 +30,7 @@ from storage.rows import (
     CALL_COLUMNS,
     CHANGE_COLUMNS,
     CHECKPOINT_COLUMNS,
+    COMPACTION_COLUMNS,
     LAYER_COLUMNS,
     MESSAGE_ROW_COLUMNS,
     NEW_SQUASH_COLUMNS,
@@ -38,6 +40,7 @@ from storage.rows import (
     call_to_row,
     change_to_row,
     checkpoint_to_row,
+    compaction_to_row,
     layer_to_row,
     message_to_row,
     session_to_row,
@@ -210,6 +213,13 @@ class StoreTx(StoreReader):
             insert_sql("gateway_calls", f"session_id, {CALL_COLUMNS}"),
             session_id,
             *call_to_row(call),
+        )
+
+    async def add_compaction(self, session_id: SessionId, compaction: Compaction) -> None:
+        await self._run(
+            insert_sql("compactions", f"session_id, {COMPACTION_COLUMNS}"),
+            session_id,
+            *compaction_to_row(compaction),
         )
 
     async def add_source(self, session_id: SessionId, source: Source) -> None:

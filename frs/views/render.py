@@ -10,7 +10,7 @@ prompt cache keeps hitting.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from frs.annotations import annotate_call
@@ -27,6 +27,9 @@ ROLE_LABEL = {
     "assistant": "Assistant",
     "tool": "Tool",
 }
+#: The name a host's compaction summary is recorded under (`frs.host_threads`): the entry
+#: is labelled as what it is, not as the user's words.
+COMPACTION = "compaction"
 _STEP_MARK = {"done": "✓", "doing": "▶", "todo": "○"}
 _CARD_LINE_CHARS = 240
 _CARD_LINES = 3  # at most this many lines of head, and of tail
@@ -147,6 +150,17 @@ def _marker(entry: Entry, prefix: str, first: str) -> str:
     return f"{head} {escape(first)}" if first else head
 
 
+def role_label(message: Message, name: Callable[[str], str] = escape_name) -> str:
+    """`User`, `Tool bash`, or `Host compaction` for the summary a host replaced its history
+    with: who an entry's words are from, as every view shows it (`name` escapes a tool's)."""
+    if message.role == "user" and message.name == COMPACTION:
+        return "Host compaction"
+    role = ROLE_LABEL[message.role]
+    if message.role == "tool" and message.name:
+        role += " " + name(message.name)
+    return role
+
+
 def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
     message = entry.message
     if message.kind == "summary":
@@ -154,9 +168,7 @@ def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
         prefix = f"{summary_prefix(message)} ({alias})"
         first, *rest = split_lines(message.content)
     else:
-        prefix = ROLE_LABEL[message.role]
-        if message.role == "tool" and message.name:
-            prefix += " " + escape_name(message.name)
+        prefix = role_label(message)
         first, rest = _body_lines(message, preview_chars)
     lines = [_marker(entry, prefix, first)]
     lines.extend(INDENT + escape(line) for line in rest)
@@ -232,9 +244,7 @@ def one_line(entry: Entry, width: int = 100) -> str:
     if message.kind == "summary":
         what = f"{summary_prefix(message)} (SQ.{message.squash_n})"
         return f"{_marker(entry, what, '')} {escape(first)}"
-    role = ROLE_LABEL[message.role]
-    if message.role == "tool" and message.name:
-        role += " " + _line_name(message.name)
+    role = role_label(message, _line_name)
     calls = _line_calls(message)
     facts = _line_facts(message, first + calls)
     return f"{_marker(entry, role, '')} {escape(first)}{calls}{facts} · M.{message.number}"

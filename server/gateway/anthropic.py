@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frs.conversations import from_headers
+from frs.host_compactions import find as find_compaction
 from frs.matching import Unit, canonical, fingerprint
 from frs.wire import (
     BlockKind,
@@ -121,8 +122,10 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     binding = None
     if isinstance(setting, dict) and isinstance(setting.get("block_binding"), dict):
         binding = str(setting["block_binding"].get("prefix_mismatch_behavior", "error"))
+    read: tuple[WireMessage, ...] = fields["messages"].value
+    found = find_compaction(read)
     return WireRequest(
-        messages=fields["messages"].value,
+        messages=read,
         messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
@@ -130,6 +133,9 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
         thinking_type=str(setting.get("type")) if isinstance(setting, dict) else None,
         binding=binding,
         settings=thinking.span if isinstance(setting, dict) and thinking is not None else None,
+        summarise=found.summarise,
+        instruction=found.instruction,
+        summary=found.summary,
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frs.conversations import from_headers
+from frs.host_compactions import find as find_compaction
 from frs.matching import Unit, fingerprint
 from frs.wire import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
 from server.gateway import runs
@@ -53,12 +54,17 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
         raise ValueError("no messages")
     tools = fields.get("tools")
     model = fields.get("model")
+    messages = runs.grouped(reader.items)
+    found = find_compaction(messages)
     return WireRequest(
-        messages=runs.grouped(reader.items),
+        messages=messages,
         messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(isinstance(tools, list) and tools),
         thinking_signed=False,
+        summarise=found.summarise,
+        instruction=found.instruction,
+        summary=found.summary,
     )
 
 

@@ -21,6 +21,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from frs import StoreError
+from frs.autopilot import AFTER, KEEP, PAYBACK, Autopilot
 from frs.model import Scope
 from frs.nudges import DEFAULT_STEP
 from server.gateway.anthropic import WIRE as ANTHROPIC
@@ -42,6 +43,8 @@ log = logging.getLogger("frs-mcp.gateway")
 DEFAULT_GATEWAY_PORT = 8767
 #: The client name the gateway's writes go under (its current session is its own).
 GATEWAY_CLIENT = "gateway"
+#: The autopilot as `frs-mcp gateway` runs it unless told otherwise.
+AUTOPILOT = Autopilot()
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -78,6 +81,35 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="remind the model to squash each time what a conversation sends crosses another "
         "N tokens (default %(default)s)",
+    )
+    p.add_argument(
+        "--no-auto-squash",
+        action="store_true",
+        help="never squash on its own: only the model's squashes are sent (the autopilot "
+        "squashes finished tool exchanges into fact cards when it pays back)",
+    )
+    p.add_argument(
+        "--auto-squash-after",
+        type=int,
+        default=AFTER,
+        metavar="TOKENS",
+        help="the autopilot acts once what a conversation sends reaches this many tokens "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--auto-squash-keep",
+        type=int,
+        default=KEEP,
+        metavar="N",
+        help="the newest N finished tool exchanges stay verbatim (default %(default)s)",
+    )
+    p.add_argument(
+        "--auto-squash-payback",
+        type=int,
+        default=PAYBACK,
+        metavar="CALLS",
+        help="a batch goes out only when it pays back its prompt-cache rewrite within this "
+        "many later calls (default %(default)s)",
     )
     p.add_argument(
         "--no-rewrite",
@@ -117,6 +149,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--port {args.port} is not a port (0..65535)")
     if args.nudge_tokens < 1_000:
         return _fail(f"--nudge-tokens {args.nudge_tokens} is below 1000; give 1000 or more")
+    for flag, value, low in (
+        ("--auto-squash-after", args.auto_squash_after, 0),
+        ("--auto-squash-keep", args.auto_squash_keep, 0),
+        ("--auto-squash-payback", args.auto_squash_payback, 1),
+    ):
+        if value < low:
+            return _fail(f"{flag} {value} is below {low}; give {low} or more")
     upstreams = upstreams_of(args, os.environ)
     for name, url in (("anthropic", upstreams.anthropic), ("openai", upstreams.openai)):
         if not url.startswith(("http://", "https://")):
@@ -148,15 +187,17 @@ async def open_gateway(
     tenants: Mapping[str, str] | None = None,
     rewrite: bool = True,
     nudge_step: int | None = DEFAULT_STEP,
+    autopilot: Autopilot | None = AUTOPILOT,
 ) -> AsyncIterator[Gateway]:
-    """The gateway app over the database, with its upstream client; closed on exit."""
+    """The gateway app over the database, with its upstream client; closed on exit.
+    `autopilot`: when it squashes on its own (None: never)."""
     async with open_deps(settings) as deps:
         env = deps.service.for_scope(Scope(client=GATEWAY_CLIENT)).env
         # No timeout on reads: a model may think for minutes before its first byte.
         timeout = httpx2.Timeout(connect=30.0, read=None, write=None, pool=None)
         async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
             yield Gateway(
-                Recorder(env, nudge_step),
+                Recorder(env, nudge_step, autopilot),
                 upstreams,
                 client,
                 {
@@ -182,7 +223,14 @@ async def _serve(
 ) -> None:
     port = int(sock.getsockname()[1])
     nudges = None if args.no_nudges else args.nudge_tokens
-    async with open_gateway(settings, upstreams, tenants, not args.no_rewrite, nudges) as gateway:
+    autopilot = None
+    if not args.no_auto_squash:
+        autopilot = Autopilot(
+            args.auto_squash_keep, args.auto_squash_after, args.auto_squash_payback
+        )
+    async with open_gateway(
+        settings, upstreams, tenants, not args.no_rewrite, nudges, autopilot
+    ) as gateway:
         app = guarded(gateway, args.host, port, tuple(args.allowed_host))
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         shown = f"[{shown}]" if ":" in shown else shown

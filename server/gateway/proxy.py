@@ -178,6 +178,7 @@ class Gateway:
                 if tee is not None and route.wire is not None:
                     await self._record_answer(route.wire, prepared, tee)
                 await self._add_call(prepared, body)
+                await self._squash_on_its_own(prepared)
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
@@ -200,6 +201,14 @@ class Gateway:
             await self.recorder.add_call(prepared, sent)
         except Exception as exc:  # the row is a record; the answer went in any case
             _log_failure("storing the call", exc)
+
+    async def _squash_on_its_own(self, prepared: Prepared) -> None:
+        """The autopilot's turn, once the call is recorded: its batch reaches the model from
+        the conversation's next call."""
+        try:
+            await self.recorder.squash_on_its_own(prepared)
+        except Exception as exc:  # a batch not made is a saving missed, never an error
+            _log_failure("the autopilot", exc, "no batch this time")
 
     async def _record_then(self, prepared: Prepared, recorded: anyio.Event) -> None:
         with anyio.CancelScope(shield=True):  # a host that hangs up does not cut a write
@@ -394,9 +403,12 @@ async def _answer(send: Send, status: int, text: str) -> None:
     await respond(send, status, body, b"application/json")
 
 
-def _log_failure(what: str, exc: BaseException) -> None:
-    """Why a request went as the host sent it: the error's type and where it was raised;
-    never its message, which could quote a body or a key."""
+def _log_failure(
+    what: str, exc: BaseException, then: str = "forwarded as the host sent it"
+) -> None:
+    """Why a request went as the host sent it (or what else did not happen: `then`): the
+    error's type and where it was raised; never its message, which could quote a body or a
+    key."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else "?"
-    log.warning("%s: %s at %s; forwarded as the host sent it", what, type(exc).__name__, where)
+    log.warning("%s: %s at %s; %s", what, type(exc).__name__, where, then)

@@ -20,7 +20,10 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
+from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.env import Env, utc_now
+from frs.errors import StaleRevision
+from frs.host_compactions import SEALED
 from frs.host_threads import (
     StoredThread,
     add_call,
@@ -28,12 +31,17 @@ from frs.host_threads import (
     find_session,
     find_thread,
     last_call,
+    record_compaction,
     record_new,
+    restored_numbers,
+    window_from,
 )
 from frs.matching import Unit, answer_unit, fit, new_units, title_of, units_of
-from frs.model import GatewayCall, Nudge, SessionId
+from frs.model import GatewayCall, NewMessage, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
-from frs.rewriting import mark_of, plan_rewrite
+from frs.recording import Recorded
+from frs.rewriting import mark_of, pinned_messages, plan_rewrite
+from frs.squashes import compress_ranges
 from frs.text import estimate_tokens
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 from server.gateway.wires import WireFormat, refusal_of
@@ -80,13 +88,32 @@ class Prepared:
     #: A value the request's `anthropic-beta` header must carry for what the rewrite asks
     #: (`WireFormat.beta`), added by the proxy; None: the headers go as the host sent them.
     beta: str | None = None
+    #: The host asks its model for a summary of the conversation (its own compaction): the
+    #: ask and the answer are not the conversation's, and are not recorded.
+    summarise: bool = False
+    #: The host has compacted: the unit holding its summary, new to the thread, recorded as
+    #: the compaction's entry before what follows it (`frs.host_threads.record_compaction`).
+    compaction: Unit | None = None
+    #: The keys of messages that must stay where they are (they load tools): the autopilot
+    #: never squashes them.
+    pinned: frozenset[str] = frozenset()
+    #: When the request came: its row's time, before any squash made after it
+    #: (`frs.host_threads.squash_calls`).
+    received: str = ""
 
 
 class Recorder:
-    def __init__(self, env: Env, nudge_step: int | None = DEFAULT_STEP) -> None:
-        """`nudge_step`: tokens sent between two reminders to squash; None sends none."""
+    def __init__(
+        self,
+        env: Env,
+        nudge_step: int | None = DEFAULT_STEP,
+        autopilot: Autopilot | None = None,
+    ) -> None:
+        """`nudge_step`: tokens sent between two reminders to squash; None sends none.
+        `autopilot`: when the gateway squashes on its own (`frs.autopilot`); None: never."""
         self.env = env
         self.nudge_step = nudge_step
+        self.autopilot = autopilot
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
 
@@ -104,6 +131,7 @@ class Recorder:
     ) -> Prepared:
         """The bytes to forward (the host's, or a rewrite that passed the checks) and what
         to record; raises on anything unexpected, and the caller then forwards `body`."""
+        received = self.env.clock()
         text = body.decode("utf-8")
         named = wire.named(headers)
         previous = self._parsed.get(named) if named else None
@@ -127,28 +155,44 @@ class Recorder:
             if not conversation.loaded:
                 await _load_sent(self.env, thread, conversation)
             belongs = _belongs(request, units, thread, key)
+            compaction = _compaction_of(request, units, thread) if belongs else None
             if named is not None and belongs:  # a side call's body would be no help next time
                 self._parsed[named] = Parsed(text, request, units)
                 self._parsed.move_to_end(named)
                 if len(self._parsed) > _PARSED:
                     self._parsed.popitem(last=False)
             fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
-            frozen = _Kept(
-                wire.name,
-                tuple(sorted(conversation.sent.items())),
-                tuple(conversation.nudges),
-                conversation.bound,
+            # What the conversation had sent once this request went (the frozen state), and
+            # what is recorded after it; each way out below changes only what it decided.
+            base = Prepared(
+                body,
+                key=key,
+                units=_said(request, units),
+                belongs=belongs,
+                fresh=fresh,
+                wire=wire.name,
+                sent=tuple(sorted(conversation.sent.items())),
+                nudges=tuple(conversation.nudges),
+                bound=conversation.bound,
+                summarise=request.summarise,
+                compaction=compaction,
+                pinned=_pinned_keys(request, units),
+                received=received,
             )
             if not (belongs and thread and rewrite):
-                return frozen.prepared(body, RewritePlan(), key, units, belongs, 0, fresh)
+                return base
             bound = conversation.bound and wire.bind is not None
             plan = plan_rewrite(request, units, thread.squashes, conversation.sent, bound)
-            if self.nudge_step is not None and request.untouchable is None:
+            if (
+                self.nudge_step is not None
+                and request.untouchable is None
+                and not request.summarise
+            ):
                 plan = await self._nudged(plan, request, units, thread, conversation, key)
             _log_plan(wire, plan)
-            frozen = replace(frozen, nudges=tuple(conversation.nudges))
+            base = replace(base, nudges=tuple(conversation.nudges))
             if not plan.changes:
-                return frozen.prepared(body, plan, key, units, belongs, 0, fresh)
+                return replace(base, plan=plan)
             rewritten = wire.render(text, request, plan)
             checked = conversation.checked
             last = checked[1] if checked is not None and checked[0] == wire.name else None
@@ -159,7 +203,7 @@ class Recorder:
                 log.warning(
                     "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
                 )
-                return frozen.prepared(body, RewritePlan(), key, units, belongs, 0, fresh)
+                return base
             mark = mark_of(units)
             for n in plan.applied:
                 if mark is not None:
@@ -168,13 +212,15 @@ class Recorder:
             if plan.drop_block and wire.bind is not None:
                 rewritten = wire.bind(text, rewritten, request)
                 conversation.bound, beta = True, wire.beta
-            frozen = replace(
-                frozen, sent=tuple(sorted(conversation.sent.items())), bound=conversation.bound
+            return replace(
+                base,
+                body=rewritten.encode("utf-8"),
+                plan=plan,
+                saved_tokens=_saved_tokens(text, request, plan),
+                sent=tuple(sorted(conversation.sent.items())),
+                bound=conversation.bound,
+                beta=beta,
             )
-            saved = _saved_tokens(text, request, plan)
-            forwarded = rewritten.encode("utf-8")
-            prepared = frozen.prepared(forwarded, plan, key, units, belongs, saved, fresh)
-            return replace(prepared, beta=beta)
 
     async def record(self, prepared: Prepared) -> int:
         """Record what the request added to its conversation; the number of units recorded."""
@@ -185,7 +231,10 @@ class Recorder:
             thread = await self._thread(prepared.key, conversation)
             known = thread.keys if thread else frozenset()
             new = new_units(prepared.units, known)
-            if not new:
+            summary = prepared.compaction
+            if summary is not None and summary.key in known:
+                summary = None  # recorded meanwhile, by a request before this one
+            if not new and summary is None:
                 return 0
             if thread is None:
                 interface, name = prepared.key
@@ -193,9 +242,79 @@ class Recorder:
                 session_id: SessionId = session.id
             else:
                 session_id = thread.session.id
+            if summary is not None:
+                # The host compacted: its summary is the thread's newest entry, and what
+                # follows it is recorded after it (the turns it kept are stored already).
+                numbers = thread.numbers if thread is not None else {}
+                kept = [numbers[u.key] for u in prepared.units if u.key in numbers]
+                stored = [u for u in prepared.units if u.key in known]
+                calls = frozenset(c.id for u in stored for c in u.new.tool_calls)
+                fitted = fit(summary, self.env.limits)
+                first = prepared.units[0].key
+                await record_compaction(self.env, session_id, fitted, kept, first, new, calls)
+                conversation.thread = None  # read again: its compactions changed
+                log.info("the host compacted its history; recording goes on after its summary")
+                return 1 + len([u for u in new if u.key != summary.key])
             done = await record_new(self.env, session_id, new)
-            conversation.thread = _grown(thread, new, done.revision if done else None)
+            conversation.thread = _grown(thread, new, done)
             return len(new)
+
+    async def squash_on_its_own(self, prepared: Prepared) -> Batch | None:
+        """After a model call: the autopilot's batch, written when it pays back (see
+        `frs.autopilot`), at the revision it was planned on so a squash the model made
+        meanwhile wins; None when it made none."""
+        settings = self.autopilot
+        if settings is None or prepared.key is None or not prepared.belongs:
+            return None
+        if prepared.summarise or not prepared.units:
+            return None
+        sent_tokens = sum(unit.tokens for unit in prepared.units)
+        if sent_tokens < settings.after:
+            return None
+        conversation = self._conversation(prepared.key)
+        async with conversation.lock:
+            thread = await self._thread(prepared.key, conversation)
+            if thread is None:
+                return None
+            sent = {unit.key for unit in prepared.units}
+            start = min((p for k, p in thread.positions.items() if k in sent), default=None)
+            found = await window_from(self.env, thread.session.id, start) if start else None
+            if found is None:
+                return None
+            session, entries = found
+            restored = await restored_numbers(self.env, session.id)
+            batch = plan_batch(
+                entries,
+                sent,
+                sent_tokens,
+                settings,
+                next_squash=session.next_squash,
+                pinned=prepared.pinned,
+                restored=restored,
+            )
+            if batch is None:
+                return None
+            ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+            try:
+                await compress_ranges(
+                    self.env,
+                    ranges,
+                    numbering="absolute",
+                    session_id=session.id,
+                    expected_revision=session.revision,
+                    automatic=True,
+                )
+            except StaleRevision:
+                return None  # the model squashed meanwhile: its squash wins
+            conversation.thread = None
+            log.info(
+                "autopilot: %d squash(es) of ~%d tokens into ~%d (pays back in %.1f calls)",
+                len(batch.runs),
+                batch.squashed,
+                batch.summaries,
+                batch.payback,
+            )
+            return batch
 
     async def add_call(self, prepared: Prepared, sent: bytes) -> bool:
         """Store the request as forwarded (`sent`: the host's body) with what the conversation
@@ -205,7 +324,7 @@ class Recorder:
         # A long body's estimate takes milliseconds: not on the loop other requests share.
         tokens = await anyio.to_thread.run_sync(estimate_tokens, sent.decode("utf-8"))
         call = GatewayCall(
-            at=utc_now(),
+            at=prepared.received or utc_now(),
             wire=prepared.wire,
             sent_bytes=len(sent),
             sent_tokens=tokens,
@@ -220,8 +339,10 @@ class Recorder:
 
     async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
         """Record the model's answer to a request, read from the stream it sent back, as the
-        next request will carry it (same key); True when it was new."""
-        if prepared.key is None or not prepared.belongs:
+        next request will carry it (same key); True when it was new. The summary a host asked
+        for its own compaction is not an answer of the conversation: it comes back as the
+        compaction's entry, in the host's next request."""
+        if prepared.key is None or not prepared.belongs or prepared.summarise:
             return False
         unit = answer_unit(answer, prepared.units)
         if unit is None:
@@ -232,7 +353,7 @@ class Recorder:
             if thread is None or unit.key in thread.keys:
                 return False
             done = await record_new(self.env, thread.session.id, [fit(unit, self.env.limits)])
-            conversation.thread = _grown(thread, [unit], done.revision if done else None)
+            conversation.thread = _grown(thread, [unit], done)
             return True
 
     async def _nudged(
@@ -290,40 +411,6 @@ class Recorder:
         return conversation.thread
 
 
-@dataclass(frozen=True, slots=True)
-class _Kept:
-    """The frozen state a `Prepared` carries, for its row of `gateway_calls`."""
-
-    wire: str
-    sent: tuple[tuple[int, str], ...] = ()
-    nudges: tuple[Nudge, ...] = ()
-    bound: bool = False
-
-    def prepared(
-        self,
-        body: bytes,
-        plan: RewritePlan,
-        key: tuple[str, str],
-        units: tuple[Unit, ...],
-        belongs: bool,
-        saved: int,
-        fresh: int,
-    ) -> Prepared:
-        return Prepared(
-            body,
-            plan,
-            key,
-            units,
-            belongs,
-            saved,
-            fresh,
-            self.wire,
-            self.sent,
-            self.nudges,
-            self.bound,
-        )
-
-
 async def _load_sent(env: Env, thread: StoredThread | None, conversation: _Conversation) -> None:
     """What the conversation's newest stored call had sent, into `conversation` (once, on
     its first request since the gateway started): the squashes with their marks, the
@@ -339,18 +426,19 @@ async def _load_sent(env: Env, thread: StoredThread | None, conversation: _Conve
 
 
 def _grown(
-    thread: StoredThread | None, new: Sequence[Unit], revision: int | None
+    thread: StoredThread | None, new: Sequence[Unit], done: Recorded | None
 ) -> StoredThread | None:
     """The kept thread with what this recording added, when that recording is the session's
     only change since it was read (else None: it is read again next time). Reading a long
     thread back after every call of the conversation would cost the next call its time."""
-    if thread is None or revision != thread.session.revision + 1:
+    if thread is None or done is None or done.revision != thread.session.revision + 1:
         return None
     keys = thread.keys | {unit.key for unit in new}
+    # Each unit is one numbered message (its thinking is not numbered), in order.
+    numbers = {**thread.numbers, **dict(zip((u.key for u in new), done.numbers, strict=True))}
     first = thread.first_key or new[0].key
-    return replace(
-        thread, session=replace(thread.session, revision=revision), keys=keys, first_key=first
-    )
+    session = replace(thread.session, revision=done.revision)
+    return replace(thread, session=session, keys=keys, first_key=first, numbers=numbers)
 
 
 def _belongs(
@@ -359,12 +447,48 @@ def _belongs(
     """Whether the request continues the conversation's thread, not a side call of the host
     (a title, a quota check) that shares its session header: it carries tools or the
     model's earlier answers (a host that sends no tools, as Aider, still converses), and its
-    first message is the thread's first (or the thread has none the gateway keyed)."""
+    first message is one a request of the thread begins with (its first, or the one the host
+    begins with since its last compaction; or the thread has none the gateway keyed), or it
+    carries the summary of a compaction the host just made."""
     if not units or not (request.has_tools or any(u.new.role == "assistant" for u in units)):
         return False
-    if thread is None or thread.first_key is None:
+    firsts = thread.first_keys if thread is not None else frozenset()
+    if not firsts or units[0].key in firsts:
         return True
-    return units[0].key == thread.first_key
+    return request.summary is not None
+
+
+def _compaction_of(
+    request: WireRequest, units: Sequence[Unit], thread: StoredThread | None
+) -> Unit | None:
+    """The unit holding the summary of a compaction the host made and the thread has not
+    recorded yet, or None. An encrypted compaction item has no words: a note stands for it,
+    keyed by the item."""
+    if request.summary is None:
+        return None
+    unit = next((u for u in units if u.message == request.summary), None)
+    if unit is None:
+        blocks = request.messages[request.summary].blocks
+        block = next((b for b in blocks if b.kind == "compaction"), None)
+        if block is None:
+            return None
+        unit = Unit("cx:" + block.digest, request.summary, NewMessage("user", SEALED))
+    return None if thread is not None and unit.key in thread.keys else unit
+
+
+def _pinned_keys(request: WireRequest, units: Sequence[Unit]) -> frozenset[str]:
+    """The keys of the units in messages a squash keeps in place (`frs.rewriting`)."""
+    kept = pinned_messages(request)
+    return frozenset(unit.key for unit in units if unit.message in kept) if kept else frozenset()
+
+
+def _said(request: WireRequest, units: tuple[Unit, ...]) -> tuple[Unit, ...]:
+    """The units the request adds to the conversation: all, but for a request asking the
+    model to summarise, whose ask is the host's, not the conversation's."""
+    if request.instruction is None:
+        return units
+    ask = request.instruction
+    return tuple(u for u in units if not (u.message == ask and u.new.role == "user"))
 
 
 def _saved_tokens(text: str, request: WireRequest, plan: RewritePlan) -> int:

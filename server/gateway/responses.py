@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frs.conversations import from_headers
+from frs.host_compactions import find as find_compaction
 from frs.matching import Unit, canonical, fingerprint
 from frs.wire import (
     BlockKind,
@@ -112,13 +113,18 @@ def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None)
     untouchable = "previous_response_id" if fields.get("previous_response_id") else None
     if CHATGPT_HEADER in {name.lower() for name in headers}:
         untouchable = "a ChatGPT subscription"
+    messages = runs.grouped(reader.items)
+    found = find_compaction(messages)
     return WireRequest(
-        messages=runs.grouped(reader.items),
+        messages=messages,
         messages_span=array,
         model=model if isinstance(model, str) else "",
         has_tools=bool(isinstance(tools, list) and tools),
         untouchable=untouchable if array is not None else "input is not an array",
         thinking_signed=False,
+        summarise=found.summarise,
+        instruction=found.instruction,
+        summary=found.summary,
     )
 
 

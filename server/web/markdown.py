@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from frs.annotations import annotate_call
 from frs.model import Message
-from frs.views.render import ROLE_LABEL, plural
+from frs.views.render import plural, role_label
 from server.web.pages import capped, tokens
 from server.web.thread import WHOLE_CHARS, Budget, Node, Opened
 
@@ -51,7 +51,7 @@ def entry_markdown(
     hashes = "#" * min(depth, 6)
     if opened is not None:
         return squash_markdown(label, message, opened, part_url, depth)
-    role = ROLE_LABEL[message.role] + (f" {message.name}" if message.name else "")
+    role = role_label(message, str)
     parts = [
         f"{hashes} [{label}] {role} (M.{message.number}@{message.sha8})",
         *text_markdown(message),

@@ -12,16 +12,17 @@ from collections.abc import Sequence
 from urllib.parse import quote, urlencode
 
 from frs.annotations import annotate_call
+from frs.host_threads import SquashCalls
 from frs.model import GatewayCall, Limits, Message, PlanStep, Session
 from frs.text import minify_json
 from frs.views.render import (
-    ROLE_LABEL,
     Entry,
     card,
     checkpoint_line,
     format_tokens,
     plan_line,
     plural,
+    role_label,
 )
 from server.web.html import Html, join, page, tag, text, url, void
 from server.web.thread import CALLS_SHOWN, PAGE, WHOLE_CHARS, Node, Opened, ThreadPage, anchor
@@ -127,7 +128,7 @@ def thread_page(view: ThreadPage) -> Html:
         tag("h1", session.title or "(untitled)"),
         _about(session),
         *_plan(view.frame.plan),
-        *_calls(view.calls),
+        *_calls(view.calls, view.timing, view.automatic),
         controls,
         _pager(view),
         *(tag("div", line, class_="aside") for line in view.leading),
@@ -150,9 +151,15 @@ def _about(session: Session) -> Html:
     return tag("p", " · ".join(f for f in facts if f), class_="about")
 
 
-def _calls(calls: Sequence[GatewayCall]) -> list[Html]:
+def _calls(
+    calls: Sequence[GatewayCall],
+    timing: Sequence[SquashCalls] = (),
+    automatic: frozenset[int] = frozenset(),
+) -> list[Html]:
     """The gateway's requests for a gateway session: what the host sent against what went
-    upstream, in estimated tokens (and bytes), and the share the squashes saved."""
+    upstream, in estimated tokens (and bytes), and the share the squashes saved; then each
+    squash, whether the autopilot made it, the call it was made after and the call that
+    first sent it."""
     if not calls:
         return []
     sent = sum(c.sent_tokens for c in calls)
@@ -182,11 +189,22 @@ def _calls(calls: Sequence[GatewayCall]) -> list[Html]:
         f"{' (the newest)' if len(calls) >= CALLS_SHOWN else ''}, host sent {tokens(sent)}"
         f" tokens, forwarded {tokens(forwarded)}: {_share(sent, forwarded)} saved"
     )
+    squashes = [
+        tag(
+            "li",
+            f"SQ.{t.n}",
+            " (automatic)" if t.n in automatic else " (the model's)",
+            f": made after call {t.made}, ",
+            f"first sent at call {t.sent}" if t.sent is not None else "not sent yet",
+        )
+        for t in timing
+    ]
     return [
         tag(
             "details",
             tag("summary", summary),
             tag("table", head, *rows),
+            *([tag("ul", *squashes, class_="squash-calls")] if squashes else []),
             class_="calls",
         )
     ]
@@ -230,9 +248,7 @@ def _label(entry: Entry) -> Html:
 
 def _message(entry: Entry, top: bool) -> Html:
     message = entry.message
-    role = ROLE_LABEL[message.role]
-    if message.role == "tool" and message.name:
-        role += " " + message.name
+    role = role_label(message, str)
     head = tag(
         "div",
         _label(entry),
@@ -310,6 +326,7 @@ def _squash(session: Session, entry: Entry, opened: Opened, top: bool) -> Html:
         " ",
         tag("span", f"Summary of {plural(message.covered, 'message')}", class_="role"),
         " ",
+        *([tag("span", "automatic", class_="auto"), " "] if squash.automatic else []),
         tag("span", squash.alias, class_="alias"),
         " ",
         tag(

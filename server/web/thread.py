@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from frs.host_threads import SquashCalls, squash_calls
 from frs.model import GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
 from frs.views.layout import Shown, attach, focus_headings, label
@@ -23,6 +24,9 @@ from frs.views.selection import Frame, load_frame
 
 PAGE = 200
 CALLS_SHOWN = 50  # the newest requests the gateway forwarded for the session
+#: A session with fewer calls than this has each squash's made and first-sent call shown (they
+#: are counted over all of its calls).
+CALLS_TIMED = 20_000
 MEMBERS_SHOWN = 200
 NESTING = 8
 #: The most a page shows of one text: its head and tail, the middle left out (`get_alias`).
@@ -80,6 +84,9 @@ class ThreadPage:
     leading: tuple[str, ...]  # thinking and marks before the first entry of the thread
     trailing: tuple[str, ...]  # focus goals with no entry yet
     calls: tuple[GatewayCall, ...] = ()  # the newest the gateway forwarded, oldest first
+    #: Per squash of a gateway thread: the call it was made after, the call that first sent it.
+    timing: tuple[SquashCalls, ...] = ()
+    automatic: frozenset[int] = frozenset()  # the squashes the gateway's autopilot made
 
     @property
     def end(self) -> int:
@@ -111,8 +118,23 @@ async def load_page(
         for entry in entries
     ]
     calls = await reader.gateway_calls(session.id, CALLS_SHOWN)
+    timing: list[SquashCalls] = []
+    automatic: frozenset[int] = frozenset()
+    if calls:
+        squashes = await reader.squashes(session.id)
+        every = await reader.gateway_calls(session.id, CALLS_TIMED)
+        timing = squash_calls(every, squashes) if len(every) < CALLS_TIMED else []
+        automatic = frozenset(s.n for s in squashes if s.automatic)
     return ThreadPage(
-        session, frame, first, tuple(nodes), tuple(leading), tuple(trailing), tuple(calls)
+        session,
+        frame,
+        first,
+        tuple(nodes),
+        tuple(leading),
+        tuple(trailing),
+        tuple(calls),
+        tuple(timing),
+        automatic,
     )
 
 

@@ -206,6 +206,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "alter table gateway_calls add column bound integer not null default 0",
         "alter table squashes add column automatic integer not null default 0",
     ),
+    (  # 7: SQLite's 11: the host's own compactions of the history it sends
+        "create table compactions ("
+        " session_id text not null references sessions (id) on delete cascade,"
+        " number bigint not null,"
+        " sent_from bigint not null,"
+        " first_key text,"
+        " created_at text not null,"
+        " primary key (session_id, number))",
+    ),
 )
 
 

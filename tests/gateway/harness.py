@@ -25,9 +25,10 @@ import httpx2
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from frs.autopilot import Autopilot
 from server.gateway import chat, responses
 from server.gateway.anthropic_rules import problems
-from server.gateway.command import open_gateway
+from server.gateway.command import AUTOPILOT, open_gateway
 from server.gateway.proxy import Gateway, Upstreams
 from server.http.listening import bind_socket
 from server.settings import Settings
@@ -197,9 +198,10 @@ async def rig(
     rewrite: bool = True,
     nudges: int | None = None,
     dsn: str | None = None,
+    autopilot: Autopilot | None = AUTOPILOT,
 ) -> AsyncIterator[Rig]:
     """The gateway on a fresh database (SQLite, or the PostgreSQL database `dsn`), in front
-    of a scripted upstream."""
+    of a scripted upstream; its autopilot as `frs-mcp gateway` runs it unless told."""
     upstream = Upstream() if script is None else Upstream(script)
     database = tmp_path / "frs.db"
     async with served(upstream) as upstream_url:
@@ -210,6 +212,7 @@ async def rig(
                 Upstreams(anthropic=upstream_url, openai=upstream_url),
                 rewrite=rewrite,
                 nudge_step=nudges,
+                autopilot=autopilot,
             ) as gateway,
             served(gateway) as url,
             httpx2.AsyncClient(timeout=30) as client,

@@ -436,14 +436,16 @@ class TestResponsesOther:
         reference = {"type": "item_reference", "id": "msg_old"}
         items = [oc.user("go"), compaction, *oc.TASK[1:5], reference, *oc.TASK[5:11]]
         async with rig(tmp_path) as r:
-            await replay(r, [1, 6, 10, 13], items)
+            # The conversation reaches the gateway after a compaction of the host's: the item
+            # is its first entry (a note: the summary is encrypted), then "go" and the task.
+            await replay(r, [2, 6, 10, 13], items)
             session = await session_of(r)
             # call_1, output_1, call_2, output_2: the item reference sits inside the span.
-            await service(r).compress_range(3, 6, "Ran and grepped.", session_id=session.id)
+            await service(r).compress_range(4, 7, "Ran and grepped.", session_id=session.id)
             await replay(r, [13], items)
             assert r.upstream.seen[-1].body == oc.body(items[:13])
             await service(r).restore("SQ.1", session_id=session.id)
-            await service(r).compress_range(5, 6, "Grepped flush.", session_id=session.id)
+            await service(r).compress_range(6, 7, "Grepped flush.", session_id=session.id)
             await replay(r, [13], items)
             sent = r.upstream.seen[-1].body
             assert b"Grepped flush." in sent

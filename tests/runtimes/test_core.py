@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from frs import InvalidContent, InvalidRequest, NewMessage, ReasoningService, ToolCall
+from frs.autopilot import Autopilot
+from frs.cards import HEADER
 from runtimes import Conversation, FrsTools, open_store, summary_text
 from runtimes.core import Conversations, newest_recorded_id
 
@@ -159,3 +162,43 @@ class TestNewestRecordedId:
             entries = await conversation.entries()
             assert [e.kind for e in entries] == ["message", "summary"]
             assert await newest_recorded_id(conversation, entries) == "m3"
+
+
+class TestAutopilot:
+    """A runtime's conversation squashes on its own, as the gateway does, when asked."""
+
+    @staticmethod
+    def loop(calls: int) -> list[NewMessage]:
+        messages = [NewMessage("user", "Find the race in src/sync.py.")]
+        for i in range(calls):
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": f"grep -rn flush src/{i}"}))
+            messages.append(NewMessage("assistant", f"Looking at {i}.", tool_calls=(call,)))
+            listing = "".join(f"src/{i}/mod_{j}.py:12: def flush(): ...\n" for j in range(80))
+            messages.append(NewMessage("tool", listing, tool_call_id=f"c{i}"))
+        return messages
+
+    async def test_a_recording_past_the_threshold_is_followed_by_a_batch_of_cards(
+        self, tmp_path: Path
+    ) -> None:
+        settings = Autopilot(keep=2, after=4_000, payback=4)
+        async with Conversation(tmp_path / "frs.db", "agents", "c1", autopilot=settings) as c:
+            for message in self.loop(12):
+                await c.record([message])
+            service = await c.service()
+            sid = await c.session_id()
+            async with service.store.snapshot() as reader:
+                squashes = await reader.squashes(sid)
+            entries = await c.entries()
+        assert squashes
+        assert all(s.automatic for s in squashes)
+        cards = [e for e in entries if e.kind == "summary"]
+        assert cards[0].content.startswith(HEADER)
+        assert "grep -rn flush src/0" in cards[0].content  # the command, verbatim
+        assert entries[0].content == "Find the race in src/sync.py."  # the task stays
+        assert entries[-1].role == "tool"  # the newest exchanges stay whole
+        assert "mod_79.py" in entries[-1].content
+
+    async def test_without_an_autopilot_nothing_is_squashed(self, tmp_path: Path) -> None:
+        async with Conversation(tmp_path / "frs.db", "agents", "c1") as c:
+            await c.record(self.loop(12))
+            assert all(e.kind == "message" for e in await c.entries())

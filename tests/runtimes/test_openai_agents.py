@@ -20,6 +20,8 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from mcp import Client, StdioServerParameters
 from openai.types.responses import ResponseReasoningItem
 
+from frs.autopilot import Autopilot
+from frs.cards import HEADER
 from runtimes.openai_agents import INTERFACE, FRSSession, frs_tools
 from tests.calls import call_text
 
@@ -310,3 +312,23 @@ class TestASquashThatOpensTheThread:
             assert_anthropic_turns(seen(call))
             assert calls_paired(seen(call))
         assert json.dumps(following[: len(after)]) == json.dumps(after)
+
+
+class TestAutopilot:
+    async def test_the_model_gets_fact_cards_when_it_squashes_nothing(self, tmp_path: Path) -> None:
+        model = ScriptedModel()
+        steps: list[Any] = [
+            [function_call("run_tests", {"pattern": f"case_{i}"}, call_id=f"call_{i}")]
+            for i in range(8)
+        ]
+        model.extend([*steps, [assistant_message("It is the race.", item_id="m9")]])
+        settings = Autopilot(keep=2, after=5_000, payback=4)
+        async with FRSSession("chat-auto", tmp_path / "frs.db", autopilot=settings) as session:
+            agent = agent_for(session, model)
+            await Runner.run(agent, "Find the flake.", session=session, run_config=config(session))
+        last = texts(seen(model.calls[-1]))
+        assert HEADER in last
+        cards = next(i for i in seen(model.calls[-1]) if HEADER in str(i.get("content")))
+        assert "run_tests pattern:case_0 → M.3 error" in str(cards["content"])
+        assert 2 <= last.count("case_42 PASSED") < 8  # the newest results whole, not the rest
+        assert calls_paired(seen(model.calls[-1]))

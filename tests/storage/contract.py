@@ -28,6 +28,7 @@ from frs.model import (
     CallRecord,
     Change,
     Checkpoint,
+    Compaction,
     FocusLayer,
     GatewayCall,
     Message,
@@ -1561,6 +1562,30 @@ class TestGatewayCalls:
                 await orphan()
             async with store.snapshot() as reader:
                 assert await reader.gateway_calls(SessionId("nowhere"), 5) == []
+
+
+class TestCompactions:
+    """A host's compactions of the history it sends (`add_compaction`, `compactions`)."""
+
+    async def test_compactions_come_back_by_number_per_session(self, open_store: OpenStore) -> None:
+        made = [
+            Compaction(40, 37, stamp(2), "u:after-the-second"),
+            Compaction(12, 10, stamp(1), "u:after-the-first"),
+        ]
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                await tx.create_session(new_session("s"))
+                await tx.create_session(new_session("other"))
+                for compaction in made:
+                    await tx.add_compaction(SessionId("s"), compaction)
+                await tx.add_compaction(SessionId("other"), Compaction(5, 5, stamp(3)))
+            async with store.snapshot() as reader:
+                found = await reader.compactions(SessionId("s"))
+                other = await reader.compactions(SessionId("other"))
+                none = await reader.compactions(SessionId("nowhere"))
+        assert found == sorted(made, key=lambda c: c.number)
+        assert other == [Compaction(5, 5, stamp(3), None)]
+        assert none == []
 
 
 class TestIsolation:

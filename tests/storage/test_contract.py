@@ -1,6 +1,7 @@
 """The storage contract of tests/storage/contract.py, run on every backend `open_store` names."""
 
 from tests.storage.contract import (
+    TestCompactions,
     TestCountersAndRevisions,
     TestGatewayCalls,
     TestIsolation,
@@ -17,6 +18,7 @@ from tests.storage.contract import (
 )
 
 __all__ = [
+    "TestCompactions",
     "TestCountersAndRevisions",
     "TestGatewayCalls",
     "TestIsolation",

@@ -228,11 +228,12 @@ class TestBackfill:
         made = [tuple(r) for r in await fetch(dsn, layout)]
         lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]
         # The database as version 1 left it: neither column, nor the index (nor 3's raw items,
-        # nor 4's gateway calls, nor 6's automatic squashes).
+        # nor 4's gateway calls, nor 6's automatic squashes and 7's compactions).
         pg_cluster.psql(
             "drop index squash_members_at; alter table squash_members drop column at;"
             " alter table squashes drop column chars; alter table messages drop column raw;"
             " drop table gateway_calls; alter table squashes drop column automatic;"
+            " drop table compactions;"
             " delete from schema_migrations where version >= 2",
             pg_cluster.name_of(dsn),
         )

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from frs.autopilot import Autopilot
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import rig
+from tests.gateway.test_autopilot import Loop
 from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_thinking import Model
 from tests.web.conftest import viewer
 from tests.web.sample import write_sample
 from tests.web.test_viewer import get
@@ -67,3 +70,34 @@ async def test_a_session_the_gateway_never_saw_shows_no_calls(tmp_path: Path) ->
         status, _, page = get(f"{base}/s/{ids.session}")
     assert status == 200
     assert "Gateway calls" not in page
+
+
+async def test_each_squash_says_who_made_it_when_and_when_it_first_went(
+    tmp_path: Path,
+) -> None:
+    loop_model = Model()
+    async with rig(tmp_path, loop_model, autopilot=Autopilot(keep=3, after=6_000)) as r:
+        loop = Loop(r)
+        await loop.calls(3)
+        session = await session_of(r)
+        await service(r).compress_range(2, 3, "Listed 1.", session_id=session.id)
+        await loop.calls(12)
+        async with r.gateway.recorder.env.store.snapshot() as reader:
+            squashes = await reader.squashes(session.id)
+    automatic = [s for s in squashes if s.automatic]
+    assert automatic
+    with viewer(r.database) as base:
+        status, _, page = get(f"{base}/s/{session.id}")
+    assert status == 200
+    listed = re.findall(r"<li>(SQ\.\d+ \((?:automatic|the model&#x27;s)\): .*?)</li>", page)
+    assert listed[0] == "SQ.1 (the model&#x27;s): made after call 3, first sent at call 4"
+    assert any(
+        re.fullmatch(
+            rf"SQ\.{automatic[0].n} \(automatic\): made after call \d+, first sent at call \d+", x
+        )
+        for x in listed
+    )
+    # The automatic summaries carry a mark of their own on the thread.
+    assert page.count('<span class="auto">automatic</span>') == len(
+        [s for s in automatic if not s.restored]
+    )
