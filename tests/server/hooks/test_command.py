@@ -107,11 +107,14 @@ class TestRecording:
         whole = cc.lines.pop()
         cc.write(torn=whole[: len(whole) // 2])
         hook(tmp_path, "claude-code", "PreCompact", cc.hook("PreCompact", trigger="auto"))
-        assert (await entries(tmp_path, "claude-code", cc.session))[-1] == "The sum is off by one."
+        # Claude Code had not flushed its transcript for PreCompact: the last answer waits too.
+        assert (await entries(tmp_path, "claude-code", cc.session))[-1].endswith("1 failed")
         cc.lines.append(whole)
         cc.write()
         hook(tmp_path, "claude-code", "Stop", cc.hook("Stop"))
-        assert (await entries(tmp_path, "claude-code", cc.session))[-1] == "Now fix it"
+        recorded = await entries(tmp_path, "claude-code", cc.session)
+        assert recorded[-2:] == ["The sum is off by one.", "Now fix it"]
+        assert len(recorded) == 5
 
     async def test_a_subagent_is_a_conversation_of_its_own_and_the_compactions_fork_none(
         self, tmp_path: Path
