@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frs import recording, sessions
+from frs.digest import digest
 from frs.env import Env
 from frs.errors import StaleRevision
-from frs.host_threads import find_thread
+from frs.host_threads import RECORDED_GOAL, find_thread
 from frs.matching import Unit, messages_of, new_units
-from frs.model import Message, Session, SessionId
+from frs.model import Message, PlanStep, Session, SessionId
+from frs.text import estimate_tokens
 
 #: The goal a session the hooks create starts with: the view shows it to the model, so it does
 #: not record the conversation again with frs_record.
@@ -76,17 +78,47 @@ async def record_transcript(
 
 @dataclass(frozen=True, slots=True)
 class Recorded:
-    """A conversation's session and its entries in thread order, as a digest reads them."""
+    """A conversation's session, its entries in thread order and its plan: what a digest
+    reads."""
 
     session: Session
     entries: tuple[Message, ...]
+    plan: tuple[PlanStep, ...] = ()
 
 
 async def find_recorded(env: Env, interface: str, conversation: str) -> Recorded | None:
-    """The conversation's session and its live entries; None when it has no session."""
+    """The conversation's session, its live entries and its plan; None when it has no
+    session."""
     async with env.store.snapshot() as reader:
         session = await reader.find_conversation(env.scope.tenant, interface, conversation)
     if session is None:
         return None
     thread = await sessions.live_thread(env, SessionId(session.id))
-    return Recorded(thread.session, thread.entries)
+    async with env.store.snapshot() as reader:
+        plan = await reader.plan(thread.session.id)
+    return Recorded(thread.session, thread.entries, tuple(plan))
+
+
+#: Goals that are a recorder's note to the model, not the user's goal: a digest leaves them out.
+_NOTES = frozenset({HOOKED_GOAL, RECORDED_GOAL})
+
+
+def compaction_context(recorded: Recorded, budget: int) -> str:
+    """What a host's model gets after the host compacted: a line naming the session (the
+    host's MCP server may not know the conversation: Gemini CLI's and OpenCode's do not), then
+    the thread's digest (`frs.digest`) in the rest of `budget` estimated tokens; "" when not
+    even the digest's first line fits."""
+    session = recorded.session
+    head = (
+        f"FRS (frs-mcp) recorded this conversation whole, the part before the compaction too, "
+        f'as session {session.id}: get_alias(alias="M.<n>", session_id="{session.id}") returns '
+        "message n as it was."
+    )
+    body = digest(
+        recorded.entries,
+        title=session.title,
+        goal="" if session.goal in _NOTES else session.goal,
+        plan=recorded.plan,
+        budget=budget - estimate_tokens(head + "\n"),
+    )
+    return f"{head}\n{body}" if body else ""

@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import anyio
 
 from frs.env import Env
-from frs.hooks import find_recorded, record_transcript
+from frs.hooks import compaction_context, find_recorded, record_transcript
 from frs.matching import Unit, fit, title_of
 from frs.model import Limits, Scope
 from server.cli.hooks import claude_code, codex, config, gemini_cli, opencode
@@ -225,32 +225,16 @@ async def _work(env: Env, interface: str, job: Job, units: list[Unit], tokens: i
     recorded = await find_recorded(env, interface, job.conversation)
     if recorded is None or not recorded.entries:
         return ""
-    text = await _digest(env, recorded.session.id, tokens)
+    text = compaction_context(recorded, tokens)
     for _ in range(_FITS):
         if job.max_chars is None or len(text) <= job.max_chars or tokens <= MIN_TOKENS:
             break
         # A smaller budget, in proportion to what is over, with a margin.
         tokens = max(MIN_TOKENS, int(tokens * job.max_chars / len(text) * 0.95))
-        text = await _digest(env, recorded.session.id, tokens)
+        text = compaction_context(recorded, tokens)
     if job.max_chars is not None and len(text) > job.max_chars:
         raise HookRefused(f"no digest of {job.max_chars:,} characters or fewer; none sent")
-    return job.answer(text)
-
-
-async def _digest(env: Env, session_id: str, tokens: int) -> str:
-    """The digest of the conversation's thread. Until `frs.digest` lands: the thread's own
-    view, budgeted."""
-    from frs.model import SessionId
-    from frs.service import ReasoningService
-    from frs.views.options import ViewOptions
-
-    service = ReasoningService(env.store, env.limits, scope=env.scope)
-    view = await service.view(ViewOptions(budget_tokens=tokens), SessionId(session_id))
-    return (
-        f"FRS (frs-mcp) recorded this conversation whole, before the compaction too, as session "
-        f'{session_id}: get_alias(alias="M.<n>", session_id="{session_id}") returns any message '
-        'below as it was, alias "SQ.<n>" the originals of a squash.\n\n' + view
-    )
+    return job.answer(text) if text else ""
 
 
 @asynccontextmanager

@@ -180,7 +180,7 @@ class TestRecording:
         ]
 
 
-ALIAS = re.compile(r"M\.(\d+)@[0-9a-f]{8}")
+ALIAS = re.compile(r"\bM\.\d+\b")
 
 
 class TestDigest:
@@ -198,28 +198,39 @@ class TestDigest:
         assert "pytest -q" in digest
         session = re.search(r'session_id="([0-9a-f]+)"', digest)
         assert session is not None
+        originals = {
+            "Fix the failing test",
+            'Running it.\n[tool_use:Bash id=toolu_1]\n{"command":"pytest -q"}',
+            "E   AssertionError: 2 != 3\n1 failed",
+        }
+        [error_line] = [line for line in digest.splitlines() if "AssertionError: 2 != 3" in line]
+        named = {m.group(0) for m in ALIAS.finditer(digest) if m.group(0) != "M.1"} | {"M.1"}
         async with open_service(tmp_path / "frs.db") as service:
-            for alias in ALIAS.finditer(digest):
-                page = await service.get_alias(alias.group(0), session_id=SessionId(session[1]))
-                assert page.text in (
-                    "E   AssertionError: 2 != 3\n1 failed",
-                    'Running it.\n[tool_use:Bash id=toolu_1]\n{"command":"pytest -q"}',
-                    "Fix the failing test",
-                    "The sum is off by one.",
-                )
+            pages = {
+                alias: (await service.get_alias(alias, session_id=SessionId(session[1]))).text
+                for alias in named
+            }
+        # Every alias returns an original whole, and the open error's returns the error.
+        assert set(pages.values()) <= originals
+        [error_alias] = ALIAS.findall(error_line)
+        assert pages[error_alias] == "E   AssertionError: 2 != 3\n1 failed"
 
     def test_claude_codes_digest_fits_what_it_shows_inline(self, tmp_path: Path) -> None:
         """Claude Code moves hook context of over 10,000 characters to a file: its digest is
         made to fit, where another host's of the same thread is longer."""
         cc = ClaudeTranscript(tmp_path)
-        cc.prompt("Read every module")
-        for n in range(40):
+        cc.prompt("Make every module's tests pass")
+        for n in range(120):
+            command = f"pytest -q tests/test_module_{n}.py"
             cc.answer(
                 f"msg_{n}",
-                text(f"Reading src/module_{n}.py."),
-                tool_use(f"toolu_{n}", "Bash", command=f"cat src/module_{n}.py"),
+                text(f"Testing module {n}."),
+                tool_use(f"toolu_{n}", "Bash", command=command),
             )
-            cc.result(f"toolu_{n}", "\n".join(f"def f{n}_{i}(): return {i}" for i in range(60)))
+            error = (
+                f"E   AssertionError: module {n} returned {n + 1}, expected {n} (see src/m{n}.py)"
+            )
+            cc.result(f"toolu_{n}", f"Exit code 1\n{error}\n1 failed", error=True)
         cc.write()
         start = cc.hook("SessionStart", source="compact")
         done = hook(tmp_path, "claude-code", "SessionStart", start)
@@ -267,7 +278,7 @@ class TestDigest:
         messages = json.loads(done.stdout)["hookSpecificOutput"]["llm_request"]["messages"]
         assert len(messages) == 1
         assert messages[0]["content"].startswith(snapshot + "\n\nFRS")
-        assert "[1] User: Say hi" in messages[0]["content"]
+        assert "Task (M.1): Say hi" in messages[0]["content"]
 
     def test_opencode_answers_system_only_for_a_compacted_session(self, tmp_path: Path) -> None:
         store = OpenCodeStore(tmp_path)
