@@ -54,12 +54,14 @@ def snippet() -> str:
     return readme.pasted("Codex CLI")
 
 
-def config_toml(model_url: str, mcp: str) -> str:
-    """The harness's settings, then `mcp` (TOML: the README's snippet) as it is."""
+def config_toml(model_url: str, mcp: str, settings: tuple[str, ...] = ()) -> str:
+    """The harness's settings (and a test's own top-level `settings`), then `mcp` (TOML: the
+    README's snippet) as it is."""
     lines = [
         f'model = "{MODEL}"',
         'model_provider = "scripted"',
         "check_for_update_on_startup = false",
+        *settings,
         "",
         "[model_providers.scripted]",
         'name = "Scripted model"',
@@ -114,15 +116,27 @@ class Codex:
         }
 
     def run(
-        self, model_url: str, prompt: str, mcp: str | None = None, resume: str | None = None
+        self,
+        model_url: str,
+        prompt: str,
+        mcp: str | None = None,
+        resume: str | None = None,
+        settings: tuple[str, ...] = (),
+        hooks: str | None = None,
     ) -> Run:
         """`codex exec PROMPT` with the README's frs table (or the TOML text `mcp`) in its
-        config; `resume` continues that conversation (`codex exec resume ID PROMPT`)."""
+        config; `resume` continues that conversation (`codex exec resume ID PROMPT`).
+        `settings` are top-level config lines; `hooks` is hooks.json, run without being
+        trusted first (`--dangerously-bypass-hook-trust`, as the README says for exec)."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
         text = snippet() if mcp is None else mcp
-        (codex_home / "config.toml").write_text(config_toml(model_url, text), encoding="utf-8")
+        (codex_home / "config.toml").write_text(
+            config_toml(model_url, text, settings), encoding="utf-8"
+        )
+        if hooks is not None:
+            (codex_home / "hooks.json").write_text(hooks, encoding="utf-8")
         tables = tomllib.loads(text).get("mcp_servers", {})
         wait = [
             part
@@ -133,6 +147,7 @@ class Codex:
         command = [
             *pinned.codex(self.root),
             "exec",
+            *(["--dangerously-bypass-hook-trust"] if hooks is not None else []),
             *(["resume", resume] if resume else []),
             "--skip-git-repo-check",
             "--json",

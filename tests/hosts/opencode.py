@@ -74,9 +74,13 @@ def config() -> dict[str, Any]:
     return readme.parsed("OpenCode")
 
 
-def provider(model_url: str) -> dict[str, Any]:
-    """The user config: the scripted model as an OpenAI-compatible provider, nothing shared."""
+def provider(model_url: str, limit: dict[str, int] | None = None) -> dict[str, Any]:
+    """The user config: the scripted model as an OpenAI-compatible provider, nothing shared;
+    `limit` is the model's context and output window (OpenCode compacts near it)."""
     provider_id, model_id = MODEL.split("/")
+    model: dict[str, Any] = {"name": "Scripted", "tool_call": True}
+    if limit is not None:
+        model["limit"] = limit
     return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {
@@ -84,7 +88,7 @@ def provider(model_url: str) -> dict[str, Any]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Scripted model",
                 "options": {"baseURL": f"{model_url}/v1", "apiKey": "scripted-model-key"},
-                "models": {model_id: {"name": "Scripted", "tool_call": True}},
+                "models": {model_id: model},
             }
         },
         "model": MODEL,
@@ -128,15 +132,27 @@ class OpenCode:
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
         }
 
-    def run(self, model_url: str, prompt: str, mcp: dict[str, Any] | None = None) -> Run:
+    def run(
+        self,
+        model_url: str,
+        prompt: str,
+        mcp: dict[str, Any] | None = None,
+        limit: dict[str, int] | None = None,
+        plugin: str | None = None,
+    ) -> Run:
         """`opencode run PROMPT` with the README's frs entry (or `mcp`) as the workspace's
-        opencode.json and the scripted model as the user config's provider."""
+        opencode.json and the scripted model as the user config's provider (with its window,
+        `limit`); `plugin` is a plugin file's text, put in the user's plugins folder."""
         folder = self.home / ".config" / "opencode"
+        if plugin is not None:
+            (folder / "plugins").mkdir(parents=True, exist_ok=True)
+            (folder / "plugins" / "frs-mcp.js").write_text(plugin, encoding="utf-8")
         (folder / "node_modules").mkdir(parents=True, exist_ok=True)
         (folder / "package.json").write_text(json.dumps(PLUGIN_DEPENDENCIES), encoding="utf-8")
         lock = {"lockfileVersion": 3, "packages": {"": PLUGIN_DEPENDENCIES}}
         (folder / "package-lock.json").write_text(json.dumps(lock), encoding="utf-8")
-        (folder / "opencode.json").write_text(json.dumps(provider(model_url)), encoding="utf-8")
+        user = provider(model_url, limit)
+        (folder / "opencode.json").write_text(json.dumps(user), encoding="utf-8")
         self.workspace.mkdir(parents=True, exist_ok=True)
         project = self.workspace / "opencode.json"
         project.write_text(json.dumps(config() if mcp is None else mcp), encoding="utf-8")
