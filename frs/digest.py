@@ -73,6 +73,8 @@ _SECTIONS = (
     ("calls", "Other calls (outcome unless ok; last result):"),
     ("decisions", "Decisions and findings:"),
 )
+#: The headings a digest's sections start with: where a digest cut in parts may be cut.
+HEADINGS = tuple(heading for _, heading in _SECTIONS if heading)
 _NOUNS = {  # what a section's items are, one and many
     "plan": ("plan", "plans"),
     "asked": ("request", "requests"),

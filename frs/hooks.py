@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frs import recording, sessions
-from frs.digest import digest
+from frs.digest import HEADINGS, digest
 from frs.env import Env
 from frs.errors import StaleRevision
 from frs.host_threads import RECORDED_GOAL, find_thread
@@ -122,3 +122,60 @@ def compaction_context(recorded: Recorded, budget: int) -> str:
         budget=budget - estimate_tokens(head + "\n"),
     )
     return f"{head}\n{body}" if body else ""
+
+
+#: Digests made to fit a host's limit on characters, at most: each at a budget smaller in
+#: proportion to what the last one was over (less a margin).
+FITS = 3
+MIN_BUDGET = 200
+
+
+def fitted_parts(
+    recorded: Recorded, budget: int, max_chars: int | None = None, parts: int = 1
+) -> list[str]:
+    """`compaction_context` in `budget` tokens, cut into at most `parts` parts of at most
+    `max_chars` characters each (a host that shows only so much of one hook's answer as it is:
+    Claude Code, which runs several hooks for one event), made again at a smaller budget while
+    it does not fit; [] when none fits. One part needs no cutting and is the text itself."""
+    text = compaction_context(recorded, budget)
+    for _ in range(FITS + 1):
+        if max_chars is None or len(text) <= max_chars:
+            return [text] if text else []
+        cut = cut_in_parts(text, max_chars, parts)
+        if cut is not None:
+            return cut
+        if budget <= MIN_BUDGET:
+            break
+        budget = max(MIN_BUDGET, int(budget * max_chars * parts / len(text) * 0.95))
+        text = compaction_context(recorded, budget)
+    return []
+
+
+def cut_in_parts(text: str, max_chars: int, parts: int) -> list[str] | None:
+    """`text` cut between lines into at most `parts` parts of at most `max_chars` characters,
+    each opening with a line that names it (the host may show them in any order); a part that
+    starts inside a section repeats the section's heading. None when it takes more parts."""
+    if parts < 2:
+        return None
+    lines = text.split("\n")
+    cut: list[list[str]] = []
+    heading = ""
+    for line in lines:
+        if line in HEADINGS:
+            heading = line
+        current = cut[-1] if cut else None
+        if current is not None and len("\n".join([*current, line])) + _LABEL <= max_chars:
+            current.append(line)
+            continue
+        opened = [line] if line in HEADINGS or not heading else [f"{heading} (continued)", line]
+        cut.append(opened)
+        if len(cut) > parts or len("\n".join(opened)) + _LABEL > max_chars:
+            return None
+    total = len(cut)
+    return [
+        "\n".join([f"[FRS digest, part {k} of {total}]", *part])
+        for k, part in enumerate(cut, start=1)
+    ]
+
+
+_LABEL = len("[FRS digest, part 10 of 10]\n")

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 from frs import sessions
-from frs.hooks import HOOKED_GOAL, find_recorded, record_transcript
+from frs.hooks import HOOKED_GOAL, cut_in_parts, find_recorded, record_transcript
 from frs.matching import Unit, units_of
 from frs.wire import Span, WireBlock, WireMessage, WireRequest
 from tests.frs.conftest import open_service
@@ -114,3 +114,41 @@ class TestRecordTranscript:
             assert nothing.session is None
             assert nothing.recorded == 0
             assert (await service.list_sessions()).total == 0
+
+
+class TestCutInParts:
+    DIGEST = "\n".join(
+        [
+            "FRS (frs-mcp) recorded this conversation whole …",
+            'Digest of "x" (40 messages, M.1–M.40); …',
+            "Task (M.1): Fix it.",
+            "Open errors (no clean rerun since):",
+            *(f"M.{n} exit 1: make target_{n} → error: target_{n} failed badly" for n in range(20)),
+            "Commands (first line; outcome unless ok; last result):",
+            *(f"M.{n}: ls directory_{n}" for n in range(20)),
+        ]
+    )
+
+    def test_each_part_names_itself_and_fits(self) -> None:
+        parts = cut_in_parts(self.DIGEST, 800, 4)
+        assert parts is not None
+        assert len(parts) > 1
+        assert all(len(part) <= 800 for part in parts)
+        assert [part.split("\n")[0] for part in parts] == [
+            f"[FRS digest, part {k} of {len(parts)}]" for k in range(1, len(parts) + 1)
+        ]
+
+    def test_nothing_is_lost_or_repeated_but_a_sections_heading(self) -> None:
+        parts = cut_in_parts(self.DIGEST, 800, 4)
+        assert parts is not None
+        lines = [line for part in parts for line in part.split("\n")[1:]]
+        assert [line for line in lines if not line.endswith("(continued)")] == (
+            self.DIGEST.split("\n")
+        )
+        for part in parts[1:]:
+            second = part.split("\n")[1]
+            assert second.endswith(":") or second.endswith(":" + " (continued)")
+
+    def test_a_text_that_takes_more_parts_is_not_cut(self) -> None:
+        assert cut_in_parts(self.DIGEST, 800, 2) is None
+        assert cut_in_parts(self.DIGEST, 10_000, 1) is None

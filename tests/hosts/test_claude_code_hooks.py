@@ -93,3 +93,46 @@ def test_a_session_is_recorded_and_after_compact_the_digest_returns_the_original
     assert not [s for s in range(3) if "FRS (frs-mcp)" in system_text(script.seen_at(s))]
     # get_alias on the alias the digest named returns the original error, whole.
     assert ERROR_LINE in got["original"]
+
+
+def test_a_digest_longer_than_one_hooks_answer_reaches_the_model_in_two_parts(
+    claude: ClaudeCode, model_server: ModelServer
+) -> None:
+    """Claude Code moves one hook's answer of over 10,000 characters to a file: a long digest
+    comes in two parts, one hook each (the README's snippet), both in the first request."""
+    hooks = readme.pasted("Claude Code hooks")
+    # 70 failing commands: a digest of about 12,000 characters (one hook's part holds 53).
+    folders = [f"/srv/projects/client-archive-{n:02d}/checkout" for n in range(70)]
+    got: dict[str, str] = {}
+
+    def read_the_digest(seen: Seen) -> Turn:
+        got["system"] = system_text(seen)
+        return Turn("Read.")
+
+    script = model_server.play(
+        Script(
+            [
+                *(Turn.call("Bash", command=f"git -C {folder} status") for folder in folders),
+                Turn("None of them exists."),
+                read_the_digest,
+            ],
+            side=(SideRule("compaction", compaction, lambda seen: Turn(SUMMARY)), *DEFAULT_SIDE),
+        )
+    )
+    extra = ("--allowedTools", "Bash")
+    first = claude.run(
+        model_server.url, "Check the folders", *extra, tool_search=False, hooks=hooks
+    )
+    assert first.returncode == 0, first.describe() + "\n" + script.describe()
+    resume = ("--resume", first.session_id)
+    assert claude.run(model_server.url, "/compact", *resume, hooks=hooks).returncode == 0
+    after = claude.run(model_server.url, "Go on", *resume, tool_search=False, hooks=hooks)
+    assert after.returncode == 0, after.describe() + "\n" + script.describe()
+    script.check_done()
+
+    system = got["system"]
+    assert "persisted-output" not in system
+    assert system.count("[FRS digest, part 1 of 2]") == 1
+    assert system.count("[FRS digest, part 2 of 2]") == 1
+    # Every failing command's error line is there, between the two parts.
+    assert all(f"fatal: cannot change to '{folder}'" in system for folder in folders)

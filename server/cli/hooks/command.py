@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import anyio
 
 from frs.env import Env
-from frs.hooks import compaction_context, find_recorded, record_transcript
+from frs.hooks import MIN_BUDGET, find_recorded, fitted_parts, record_transcript
 from frs.matching import Unit, fit, title_of
 from frs.model import Limits, Scope
 from server.cli.hooks import claude_code, codex, config, gemini_cli, opencode
@@ -40,9 +40,7 @@ HOSTS: dict[str, Host] = {
     host.name: host for host in (claude_code.HOST, codex.HOST, gemini_cli.HOST, opencode.HOST)
 }
 DEFAULT_TOKENS = 4_000  # the size the digest is measured at (bench/hooks.py)
-_FITS = 3  # digests made to fit a host's limit on characters, at most
 DEFAULT_TIMEOUT = 20.0  # seconds; the printed configurations give the host 30
-MIN_TOKENS = 200
 MAX_INPUT = 64 << 20  # a hook's input carries at most a request's messages (Gemini CLI)
 #: The client the hooks' writes go under (their own current session, in the local tenant).
 HOOK_CLIENT = "hook"
@@ -140,6 +138,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="the digest after a compaction: at most N tokens (default %(default)s)",
     )
     p.add_argument(
+        "--part",
+        type=_part,
+        default=(1, 1),
+        metavar="K/N",
+        help="answer part K of a digest cut in up to N parts, for a host that shows only so "
+        "much of one hook's answer (Claude Code: one hook a part; default 1/1)",
+    )
+    p.add_argument(
         "--timeout",
         type=_seconds,
         default=DEFAULT_TIMEOUT,
@@ -196,7 +202,7 @@ async def _stored(
 ) -> str:
     with anyio.fail_after(max(deadline.left, 0.001)):
         async with _opened(args.db, Limits()) as env:
-            return await _work(env, interface, job, units, args.tokens)
+            return await _work(env, interface, job, units, args.tokens, args.part)
 
 
 def _input() -> dict[str, Any]:
@@ -215,7 +221,9 @@ def _input() -> dict[str, Any]:
     return given
 
 
-async def _work(env: Env, interface: str, job: Job, units: list[Unit], tokens: int) -> str:
+async def _work(
+    env: Env, interface: str, job: Job, units: list[Unit], tokens: int, part: tuple[int, int]
+) -> str:
     if units:
         done = await record_transcript(env, interface, job.conversation, units, title_of(units))
         if done.recorded and done.session is not None:
@@ -225,16 +233,12 @@ async def _work(env: Env, interface: str, job: Job, units: list[Unit], tokens: i
     recorded = await find_recorded(env, interface, job.conversation)
     if recorded is None or not recorded.entries:
         return ""
-    text = compaction_context(recorded, tokens)
-    for _ in range(_FITS):
-        if job.max_chars is None or len(text) <= job.max_chars or tokens <= MIN_TOKENS:
-            break
-        # A smaller budget, in proportion to what is over, with a margin.
-        tokens = max(MIN_TOKENS, int(tokens * job.max_chars / len(text) * 0.95))
-        text = compaction_context(recorded, tokens)
-    if job.max_chars is not None and len(text) > job.max_chars:
-        raise HookRefused(f"no digest of {job.max_chars:,} characters or fewer; none sent")
-    return job.answer(text) if text else ""
+    number, parts = part
+    made = fitted_parts(recorded, tokens, job.max_chars, parts)
+    if not made:
+        raise HookRefused(f"no digest fits {tokens:,} tokens and the host's limit; none sent")
+    # A digest that fits fewer parts leaves the other hooks nothing to answer.
+    return job.answer(made[number - 1]) if number <= len(made) else ""
 
 
 @asynccontextmanager
@@ -263,9 +267,20 @@ def _tokens(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not MIN_TOKENS <= value <= 50_000:
-        raise argparse.ArgumentTypeError(f"{value} is not {MIN_TOKENS}..50000 tokens")
+    if not MIN_BUDGET <= value <= 50_000:
+        raise argparse.ArgumentTypeError(f"{value} is not {MIN_BUDGET}..50000 tokens")
     return value
+
+
+def _part(text: str) -> tuple[int, int]:
+    number, _, parts = text.partition("/")
+    try:
+        found = int(number), int(parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K/N (1/2, 2/2)") from None
+    if not 1 <= found[0] <= found[1] <= 4:
+        raise argparse.ArgumentTypeError(f"{text!r}: K/N with 1 <= K <= N <= 4")
+    return found
 
 
 def _seconds(text: str) -> float:

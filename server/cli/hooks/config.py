@@ -20,6 +20,7 @@ from typing import Any
 #: The database every README snippet names: the default one, written as a user would, named so
 #: that the hooks and the MCP server agree even where $XDG_DATA_HOME moves the default.
 DATABASE = "~/.local/share/frs-mcp/frs.db"
+CLAUDE_CODE_PARTS = 2  # the default digest (4,000 tokens) takes 11,000-13,000 characters
 CODEX_CONTEXT_TOKENS = 6_000  # room for the default digest (4,000 of ours) and then some
 TIMEOUT = 30  # seconds a host gives the hook; its own deadline is `command.DEFAULT_TIMEOUT`
 PLUGIN = Path(__file__).with_name("opencode_plugin.js")
@@ -59,19 +60,29 @@ def text(host: str, command: str, tokens: int | None = None, database: str = DAT
         line = f"{shlex.quote(command)} hook {host} {event} --db {_shell(database)}"
         if tokens is not None and event in ("SessionStart", "BeforeModel"):
             line += f" --tokens {tokens}"
-        handler: dict[str, Any] = {"type": "command", "command": line}
-        if host == "codex" and event == "SessionStart":
-            # Codex cuts hook context to 2,500 tokens unless the handler allows more.
-            handler["additionalContextLimit"] = CODEX_CONTEXT_TOKENS
-        if host == "gemini-cli":
-            handler = {"name": f"frs-{event}", **handler, "timeout": TIMEOUT * 1000}
-        else:
-            handler["timeout"] = TIMEOUT
-        group: dict[str, Any] = {"hooks": [handler]}
+        # Claude Code shows 10,000 characters of one hook's answer as they are, and runs every
+        # hook of an event: the digest comes in parts, one hook each.
+        parts = CLAUDE_CODE_PARTS if (host, event) == ("claude-code", "SessionStart") else 1
+        handlers = [
+            _handler(host, event, line if parts == 1 else f"{line} --part {k}/{parts}")
+            for k in range(1, parts + 1)
+        ]
+        group: dict[str, Any] = {"hooks": handlers}
         if matcher is not None:
             group = {"matcher": matcher, **group}
         lines.append(f"  {json.dumps(event)}: {json.dumps([group])}")
     return '{"hooks": {\n' + ",\n".join(lines) + "\n}}"
+
+
+def _handler(host: str, event: str, line: str) -> dict[str, Any]:
+    handler: dict[str, Any] = {"type": "command", "command": line}
+    if host == "codex" and event == "SessionStart":
+        # Codex cuts hook context to 2,500 tokens unless the handler allows more.
+        handler["additionalContextLimit"] = CODEX_CONTEXT_TOKENS
+    if host == "gemini-cli":
+        return {"name": f"frs-{event}", **handler, "timeout": TIMEOUT * 1000}
+    handler["timeout"] = TIMEOUT
+    return handler
 
 
 def plugin(command: str, database: str = DATABASE, tokens: int | None = None) -> str:

@@ -238,6 +238,31 @@ class TestDigest:
         assert 5_000 < len(digest) <= 9_900
         wide = hook(tmp_path, "claude-code", "SessionStart", start, "--tokens", "8000")
         assert len(json.loads(wide.stdout)["hookSpecificOutput"]["additionalContext"]) <= 9_900
+        # In two parts, one hook each, each part fits and together they hold more.
+        parts = [
+            json.loads(hook(tmp_path, "claude-code", "SessionStart", start, "--part", k).stdout)
+            for k in ("1/2", "2/2")
+        ]
+        texts = [part["hookSpecificOutput"]["additionalContext"] for part in parts]
+        assert [text.split("\n")[0] for text in texts] == [
+            "[FRS digest, part 1 of 2]",
+            "[FRS digest, part 2 of 2]",
+        ]
+        assert all(len(text) <= 9_900 for text in texts)
+        errors = [len(re.findall(r"AssertionError: module \d+", t)) for t in (digest, *texts)]
+        assert errors[1] + errors[2] > errors[0]
+
+    def test_a_digest_that_fits_one_part_leaves_the_second_hook_nothing(
+        self, tmp_path: Path
+    ) -> None:
+        cc = claude(tmp_path)
+        start = cc.hook("SessionStart", source="compact")
+        first = hook(tmp_path, "claude-code", "SessionStart", start, "--part", "1/2")
+        second = hook(tmp_path, "claude-code", "SessionStart", start, "--part", "2/2")
+        assert json.loads(first.stdout)["hookSpecificOutput"]["additionalContext"].startswith(
+            "FRS (frs-mcp) recorded"
+        )
+        assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
 
     def test_session_start_of_any_other_source_answers_nothing(self, tmp_path: Path) -> None:
         cc = claude(tmp_path)

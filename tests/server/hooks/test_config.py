@@ -31,10 +31,12 @@ def test_every_command_runs_the_hook_for_its_event_on_the_readmes_database(
     hooks = host_snippet(name).parsed()["hooks"]
     for event, groups in hooks.items():
         [group] = groups
-        [handler] = group["hooks"]
-        argv = shlex.split(handler["command"])
-        assert argv == [COMMAND, "hook", host, event, "--db", "~/.local/share/frs-mcp/frs.db"]
-        assert handler["type"] == "command"
+        for handler in group["hooks"]:
+            argv = shlex.split(handler["command"])
+            head = [COMMAND, "hook", host, event, "--db", "~/.local/share/frs-mcp/frs.db"]
+            assert argv[:6] == head
+            assert argv[6:] in ([], ["--part", "1/2"], ["--part", "2/2"])
+            assert handler["type"] == "command"
     mcp = host_snippet({"claude-code": "Claude Code", "codex": "Codex CLI"}.get(host, "Gemini CLI"))
     assert "~/.local/share/frs-mcp/frs.db" in mcp.server().args
 
@@ -46,6 +48,9 @@ def test_the_digests_events_are_the_compaction_ones() -> None:
     assert codex["SessionStart"][0]["matcher"] == "compact"
     assert set(claude) == {"Stop", "SubagentStop", "PreCompact", "SessionStart"}
     assert set(codex) == {"Stop", "PreCompact", "SessionStart"}
+    # Claude Code shows 10,000 characters of one hook's answer: the digest comes in two parts.
+    parts = [h["command"].split()[-1] for h in claude["SessionStart"][0]["hooks"]]
+    assert parts == ["1/2", "2/2"]
 
 
 @pytest.mark.slow
