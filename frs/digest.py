@@ -366,7 +366,7 @@ def _items(state: _State, steps: Sequence[PlanStep]) -> list[_Item]:
         tier = _HIGH if command.outcome.failed or command.errors else _MIDDLE
         same = (line,) if erred.get(line) == n else ()  # its open error shows it already
         items.append(_Item("commands", tier, n, order, text, f"M.{n}", same, line))
-    longer = [*state.changed, *state.read]
+    longer = _by_name([*state.changed, *state.read])
     for order, (path, (n, reader)) in enumerate(state.read.items()):
         covered = (*((reader,) if reader else ()), *_ending_with(path, longer))
         items.append(_Item("read", _HIGH, n, order, f"{path} · M.{n}", f"M.{n}", covered, path))
@@ -396,10 +396,21 @@ def _command_lines(state: _State) -> list[tuple[str, CallFacts, int]]:
     return [(line, facts, runs) for line, (facts, runs) in lines.items()]
 
 
-def _ending_with(path: str, others: Sequence[str]) -> tuple[str, ...]:
+def _by_name(paths: Sequence[str]) -> dict[str, list[str]]:
+    """Paths by their last name: only a path of the same last name can end with another (a
+    long session reads thousands of files; comparing each with each took seconds)."""
+    named: dict[str, list[str]] = {}
+    for path in paths:
+        named.setdefault(path.rstrip("/").rsplit("/", 1)[-1], []).append(path)
+    return named
+
+
+def _ending_with(path: str, others: dict[str, list[str]]) -> tuple[str, ...]:
     """The other paths that end with `path` as a whole name (`/r/src/a.py` for `src/a.py`):
     shown, they show it too."""
-    return tuple(other for other in others if other.endswith("/" + path.lstrip("./")))
+    tail = "/" + path.lstrip("./")
+    name = tail.rstrip("/").rsplit("/", 1)[-1]
+    return tuple(other for other in others.get(name, ()) if other.endswith(tail))
 
 
 def _alias_number(alias: str) -> int:
