@@ -22,7 +22,6 @@ from frs.errors import StaleRevision
 from frs.host_threads import RECORDED_GOAL, find_thread
 from frs.matching import Unit, messages_of, new_units
 from frs.model import Message, PlanStep, Session, SessionId
-from frs.text import estimate_tokens
 
 #: The goal a session the hooks create starts with: the view shows it to the model, so it does
 #: not record the conversation again with frs_record.
@@ -104,24 +103,25 @@ _NOTES = frozenset({HOOKED_GOAL, RECORDED_GOAL})
 
 
 def compaction_context(recorded: Recorded, budget: int) -> str:
-    """What a host's model gets after the host compacted: a line naming the session (the
-    host's MCP server may not know the conversation: Gemini CLI's and OpenCode's do not), then
-    the thread's digest (`frs.digest`) in the rest of `budget` estimated tokens; "" when not
-    even the digest's first line fits."""
+    """What a host's model gets after the host compacted: the thread's digest (`frs.digest`,
+    at most `budget` estimated tokens) under one line naming the session, which the host's
+    MCP server may not know the conversation by (Gemini CLI's and OpenCode's do not); "" when
+    not even the digest's first line fits."""
     session = recorded.session
-    head = (
-        f"FRS (frs-mcp) recorded this conversation whole, the part before the compaction too, "
-        f'as session {session.id}: get_alias(alias="M.<n>", session_id="{session.id}") returns '
-        "message n as it was."
-    )
     body = digest(
         recorded.entries,
         title=session.title,
         goal="" if session.goal in _NOTES else session.goal,
         plan=recorded.plan,
-        budget=budget - estimate_tokens(head + "\n"),
+        budget=budget,
     )
-    return f"{head}\n{body}" if body else ""
+    if not body:
+        return ""
+    head = (
+        f"FRS (frs-mcp) recorded this conversation whole, as session {session.id} "
+        f'(get_alias(alias="M.n", session_id="{session.id}")):'
+    )
+    return f"{head}\n{body}"
 
 
 #: Digests made to fit a host's limit on characters, at most: each at a budget smaller in

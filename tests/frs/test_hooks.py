@@ -10,8 +10,15 @@ import asyncio
 from pathlib import Path
 
 from frs import sessions
-from frs.hooks import HOOKED_GOAL, cut_in_parts, find_recorded, record_transcript
+from frs.hooks import (
+    HOOKED_GOAL,
+    compaction_context,
+    cut_in_parts,
+    find_recorded,
+    record_transcript,
+)
 from frs.matching import Unit, units_of
+from frs.text import estimate_tokens
 from frs.wire import Span, WireBlock, WireMessage, WireRequest
 from tests.frs.conftest import open_service
 
@@ -152,3 +159,17 @@ class TestCutInParts:
     def test_a_text_that_takes_more_parts_is_not_cut(self) -> None:
         assert cut_in_parts(self.DIGEST, 800, 2) is None
         assert cut_in_parts(self.DIGEST, 10_000, 1) is None
+
+
+async def test_the_context_is_a_line_naming_the_session_and_the_digest_in_its_budget(
+    tmp_path: Path,
+) -> None:
+    async with open_service(tmp_path / "frs.db") as service:
+        await record_transcript(service.env, HOST, CONVERSATION, transcript(30), "Fix")
+        recorded = await find_recorded(service.env, HOST, CONVERSATION)
+    assert recorded is not None
+    for budget in (200, 400, 4_000):
+        head, body = compaction_context(recorded, budget).split("\n", 1)
+        assert f'session_id="{recorded.session.id}"' in head
+        assert body.startswith("Digest of")
+        assert estimate_tokens(body) <= budget
