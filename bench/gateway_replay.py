@@ -59,7 +59,7 @@ def requests(transcript: Transcript) -> list[bytes]:
         head["system"] = system
     if tools:
         head["tools"] = tools
-    ids = _call_ids(lines)
+    ids = call_ids(lines)
     bodies = []
     for index, line in enumerate(lines):
         if line.role != "assistant":
@@ -70,7 +70,7 @@ def requests(transcript: Transcript) -> list[bytes]:
     return bodies
 
 
-def _call_ids(lines: Sequence[Line]) -> dict[tuple[int, int], str]:
+def call_ids(lines: Sequence[Line]) -> dict[tuple[int, int], str]:
     """Unique tool_use ids (the corpus reuses some): (line, call) to id; a result answers
     the latest call of its id, keyed (line, -1)."""
     ids: dict[tuple[int, int], str] = {}
@@ -105,7 +105,7 @@ def anthropic_messages(
                 blocks.append({"type": "text", "text": line.content})
             for j, c in enumerate(line.tool_calls):
                 blocks.append(
-                    {"type": "tool_use", "id": ids[(i, j)], "name": c.name, "input": _input(c)}
+                    {"type": "tool_use", "id": ids[(i, j)], "name": c.name, "input": call_input(c)}
                 )
         if not blocks:
             continue
@@ -116,7 +116,7 @@ def anthropic_messages(
     return out
 
 
-def _input(call: Call) -> dict[str, Any]:
+def call_input(call: Call) -> dict[str, Any]:
     try:
         value = json.loads(call.arguments or "{}")
     except ValueError:
@@ -223,7 +223,11 @@ async def replay(
             # The plain pass runs with no nudges: a reminder is the one other thing the
             # gateway adds to a request (past 60k tokens), and the pass checks it adds nothing.
             nudges = DEFAULT_STEP if used else None
-            async with open_gateway(settings, upstreams, nudge_step=nudges) as gateway:
+            # The autopilot stays off: the policy is the only squasher here (the live
+            # sessions of bench/gateway_sessions.py measure the autopilot).
+            async with open_gateway(
+                settings, upstreams, nudge_step=nudges, autopilot=None
+            ) as gateway:
                 received = await send(gateway, upstream, bodies, used, transcript.name)
         if upstream.invalid:
             raise RuntimeError(f"gateway-replay: {transcript.name}: invalid {upstream.invalid}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import caps, gateway, gateway_replay, hostile, search, session
+from bench import caps, gateway, gateway_replay, gateway_sessions, hostile, search, session
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -597,6 +597,7 @@ def render(results: dict[str, Any]) -> str:
         *caps.render(results.get("caps", {})),
         *gateway.render(results.get("gateway", {})),
         *gateway_replay.render(results.get("gateway-replay", {})),
+        *gateway_sessions.render(results.get("gateway-sessions", {}), results.get("gateway")),
     ]
     return "\n".join(lines).rstrip() + "\n"
 

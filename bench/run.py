@@ -1,7 +1,8 @@
 """`python -m bench`: run the benchmark suite, write BENCHMARKS.md and bench/results.json.
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
-cache, peers, web, postgres, hostile, search, caps, gateway, gateway-replay.
+cache, peers, web, postgres, hostile, search, caps, gateway, gateway-replay,
+gateway-sessions.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -26,6 +27,7 @@ from bench import (
     caps,
     gateway,
     gateway_replay,
+    gateway_sessions,
     hostile,
     latency,
     machine,
@@ -62,6 +64,7 @@ SECTIONS = (
     "caps",
     "gateway",
     "gateway-replay",
+    "gateway-sessions",
 )
 FULL = {
     "latency": latency.Plan(
@@ -199,6 +202,10 @@ async def measure(
         t = time.perf_counter()
         replayed = await gateway_replay.run(folder, corpus, verified("o200k_base"), log)
         stamp("gateway-replay", replayed, t)
+    if "gateway-sessions" in sections:
+        t = time.perf_counter()
+        sessions = await gateway_sessions.run(folder, corpus, verified("o200k_base"), log)
+        stamp("gateway-sessions", sessions, t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 

@@ -9,7 +9,10 @@ line, sizes and numbers, and the aliases that return the originals). It never ta
 - what the model is not sent (before a host's compaction): only entries the request holds;
 - the task, a summary (the model's own squashes win; the autopilot never nests them), a
   message between exchanges (its words stay), an exchange that loads tools (pinned), or a
-  span the model restored (it asked for the originals back).
+  span the model restored (it asked for the originals back);
+- an exchange whose messages in the request hold anything else (Claude Code puts text after
+  the results in their user message: a reminder, the files it attaches after a compaction):
+  a squash never cuts a request message (`frs.rewriting`), so it could never be sent.
 
 When: in batches, and only when a batch pays back within `payback` later calls under a prompt
 cache (`frs.economics`: squashing S tokens into Σ with T after them costs 1.25·(Σ+T) − 0.1·(S+T)
@@ -26,19 +29,23 @@ several gateway instances, one writes the batch.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from frs.cards import cards
+from frs.cards import card, header
 from frs.economics import payback_calls
-from frs.facts import Exchange, exchanges
+from frs.facts import Exchange, ExchangeFacts, exchange_facts, exchanges
 from frs.model import Message
 from frs.text import estimate_tokens
 
 #: Defaults, each an option of `frs-mcp gateway` (and of the runtime adapters).
-KEEP = 4  # newest finished exchanges left verbatim
-AFTER = 20_000  # tokens the model is sent before the autopilot squashes at all
-PAYBACK = 4  # later calls a batch must pay back within
+# Chosen on the bench's corpus sessions (bench/gateway_sessions.py: thinking in the tool
+# loops, a compaction at 40k): 2, 12,000 and 8 left no transcript costlier than without the
+# gateway and cost least of the settings tried (4 / 20,000 / 4: pooled 1.04 of the host's
+# run; 2 / 12,000 / 8: 0.85; a lower threshold made short sessions costlier).
+KEEP = 2  # newest finished exchanges left verbatim
+AFTER = 12_000  # tokens the model is sent before the autopilot squashes at all
+PAYBACK = 8  # later calls a batch must pay back within
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,8 @@ def plan_batch(
     next_squash: int = 1,
     pinned: Collection[str] = (),
     restored: Collection[int] = (),
+    max_chars: int = 8_000,
+    placed: Mapping[str, int] | None = None,
 ) -> Batch | None:
     """The batch to squash now, or None.
 
@@ -90,29 +99,62 @@ def plan_batch(
     builds its prompt from the thread sends it); `sent_tokens` that request's size;
     `next_squash` the n the batch's first squash gets (the session's); `pinned` the keys of
     messages that must stay where they are; `restored` the numbers of messages of squashes
-    the model restored.
+    the model restored; `max_chars` the longest summary a squash may have (`Limits`): a run
+    whose cards would be longer is squashed in several pieces, one after the other; `placed`
+    the request message (its index) each sent key sits in (None: each alone).
     """
     if sent_tokens < settings.after:
         return None
-    candidates = _candidates(entries, sent, settings.keep, pinned, restored)
-    if not candidates:
-        return None
+    candidates = _candidates(entries, sent, settings.keep, pinned, restored, placed or {})
     runs = _runs(entries, candidates)
     if not runs:
         return None
-    start = next(i for i, e in enumerate(entries) if e.ord == runs[0][0].call.ord)
-    squashed = sum(_tokens(x) for run in runs for x in run)
-    following = sum(e.tokens for e in entries[start:]) - squashed
-    # The cards cost nothing yet: if even free cards would not pay back, write none.
-    bound = payback_calls(squashed, 0, following)
+    first = runs[0][0].call.ord
+    most = sum(_tokens(x) for run in runs for x in run)
+    # Before any card is written: if even free cards of every run would not pay back, stop
+    # (the cheap check each call makes; facts and cards are worked out only past it).
+    bound = payback_calls(most, 0, sum(e.tokens for e in entries if e.ord >= first) - most)
     if bound is None or bound > settings.payback:
         return None
-    written = [_run(run, next_squash + i) for i, run in enumerate(runs)]
+    pieces = [p for run in runs for p in _fitted([_Card.of(x) for x in run], max_chars)]
+    if not pieces:
+        return None
+    first = pieces[0][0].exchange.call.ord
+    squashed = sum(card.tokens for piece in pieces for card in piece)
+    following = sum(e.tokens for e in entries if e.ord >= first) - squashed
+    written = [_run(piece, next_squash + i) for i, piece in enumerate(pieces)]
     summaries = sum(estimate_tokens(run.summary) for run in written)
     calls = payback_calls(squashed, summaries, following)
     if calls is None or calls > settings.payback:
         return None
     return Batch(tuple(written), squashed, summaries, following, calls)
+
+
+def _tokens(exchange: Exchange) -> int:
+    return exchange.call.tokens + sum(result.tokens for result in exchange.results)
+
+
+@dataclass(frozen=True, slots=True)
+class _Card:
+    """A candidate exchange with its facts and card lines, worked out once."""
+
+    exchange: Exchange
+    facts: ExchangeFacts
+    lines: tuple[str, ...]
+    tokens: int  # of the messages it stands for
+
+    @classmethod
+    def of(cls, exchange: Exchange) -> _Card:
+        facts = exchange_facts(exchange)
+        return cls(exchange, facts, tuple(card(facts)), _tokens(exchange))
+
+    @property
+    def members(self) -> tuple[Message, ...]:
+        return (self.exchange.call, *self.exchange.results)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(line) + 1 for line in self.lines)
 
 
 def _candidates(
@@ -121,8 +163,12 @@ def _candidates(
     keep: int,
     pinned: Collection[str],
     restored: Collection[int],
+    placed: Mapping[str, int],
 ) -> list[Exchange]:
     """The finished exchanges the autopilot may squash, oldest first."""
+    held: dict[int, set[str]] = {}
+    for key, index in placed.items():
+        held.setdefault(index, set()).add(key)
     found = exchanges([e for e in entries if e.kind == "message"])
     found = found[: max(len(found) - keep, 0)]
     out = []
@@ -133,6 +179,9 @@ def _candidates(
             continue
         if any(key in pinned for key in keys if key is not None):
             continue
+        own = {m.interface_message_id or "" for m in members}
+        if any(held.get(placed[key], own) - own for key in own if key in placed):
+            continue  # a request message it is in holds more: it would be cut
         if any(m.number in restored for m in members):
             continue
         out.append(exchange)
@@ -147,14 +196,14 @@ def _runs(entries: Sequence[Message], candidates: Sequence[Exchange]) -> list[li
     runs: list[list[Exchange]] = []
     current: list[Exchange] = []
     for entry in entries:
-        exchange = of.get(entry.ord) if entry.kind == "message" else None
-        if exchange is None:
+        found = of.get(entry.ord) if entry.kind == "message" else None
+        if found is None:
             if current:
                 runs.append(current)
             current = []
             continue
-        if not current or current[-1] is not exchange:
-            current.append(exchange)
+        if not current or current[-1] is not found:
+            current.append(found)
     if current:
         runs.append(current)
     # A run whose exchange has a result away from it (another entry between) is not whole.
@@ -167,13 +216,33 @@ def _whole(run: Sequence[Exchange], entries: Sequence[Message]) -> bool:
     return ords == span
 
 
-def _tokens(exchange: Exchange) -> int:
-    return exchange.call.tokens + sum(result.tokens for result in exchange.results)
+#: Room a batch's header takes (`frs.cards.header`: counts, a span of aliases, the squash's).
+_HEADER_CHARS = 200
 
 
-def _run(run: Sequence[Exchange], n: int) -> Run:
-    """The run as squash `SQ.n` (its cards name the alias that returns the originals); a
+def _fitted(run: Sequence[_Card], max_chars: int) -> list[list[_Card]]:
+    """The run cut into adjacent pieces whose cards each fit in `max_chars` (an exchange
+    whose card alone is longer is left out: it stays as it is)."""
+    room = max_chars - _HEADER_CHARS
+    pieces: list[list[_Card]] = []
+    current: list[_Card] = []
+    used = 0
+    for card_ in run:
+        if current and used + card_.chars <= room:
+            current.append(card_)
+            used += card_.chars
+            continue
+        if current:
+            pieces.append(current)
+        current, used = ([card_], card_.chars) if card_.chars <= room else ([], 0)
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _run(piece: Sequence[_Card], n: int) -> Run:
+    """The piece as squash `SQ.n` (its cards name the alias that returns the originals); a
     message's number is its ord, so the range is one of thread order too."""
-    ords = [m.ord for x in run for m in (x.call, *x.results)]
-    summary = cards(run, f"SQ.{n}")
-    return Run(min(ords), max(ords), summary, sum(_tokens(x) for x in run))
+    ords = [m.ord for c in piece for m in c.members]
+    lines = [header([c.facts for c in piece], f"SQ.{n}"), *(x for c in piece for x in c.lines)]
+    return Run(min(ords), max(ords), "\n".join(lines), sum(c.tokens for c in piece))

@@ -358,22 +358,26 @@ def _items(state: _State, steps: Sequence[PlanStep]) -> list[_Item]:
     for order, (path, (n, times, writer)) in enumerate(state.changed.items()):
         text = f"{path} · M.{n}" + (f" ×{times}" if times > 1 else "")
         # A file a command wrote whole (a scratch script) is told by that command's line.
-        covered = (writer,) if writer else ()
-        items.append(_Item("changed", _MUST, n, order, text, f"M.{n}", covered, path))
+        covered: tuple[str, ...] = (writer,) if writer else ()
+        items.append(
+            _Item("changed", _MUST, n, order, text, f"M.{n}", covered_by=covered, shows=path)
+        )
     for order, (line, command, runs) in enumerate(_command_lines(state)):
         n = command.result or command.number
         text = _command_line(line, command, runs)
         tier = _HIGH if command.outcome.failed or command.errors else _MIDDLE
         same = (line,) if erred.get(line) == n else ()  # its open error shows it already
-        items.append(_Item("commands", tier, n, order, text, f"M.{n}", same, line))
+        items.append(_Item("commands", tier, n, order, text, f"M.{n}", covered_by=same, shows=line))
     longer = _by_name([*state.changed, *state.read])
     for order, (path, (n, reader)) in enumerate(state.read.items()):
         covered = (*((reader,) if reader else ()), *_ending_with(path, longer))
-        items.append(_Item("read", _HIGH, n, order, f"{path} · M.{n}", f"M.{n}", covered, path))
+        text = f"{path} · M.{n}"
+        items.append(_Item("read", _HIGH, n, order, text, f"M.{n}", covered_by=covered, shows=path))
     for order, (path, alias) in enumerate(state.named.items()):
         n = _alias_number(alias)
         text = f"{path} · {alias}"
-        items.append(_Item("named", _HIGH, n, order, text, alias, _ending_with(path, longer)))
+        covered = _ending_with(path, longer)
+        items.append(_Item("named", _HIGH, n, order, text, alias, covered_by=covered))
     for order, facts in enumerate(state.calls.values()):
         n = facts.result or facts.number
         items.append(_Item("calls", _MIDDLE, n, order, _call_line(facts), f"M.{n}"))
@@ -408,7 +412,7 @@ def _by_name(paths: Sequence[str]) -> dict[str, list[str]]:
 def _ending_with(path: str, others: dict[str, list[str]]) -> tuple[str, ...]:
     """The other paths that end with `path` as a whole name (`/r/src/a.py` for `src/a.py`):
     shown, they show it too."""
-    tail = "/" + path.lstrip("./")
+    tail = "/" + path
     name = tail.rstrip("/").rsplit("/", 1)[-1]
     return tuple(other for other in others.get(name, ()) if other.endswith(tail))
 
@@ -427,8 +431,8 @@ def _error_line(failed: Sequence[CallFacts], line: str) -> str:
     files = last.changed or last.read
     what = line or (f"{last.tool} {files[0]}" if files else "")
     what = what or shorten(_flat(f"{last.tool} {called}"), _OTHER_CHARS)
-    lines = list(dict.fromkeys(line for run in reversed(failed) for line in run.errors))
-    told = [line for line in lines if line != _TRACEBACK] or lines
+    errors = list(dict.fromkeys(error for run in reversed(failed) for error in run.errors))
+    told = [error for error in errors if error != _TRACEBACK] or errors
     runs = f" ×{len(failed)}" if len(failed) > 1 else ""
     return f"M.{n} {last.label}{runs}: {what} → {' | '.join(told)}"
 

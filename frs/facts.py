@@ -544,12 +544,15 @@ def _telling(
     key = telling_key(dict(args))
     value = args[key]
     if isinstance(value, str) and len(value) > _SHORT_VALUE_CHARS:
-        key = next(
-            (k for k, v in args.items() if isinstance(v, str) and 0 < len(v.strip()) <= 120), key
-        )
+        short = [k for k, v in args.items() if isinstance(v, str) and _is_short(v)]
+        key = short[0] if short else key
         value = args[key]
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return key, text
+
+
+def _is_short(value: str) -> bool:
+    return 0 < len(value.strip()) <= _SHORT_VALUE_CHARS
 
 
 def _plan(args: Mapping[str, object]) -> tuple[PlanStep, ...]:

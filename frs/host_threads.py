@@ -227,11 +227,17 @@ class SquashCalls:
 
 def squash_calls(calls: Sequence[GatewayCall], squashes: Sequence[Squash]) -> list[SquashCalls]:
     """Per squash: the call it was made after and the call that first sent it, from the
-    session's forwarded calls (all of them, oldest first: a call's `at` is when it came)."""
+    session's forwarded calls (all of them, oldest first: a call's `at` is when it came).
+    A host that sends its next request as soon as the answer is in may send it while the
+    autopilot writes the batch it made after that answer: the request waits for the batch
+    and sends it, so it came before the batch was made, yet the batch was made after the
+    call before it, never after the call that sent it."""
     times = [call.at for call in calls]
     out = []
     for squash in squashes:
         made = bisect.bisect_left(times, squash.created_at)
         sent = next((i for i, c in enumerate(calls, start=1) if squash.n in c.applied), None)
+        if sent is not None:
+            made = min(made, sent - 1)
         out.append(SquashCalls(squash.n, made, sent))
     return out

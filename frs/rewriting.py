@@ -19,34 +19,45 @@ of the span goes in pieces around it, each placed as above; the first piece carr
 leaves one pointing at it, and a span that is all pinned still sends its summary after it. A
 squash never vanishes because of a pin.
 
-Thinking: a signed thinking block binds to everything before it (its prefix). A squash
-changes the prefix of every thinking block sent after the first message it changes, and the
-API then refuses the request, unless the request asks it to drop such blocks instead
-(`thinking.block_binding.prefix_mismatch_behavior: "drop_block"`): the documented way for a
-summary written outside the API while the turns after it are kept as they are ("Keep-tail
-compaction", "Compact in the background": send drop_block from the swap onward, on every later
-request; https://platform.claude.com/docs/en/build-with-claude/preserved-thinking). So where
-the request can ask (`can_bind`), a squash goes out at once, mid-loop included: the plan asks
-to drop (`RewritePlan.drop_block`), the kept turns go as the host sent them, and thinking the
-model writes from then on follows the summary and stays valid. A conversation that asked once
-asks on every later request that carries thinking (`bound`): thinking written while a squash
-was sent binds to the squashed prefix, which a restore takes away again.
+Thinking: a signed thinking block binds to everything before it (its prefix), so a squash
+makes every thinking block sent after the first message it changes invalid, and the API
+refuses a request that still sends one, unless the request asks it to drop them. The provider
+documents two ways for a summary written outside the API while the newest turns are kept
+(https://platform.claude.com/docs/en/build-with-claude/preserved-thinking, "Compact on the
+client": keep-tail compaction; "Libraries, proxies, and gateways"): strip the thinking from the
+kept turns yourself, or send `thinking.block_binding.prefix_mismatch_behavior: "drop_block"`
+and let the API drop it. Either way the model loses that reasoning and the thinking it writes
+from then on follows the summary and stays valid. How a request goes (`thinking_policy`):
 
-Where the request cannot ask (it set `prefix_mismatch_behavior: "error"` itself, or turns
-thinking off), the older rule holds: blocks of the current turn (after the last user message
-that is not tool results) must reach the model unchanged, so a new squash waits while that
-turn holds thinking, at the latest until the next user turn; when a squash is first sent,
-thinking blocks of earlier turns after its span are left out (removing thinking from the end
-is allowed), and stay left out in every later request, up to the message that was last when
-the squash was first sent (`mark`). A wire whose reasoning binds to no prefix (OpenAI's
-reasoning items: `WireRequest.thinking_signed` False) keeps it all as sent: nothing waits for
-it and nothing of it is left out; reasoning inside a squashed span goes with its whole message.
+- "strip" (adaptive thinking, the newest models' only kind, or `thinking` not set while the
+  model thinks): a squash goes out at once, mid-loop included, and the thinking blocks after
+  it are left out, up to the message that was last when it was first sent (`mark`), in this
+  and every later request (removing thinking from the end is allowed; a block removed stays
+  removed). The `thinking` setting is not touched: a change to it would cost a prompt cache
+  its messages (the caching page's "thinking parameters"), the strip costs nothing more than
+  the squash. Only a stale block the strip cannot take (a message of thinking alone: an empty
+  message is refused) makes the request ask for the drop.
+- "bind" (manual `enabled` thinking, whose final assistant turn must begin with thinking): the
+  request asks for the drop (`RewritePlan.drop_block`), the kept turns go as the host sent
+  them.
+- "wait" (the request set `prefix_mismatch_behavior: "error"` itself, or turns thinking off):
+  a new squash waits while the current turn (after the last user message that is not tool
+  results) holds thinking, at the latest until the next user turn, then strips as above.
+
+A conversation that asked for the drop once asks on every later request that carries thinking
+(`bound`), and so does one whose sent squash was restored (thinking written while it was sent
+binds to the squashed prefix) and one after a host's compaction (its kept turns' thinking binds
+to the history the host replaced: the documented fix for keep-tail compaction). A wire whose
+reasoning binds to no prefix (OpenAI's reasoning items: `WireRequest.thinking_signed` False)
+keeps it all as sent: nothing waits for it and nothing of it is left out; reasoning inside a
+squashed span goes with its whole message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from frs.matching import Unit
 from frs.wire import Insertion, Replacement, RewritePlan, WireRequest
@@ -76,6 +87,9 @@ def summary_text(squash: LiveSquash, kept: bool = False) -> str:
     )
 
 
+ThinkingPolicy = Literal["none", "strip", "bind", "wait"]
+
+
 def can_bind(request: WireRequest) -> bool:
     """Whether the request may ask the API to drop thinking blocks whose prefix changed: its
     thinking is signed, it did not ask for the error itself, and its thinking is on (set
@@ -85,8 +99,16 @@ def can_bind(request: WireRequest) -> bool:
         return False
     if request.thinking_type is not None:
         return request.thinking_type in ("adaptive", "enabled")
-    messages = request.messages[_turn_start(request) :]
-    return any(block.kind in _THINKING for message in messages for block in message.blocks)
+    return _thinks(request, _turn_start(request))
+
+
+def thinking_policy(request: WireRequest) -> ThinkingPolicy:
+    """How a squash's stale thinking goes in this request (see the module docstring)."""
+    if not request.thinking_signed:
+        return "none"
+    if not can_bind(request):
+        return "wait"
+    return "bind" if request.thinking_type == "enabled" else "strip"
 
 
 def plan_rewrite(
@@ -106,13 +128,16 @@ def plan_rewrite(
     messages = request.messages
     if request.untouchable or not messages:
         return RewritePlan()
+    policy = thinking_policy(request)
     binds = can_bind(request)
     # After a compaction the host keeps its newest turns as they were, thinking included, but
-    # their prefix is now its summary: the API's documented fix for that "keep-tail"
-    # compaction is to ask it to drop the stale thinking, which the host, behind a gateway,
-    # does not (Claude Code would get a 400, strip all thinking, and never send it again).
+    # their prefix is now its summary (and the request is new from its start: the prompt
+    # cache has nothing to lose by a changed setting). A squash that was sent and is no
+    # longer in the thread was restored: what was written while it was sent is stale too.
     compacted = request.summary is not None and _thinks(request, request.summary + 1)
-    still = (bound or compacted) and binds and _thinks(request, 0)
+    live = {squash.n for squash in squashes}
+    restored = any(n not in live for n in sent)
+    still = (bound or compacted or restored) and binds and _thinks(request, 0)
     if not squashes:
         return RewritePlan(drop_block=still)
     where = {unit.key: unit.message for unit in units}
@@ -121,8 +146,7 @@ def plan_rewrite(
         keys_of[unit.message].add(unit.key)
     tail = _open_loop(request)
     turn = _turn_start(request)
-    # Where the request can ask the API to drop stale thinking, nothing waits for it.
-    thinking_now = not binds and request.thinking_signed and _thinks(request, turn)
+    thinking_now = policy == "wait" and _thinks(request, turn)
     spans: list[tuple[int, int, LiveSquash]] = []
     skipped: list[tuple[int, str]] = []
     waiting: list[int] = []
@@ -151,7 +175,7 @@ def plan_rewrite(
         spans.append((lo, hi, squash))
     if not spans:
         return RewritePlan(waiting=tuple(waiting), skipped=tuple(skipped), drop_block=still)
-    plan = _placed(request, spans, units, sent, tuple(waiting), skipped, binds)
+    plan = _placed(request, spans, units, sent, tuple(waiting), skipped, policy)
     return replace(plan, drop_block=plan.drop_block or still)
 
 
@@ -214,7 +238,7 @@ def _placed(
     sent: Mapping[int, str],
     waiting: tuple[int, ...],
     skipped: list[tuple[int, str]],
-    binds: bool = False,
+    policy: ThinkingPolicy = "wait",
 ) -> RewritePlan:
     messages = request.messages
     pinned = pinned_messages(request)
@@ -276,13 +300,9 @@ def _placed(
         reasons = [(n, "nothing before it can carry its summary") for n in sorted(failed)]
         if not kept_spans:
             return RewritePlan(waiting=waiting, skipped=(*skipped, *reasons))
-        return _placed(request, kept_spans, units, sent, waiting, [*skipped, *reasons], binds)
+        return _placed(request, kept_spans, units, sent, waiting, [*skipped, *reasons], policy)
     applied = [s for _, _, s in sorted(spans, key=lambda s: s[0])]
-    gone = {i for r in replacements for i in range(r.first, r.last + 1)}
-    last_index = len(messages) - 1
-    where = {unit.key: unit.message for unit in units}
-    fallback = _turn_start(request) - 1
-    if binds:
+    if policy == "bind":
         # The kept turns go as the host sent them; the API drops what no longer holds.
         return RewritePlan(
             replacements=tuple(replacements),
@@ -292,8 +312,13 @@ def _placed(
             skipped=tuple(skipped),
             drop_block=_thinks(request, min(changed.values()) + 1),
         )
+    gone = {i for r in replacements for i in range(r.first, r.last + 1)}
+    last_index = len(messages) - 1
+    where = {unit.key: unit.message for unit in units}
+    fallback = _turn_start(request) - 1
     dropped: set[tuple[int, int]] = set()
-    for squash in applied if request.thinking_signed else ():
+    kept_stale = False  # a stale block the strip cannot take
+    for squash in applied if policy != "none" else ():
         mark = sent.get(squash.n)
         upto = last_index if mark is None else where.get(mark, fallback)
         # Every message after the first one it changes (its kept exchanges too) has a new
@@ -306,6 +331,8 @@ def _placed(
             # A message of thinking alone cannot lose it (an empty message is refused).
             if thinking and len(thinking) < len(message.blocks):
                 dropped.update((i, j) for j in thinking)
+            elif thinking:
+                kept_stale = True
     return RewritePlan(
         replacements=tuple(replacements),
         insertions=tuple(insertions),
@@ -313,6 +340,7 @@ def _placed(
         applied=tuple(s.n for s in applied),
         waiting=waiting,
         skipped=tuple(skipped),
+        drop_block=kept_stale and policy == "strip",
     )
 
 

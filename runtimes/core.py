@@ -119,6 +119,7 @@ class Conversation:
             settings,
             next_squash=session.next_squash,
             restored=restored,
+            max_chars=service.env.limits.max_summary_chars,
         )
         if batch is None:
             return None

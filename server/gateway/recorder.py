@@ -50,6 +50,8 @@ log = logging.getLogger("frs-mcp.gateway")
 
 _KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
 _PARSED = 32  # conversations whose last request body stays in memory, to read the next faster
+#: Tokens a conversation's requests grow by between two plans of the autopilot.
+PLAN_STEP = 1_000
 
 
 @dataclass(slots=True)
@@ -66,6 +68,10 @@ class _Conversation:
     #: The conversation has asked the API to drop stale thinking, and asks on every later
     #: request that carries thinking (`frs.rewriting`).
     bound: bool = False
+    #: What the host sent when the autopilot last planned: it plans again only once that much
+    #: more has come (reading a long thread and writing its facts after every call would
+    #: take the loop's time from other conversations).
+    planned: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +278,11 @@ class Recorder:
         if sent_tokens < settings.after:
             return None
         conversation = self._conversation(prepared.key)
+        # A request smaller than the last one planned on follows a compaction of the host's:
+        # the counting starts again from it.
+        if conversation.planned <= sent_tokens < conversation.planned + PLAN_STEP:
+            return None
+        conversation.planned = sent_tokens
         async with conversation.lock:
             thread = await self._thread(prepared.key, conversation)
             if thread is None:
@@ -291,6 +302,8 @@ class Recorder:
                 next_squash=session.next_squash,
                 pinned=prepared.pinned,
                 restored=restored,
+                max_chars=self.env.limits.max_summary_chars,
+                placed={unit.key: unit.message for unit in prepared.units},
             )
             if batch is None:
                 return None

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from frs.autopilot import Autopilot, plan_batch
-from frs.cards import HEADER
+from frs.cards import HEADER, cards
 from frs.economics import payback_calls
+from frs.facts import exchanges
 from frs.model import Message
 from tests.frs.conftest import Thread
 
@@ -83,6 +84,23 @@ class TestWhatItTakes:
         batch = plan_batch(entries, keys(entries), 50_000, PATIENT)
         assert batch is not None
         assert max(r.last for r in batch.runs) == 9  # c4, c5 and the open c9 stay
+
+    def test_a_run_too_long_for_one_summary_goes_in_pieces_that_each_fit(self):
+        entries = loop(60)
+        batch = plan_batch(
+            entries, keys(entries), 500_000, SETTINGS, next_squash=1, max_chars=2_000
+        )
+        assert batch is not None
+        assert len(batch.runs) > 2
+        assert all(len(run.summary) <= 2_000 for run in batch.runs)
+        # One after the other, each named as the squash it becomes, covering the whole run.
+        assert [r.first for r in batch.runs[1:]] == [r.last + 1 for r in batch.runs[:-1]]
+        assert all(f'get_alias("SQ.{i}")' in r.summary for i, r in enumerate(batch.runs, 1))
+        assert (batch.runs[0].first, batch.runs[-1].last) == (2, 117)
+        # Each piece is the cards frs.cards writes for its exchanges.
+        first = batch.runs[0]
+        group = [x for x in exchanges(entries) if first.first <= x.call.ord <= first.last]
+        assert first.summary == cards(group, "SQ.1")
 
 
 class TestWhen:

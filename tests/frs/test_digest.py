@@ -28,7 +28,7 @@ def parser_session() -> Thread:
     thread.user("Fix the failing parser test in src/parse.py.")
     thread.assistant("I'll run the tests first.", ("a", "Bash", {"command": "pytest -q"}))
     thread.tool("a", "Exit code 1\nFAILED tests/test_parse.py::test_empty - ValueError: empty")
-    thread.thinking("maybe docs/secret.md explains it")
+    thread.thinking("maybe notes/secret.txt explains it")
     thread.assistant("", ("b", "Read", {"file_path": "/r/src/parse.py"}))
     thread.tool("b", "     1→def parse(s):\n     2→    raise ValueError('empty')\n")
     thread.assistant(
@@ -90,7 +90,7 @@ class TestTheSections:
         ]
 
     def test_thinking_is_not_read(self) -> None:
-        assert "docs/secret.md" not in digest(parser_session().entries)
+        assert "notes/secret.txt" not in digest(parser_session().entries)
 
     def test_the_same_entries_give_the_same_bytes(self) -> None:
         entries = parser_session().entries

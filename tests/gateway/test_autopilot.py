@@ -8,9 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
+import httpx2
+
 from frs.autopilot import Autopilot
 from frs.cards import HEADER
 from frs.host_threads import SquashCalls, restored_numbers, squash_calls
+from frs.squashes import compress_ranges
 from server.gateway import recorder as recorder_module
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, result, user
 from tests.gateway.harness import Rig, rig
@@ -40,7 +44,7 @@ class Loop:
             **self.extra,
             "messages": self.messages,
         }
-        answer = await self.r.post(json.dumps(body).encode(), SESSION)
+        answer = await self.post(json.dumps(body).encode())
         assert answer.status_code == 200, answer.text
         content = answer.json()["content"]
         self.messages.append({"role": "assistant", "content": content})
@@ -51,6 +55,20 @@ class Loop:
     async def calls(self, n: int) -> None:
         for _ in range(n):
             await self.call()
+
+    async def post(self, body: bytes) -> httpx2.Response:
+        return await self.r.post(body, SESSION)
+
+
+class Hasty(Loop):
+    """The host sends its next request as soon as the answer is in, as Claude Code does,
+    while the gateway may still be writing the batch it made after that answer."""
+
+    async def post(self, body: bytes) -> httpx2.Response:
+        headers = [("content-type", "application/json"), ("anthropic-version", "2023-06-01")]
+        return await self.r.client.post(
+            self.r.url + "/v1/messages", content=body, headers=[*headers, *SESSION]
+        )
 
 
 def sent(r: Rig, index: int = -1) -> dict[str, Any]:
@@ -86,7 +104,8 @@ class TestBatch:
             assert "ls 1" in flat  # the first call's command, verbatim on its card
             assert "src/mod_toolu_001_0.py: def handler_0" not in flat  # its output went
             assert after["messages"][0]["content"][0]["text"] == "Find the race in src/sync.py."
-            assert after["thinking"]["block_binding"]["prefix_mismatch_behavior"] == "drop_block"
+            assert after["thinking"] == {"type": "adaptive"}  # the host's setting, untouched
+            assert r.upstream.dropped[made_at] == ()  # the stale thinking went with the strip
             newest = json.dumps(after["messages"][-6:])
             assert "src/mod_" in newest  # the working set's outputs are whole
             # Each call says which squashes it sent: first sent the call after it was made.
@@ -109,6 +128,27 @@ class TestBatch:
             # Every forwarded request kept the API's rules (the rig checks) and the upstream
             # dropped only stale thinking, never refused.
             assert r.upstream.invalid == []
+
+    async def test_a_request_that_came_while_its_batch_was_written_sends_it_a_call_later(
+        self, tmp_path, monkeypatch
+    ):
+        # The request waits for the batch and sends it; it came before the batch was made,
+        # but the batch was made after the call before it: it reached the model one call on.
+        async def slowly(*args: Any, **kwargs: Any) -> Any:
+            await anyio.sleep(0.3)  # the host's next request comes meanwhile
+            return await compress_ranges(*args, **kwargs)
+
+        monkeypatch.setattr(recorder_module, "compress_ranges", slowly)
+        async with rig(tmp_path, Model(), autopilot=SMALL) as r:
+            await Hasty(r).calls(16)
+            await r.gateway.settled()
+            squashes = await squashes_of(r)
+            assert squashes
+            session = await session_of(r)
+            async with r.gateway.recorder.env.store.snapshot() as reader:
+                calls = await reader.gateway_calls(session.id, 100)
+            timing = squash_calls(calls, squashes)
+            assert [t.delay for t in timing] == [1] * len(timing), timing
 
     async def test_a_short_session_is_never_squashed(self, tmp_path):
         async with rig(tmp_path, Model(), autopilot=Autopilot(keep=3, after=30_000)) as r:
@@ -181,6 +221,28 @@ class TestWhatStays:
             assert [(s.summary, s.automatic) for s in squashes] == [("Mine.", False)]
             await loop.calls(12)
             assert any(s.automatic for s in await squashes_of(r))  # a later batch goes
+
+    async def test_an_exchange_whose_results_share_a_message_with_other_words_stays(self, tmp_path):
+        # Claude Code puts text blocks after the results in the same user message (the files
+        # it re-attaches after a compaction, a reminder): a squash cannot take those results
+        # without cutting that message, so it could never be sent. Every batch is sent.
+        async with rig(tmp_path, Model(), autopilot=SMALL) as r:
+            loop = Loop(r)
+            for call in range(1, 25):
+                await loop.call()
+                if call in (3, 12):
+                    reminder = f"<system-reminder>Note {call}.</system-reminder>"
+                    loop.messages[-1]["content"].append({"type": "text", "text": reminder})
+            squashes = await squashes_of(r)
+            assert len(squashes) >= 2
+            session = await session_of(r)
+            async with r.gateway.recorder.env.store.snapshot() as reader:
+                calls = await reader.gateway_calls(session.id, 100)
+            timing = squash_calls(calls, squashes)
+            assert [t.delay for t in timing] == [1] * len(timing), timing
+            # The words stay verbatim, with the results they came with.
+            flat = json.dumps(sent(r)["messages"])
+            assert "<system-reminder>Note 3.</system-reminder>" in flat
 
 
 class TestRuntimeEntries:

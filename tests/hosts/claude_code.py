@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,11 +102,14 @@ class ClaudeCode:
         *extra: str,
         mcp: str | None = None,
         tool_search: bool = True,
+        env: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT,
         hooks: str | None = None,
     ) -> Run:
         """`claude -p PROMPT` with the README's frs entry (or the JSON text `mcp`) as its only
-        MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume);
-        `hooks` is the user settings (~/.claude/settings.json) holding a hook configuration."""
+        MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume),
+        `env` variables (CLAUDE_CODE_AUTO_COMPACT_WINDOW); `hooks` is the user settings
+        (~/.claude/settings.json) holding a hook configuration."""
         self.home.mkdir(parents=True, exist_ok=True)
         if hooks is not None:
             (self.home / ".claude").mkdir(exist_ok=True)
@@ -129,13 +133,13 @@ class ClaudeCode:
         try:
             done = subprocess.run(
                 command,
-                env=self.env(model_url, tool_search),
+                env={**self.env(model_url, tool_search), **(env or {})},
                 cwd=self.workspace,
                 capture_output=True,
                 text=True,
-                timeout=TIMEOUT,
+                timeout=timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"claude -p did not finish in {TIMEOUT} s: {exc}") from None
+            raise AssertionError(f"claude -p did not finish in {timeout} s: {exc}") from None
         return Run(done.returncode, done.stdout, done.stderr)

@@ -54,14 +54,14 @@ def snippet() -> str:
     return readme.pasted("Codex CLI")
 
 
-def config_toml(model_url: str, mcp: str, settings: tuple[str, ...] = ()) -> str:
-    """The harness's settings (and a test's own top-level `settings`), then `mcp` (TOML: the
-    README's snippet) as it is."""
+def config_toml(model_url: str, mcp: str, settings: str = "") -> str:
+    """The harness's settings, then `settings` (top-level TOML lines: a test's own, such as
+    `model_auto_compact_token_limit`), then `mcp` (TOML: the README's snippet) as it is."""
     lines = [
         f'model = "{MODEL}"',
         'model_provider = "scripted"',
         "check_for_update_on_startup = false",
-        *settings,
+        *settings.splitlines(),
         "",
         "[model_providers.scripted]",
         'name = "Scripted model"',
@@ -121,20 +121,20 @@ class Codex:
         prompt: str,
         mcp: str | None = None,
         resume: str | None = None,
-        settings: tuple[str, ...] = (),
+        settings: str = "",
+        timeout: float = TIMEOUT,
         hooks: str | None = None,
     ) -> Run:
         """`codex exec PROMPT` with the README's frs table (or the TOML text `mcp`) in its
-        config; `resume` continues that conversation (`codex exec resume ID PROMPT`).
-        `settings` are top-level config lines; `hooks` is hooks.json, run without being
+        config; `resume` continues that conversation (`codex exec resume ID PROMPT`);
+        `settings` adds top-level config lines; `hooks` is hooks.json, run without being
         trusted first (`--dangerously-bypass-hook-trust`, as the README says for exec)."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
         text = snippet() if mcp is None else mcp
-        (codex_home / "config.toml").write_text(
-            config_toml(model_url, text, settings), encoding="utf-8"
-        )
+        config = config_toml(model_url, text, settings)
+        (codex_home / "config.toml").write_text(config, encoding="utf-8")
         if hooks is not None:
             (codex_home / "hooks.json").write_text(hooks, encoding="utf-8")
         tables = tomllib.loads(text).get("mcp_servers", {})
@@ -162,9 +162,9 @@ class Codex:
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
-                timeout=TIMEOUT,
+                timeout=timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"codex exec did not finish in {TIMEOUT} s: {exc}") from None
+            raise AssertionError(f"codex exec did not finish in {timeout} s: {exc}") from None
         return Run(done.returncode, done.stdout, done.stderr)

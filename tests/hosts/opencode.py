@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,13 +75,13 @@ def config() -> dict[str, Any]:
     return readme.parsed("OpenCode")
 
 
-def provider(model_url: str, limit: dict[str, int] | None = None) -> dict[str, Any]:
+def provider(model_url: str, limit: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The user config: the scripted model as an OpenAI-compatible provider, nothing shared;
-    `limit` is the model's context and output window (OpenCode compacts near it)."""
+    `limit` is the model's (`context`, `output`: OpenCode compacts by it)."""
     provider_id, model_id = MODEL.split("/")
     model: dict[str, Any] = {"name": "Scripted", "tool_call": True}
     if limit is not None:
-        model["limit"] = limit
+        model["limit"] = dict(limit)
     return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {
@@ -137,12 +138,13 @@ class OpenCode:
         model_url: str,
         prompt: str,
         mcp: dict[str, Any] | None = None,
-        limit: dict[str, int] | None = None,
+        limit: Mapping[str, int] | None = None,
+        timeout: float = TIMEOUT,
         plugin: str | None = None,
     ) -> Run:
         """`opencode run PROMPT` with the README's frs entry (or `mcp`) as the workspace's
-        opencode.json and the scripted model as the user config's provider (with its window,
-        `limit`); `plugin` is a plugin file's text, put in the user's plugins folder."""
+        opencode.json and the scripted model as the user config's provider (with `limit`,
+        see `provider`); `plugin` is a plugin file's text, put in the user's plugins folder."""
         folder = self.home / ".config" / "opencode"
         if plugin is not None:
             (folder / "plugins").mkdir(parents=True, exist_ok=True)
@@ -151,8 +153,8 @@ class OpenCode:
         (folder / "package.json").write_text(json.dumps(PLUGIN_DEPENDENCIES), encoding="utf-8")
         lock = {"lockfileVersion": 3, "packages": {"": PLUGIN_DEPENDENCIES}}
         (folder / "package-lock.json").write_text(json.dumps(lock), encoding="utf-8")
-        user = provider(model_url, limit)
-        (folder / "opencode.json").write_text(json.dumps(user), encoding="utf-8")
+        user_config = json.dumps(provider(model_url, limit))
+        (folder / "opencode.json").write_text(user_config, encoding="utf-8")
         self.workspace.mkdir(parents=True, exist_ok=True)
         project = self.workspace / "opencode.json"
         project.write_text(json.dumps(config() if mcp is None else mcp), encoding="utf-8")
@@ -164,9 +166,9 @@ class OpenCode:
                 cwd=self.workspace,
                 capture_output=True,
                 text=True,
-                timeout=TIMEOUT,
+                timeout=timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"opencode run did not finish in {TIMEOUT} s: {exc}") from None
+            raise AssertionError(f"opencode run did not finish in {timeout} s: {exc}") from None
         return Run(done.returncode, done.stdout, done.stderr)

@@ -4,7 +4,7 @@ are refused (or their blocks dropped, when the request asks for it), known-good 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, ClassVar
 
 from tests.hosts.model.binding import BETA, answer_thinking, check, signed
 
@@ -176,3 +176,41 @@ class TestDropBlock:
         assert check(body(later), []).error is None
         later[5]["content"].insert(0, kept)
         assert check(body(later), []).failing == ((7, 0),)
+
+
+class TestOmitted:
+    """`display: "omitted"`: the text is never shown, the signature carries the thinking."""
+
+    OMITTED: ClassVar[dict[str, str]] = {"type": "adaptive", "display": "omitted"}
+
+    def answered(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        messages = [user("Fix the race.")]
+        request = body(messages, thinking=self.OMITTED)
+        block = answer_thinking(request, check(request, []), "Look first.")
+        call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+        answer = {"role": "assistant", "content": [block, call]}
+        return [*messages, answer, result("t1", "a.py")], block
+
+    def test_the_block_comes_empty_and_holds_when_sent_back_so(self):
+        messages, block = self.answered()
+        assert block["thinking"] == ""
+        assert block["signature"]
+        assert check(body(messages, thinking=self.OMITTED), []).error is None
+
+    def test_text_a_client_puts_in_it_is_ignored(self):
+        messages, _ = self.answered()
+        messages[1]["content"][0]["thinking"] = "Made up."
+        done = check(body(messages, thinking=self.OMITTED), [])
+        assert done.error is None
+        assert done.failing == ()
+
+    def test_a_changed_signature_is_still_refused(self):
+        messages, _ = self.answered()
+        messages[1]["content"][0]["signature"] += "x"
+        done = check(body(messages, thinking=self.OMITTED), [])
+        assert done.error == "messages.1.content.0: Invalid `signature` in `thinking` block."
+
+    def test_a_changed_prefix_still_fails(self):
+        messages, _ = self.answered()
+        messages[0] = user("Fix the lock.")
+        assert check(body(messages, thinking=self.OMITTED), []).failing == ((1, 0),)

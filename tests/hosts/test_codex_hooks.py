@@ -81,7 +81,7 @@ def test_a_session_is_recorded_and_after_a_compaction_the_digest_returns_the_ori
     run = host.run(
         model_server.url,
         "Look at the notes",
-        settings=(f"model_auto_compact_token_limit = {LIMIT}",),
+        settings=f"model_auto_compact_token_limit = {LIMIT}",
         hooks=readme.pasted("Codex CLI hooks"),
     )
     assert run.returncode == 0, run.describe() + "\n" + script.describe()

@@ -79,6 +79,21 @@ def test_anthropic_streams_a_tool_call_in_the_documented_event_order(
     assert exchange.step == 0
 
 
+def test_anthropic_streams_thinking_and_only_a_signature_when_its_display_is_omitted(
+    model_server: ModelServer,
+) -> None:
+    model_server.play(Script([Turn("Hi.", thinking="Greet.") for _ in range(2)]))
+    url = f"{model_server.url}/v1/messages"
+    body: dict[str, Any] = {"model": "m", "stream": True, "tools": TOOLS_ANTHROPIC}
+    for display, shown in (("summarized", ["Greet."]), ("omitted", [])):
+        thinking = {"type": "adaptive", "display": display}
+        status, raw = post(url, {**body, "thinking": thinking, "messages": []})
+        assert status == 200
+        deltas = [d["delta"] for n, d in events(raw) if n == "content_block_delta"]
+        assert [d["thinking"] for d in deltas if d["type"] == "thinking_delta"] == shown
+        assert [d["type"] for d in deltas if d["type"] == "signature_delta"] == ["signature_delta"]
+
+
 def test_a_step_reads_the_last_tool_result_and_side_calls_use_no_step(
     model_server: ModelServer,
 ) -> None:

@@ -84,7 +84,7 @@ def _blocks(turn: Turn, thinking: dict[str, str] | None) -> list[dict[str, Any]]
 
 def _usage(exchange: Exchange, turn: Turn, output: int) -> dict[str, Any]:
     return {
-        "input_tokens": input_tokens(exchange, turn),
+        "input_tokens": input_tokens(turn, exchange.body),
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": output,
@@ -102,11 +102,10 @@ def _events(message: dict[str, Any], blocks: list[dict[str, Any]]) -> Iterator[b
         elif block["type"] == "thinking":
             # As the API streams it: the text in thinking deltas, then its signature.
             start = {"type": "thinking", "thinking": "", "signature": ""}
+            # An omitted block's text never comes: it opens, gets its signature, closes.
+            shown = chunks_of(block["thinking"]) if block["thinking"] else ()
             deltas = [
-                *(
-                    {"type": "thinking_delta", "thinking": part}
-                    for part in chunks_of(block["thinking"])
-                ),
+                *({"type": "thinking_delta", "thinking": part} for part in shown),
                 {"type": "signature_delta", "signature": block["signature"]},
             ]
         else:
@@ -198,12 +197,9 @@ class Anthropic:
                 message["input_transformations"] = list(checked.transformations)
             if not body.get("stream"):
                 return json_reply(200, message, headers)
-            start = {
-                **message,
-                "content": [],
-                "stop_reason": None,
-                "usage": _usage(exchange, turn, 1),
-            }
+            opening: dict[str, Any] = {"content": [], "stop_reason": None}
+            opening["usage"] = _usage(exchange, turn, 1)
+            start = {**message, **opening}
             tail = [
                 sse(
                     "message_delta",

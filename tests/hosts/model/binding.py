@@ -18,6 +18,12 @@ is checked (`check`) the way the documentation says:
   `input_transformations`;
 - blocks removed from the start or the end, or all of them, are fine.
 
+With `thinking.display: "omitted"` (Claude Code's default for its default model) the model
+answers with an empty `thinking` text and the signature carries the reasoning: the block
+streams its signature and nothing else, is sent back empty, and text a client puts in it is
+ignored rather than refused (https://platform.claude.com/docs/en/build-with-claude/thinking,
+"display"; preserved-thinking, "Send assistant turns back exactly as returned").
+
 Pages: https://platform.claude.com/docs/en/build-with-claude/preserved-thinking ("What counts
 as an edit", "Libraries, proxies, and gateways", the error texts),
 https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks and
@@ -91,10 +97,13 @@ def _signature_of(block: dict[str, Any]) -> str:
     return str(block.get("signature") or "")
 
 
-def sign(prefix: str, previous: str | None, text: str) -> str:
+def sign(prefix: str, previous: str | None, text: str, omitted: bool = False) -> str:
     """The signature the scripted model gives a thinking block: its prefix's digest, the
-    signature of the thinking block before it (None: none), and its text's digest."""
-    payload = {"p": prefix, "prev": _link(previous), "t": _digest(text)}
+    signature of the thinking block before it (None: none), and its text's digest; an
+    `omitted` block's text is not shown, and the signature says so."""
+    payload: dict[str, Any] = {"p": prefix, "prev": _link(previous), "t": _digest(text)}
+    if omitted:
+        payload["o"] = 1
     return _SIGNED + base64.urlsafe_b64encode(json.dumps(payload).encode()).decode()
 
 
@@ -102,7 +111,7 @@ def _link(signature: str | None) -> str:
     return "" if signature is None else hashlib.sha256(signature.encode()).hexdigest()[:32]
 
 
-def _read(signature: str) -> dict[str, str] | None:
+def _read(signature: str) -> dict[str, Any] | None:
     if not signature.startswith(_SIGNED):
         return None
     try:
@@ -170,7 +179,8 @@ def check(body: dict[str, Any], headers: Sequence[tuple[str, str]]) -> Checked:
         where = f"messages.{i}.content.{j}"
         signature = _signature_of(block)
         signed = _read(signature)
-        if signed is None or signed.get("t") != _digest(_text_of(block)):
+        # An omitted block's text was never shown: what a client put there is ignored.
+        if signed is None or not (signed.get("o") or signed.get("t") == _digest(_text_of(block))):
             return Checked(error=f"{where}: Invalid `signature` in `{block.get('type')}` block.")
         # A block follows the last valid block before it, as it did when it was written; with
         # none before it, blocks were removed from the start, which is allowed.
@@ -207,11 +217,20 @@ def check(body: dict[str, Any], headers: Sequence[tuple[str, str]]) -> Checked:
     )
 
 
+def omits(body: dict[str, Any]) -> bool:
+    """Whether the request asks for thinking with its text omitted (`display: "omitted"`)."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("display") == "omitted"
+
+
 def answer_thinking(body: dict[str, Any], checked: Checked, text: str) -> dict[str, str]:
-    """A thinking block the model answers this request with, signed over all of it."""
+    """A thinking block the model answers this request with, signed over all of it; its
+    text empty when the request asked for it omitted."""
     messages = body.get("messages") or []
     prefix = prefix_digest(body, len(messages), 0)
-    return {"type": "thinking", "thinking": text, "signature": sign(prefix, checked.last, text)}
+    omitted = omits(body)
+    signature = sign(prefix, checked.last, text, omitted)
+    return {"type": "thinking", "thinking": "" if omitted else text, "signature": signature}
 
 
 def signed(

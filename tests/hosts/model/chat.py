@@ -87,7 +87,7 @@ class Chat:
                 for call in turn.calls
             ]
             finish = "tool_calls" if calls else "stop"
-            source, output = input_tokens(exchange, turn), output_tokens(turn)
+            source, output = input_tokens(turn, exchange.body), output_tokens(turn)
             usage = {
                 "prompt_tokens": source,
                 "completion_tokens": output,

@@ -87,7 +87,7 @@ def parse(body: Any) -> Seen:
 
 
 def _usage(exchange: Exchange, turn: Turn) -> dict[str, int]:
-    source, output = input_tokens(exchange, turn), output_tokens(turn)
+    source, output = input_tokens(turn, exchange.body), output_tokens(turn)
     return {
         "promptTokenCount": source,
         "candidatesTokenCount": output,

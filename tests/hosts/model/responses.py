@@ -6,8 +6,13 @@ The stream follows the documented events, each with a rising sequence_number:
 response.created, response.in_progress, then per output item response.output_item.added, for a
 message response.content_part.added / response.output_text.delta / response.output_text.done /
 response.content_part.done, for a function call response.function_call_arguments.delta /
-.done, then response.output_item.done; last response.completed with the whole response and its
-usage.
+.done, for a reasoning item's summary (when asked) response.reasoning_summary_part.added /
+response.reasoning_summary_text.delta / .done / response.reasoning_summary_part.done, then
+response.output_item.done (a reasoning item's encrypted content comes whole only there); last
+response.completed with the whole response and its usage.
+
+A turn that thinks answers with a reasoning item first, and the reasoning items a request
+sends back are checked as the API checks them (`tests.hosts.model.reasoning`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from tests.hosts.model import reasoning
 from tests.hosts.model.script import Exchange, Script, Seen, Tool, ToolResult, Turn
 from tests.hosts.model.wire import (
     Reply,
@@ -74,8 +80,10 @@ def _output_text(item: dict[str, Any]) -> str:
     return text_of(output)
 
 
-def _items(turn: Turn) -> list[dict[str, Any]]:
+def _items(turn: Turn, body: dict[str, Any]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    if turn.thinking is not None:
+        items.append(reasoning.item(body, turn.thinking))
     if turn.text:
         items.append(
             {
@@ -149,6 +157,22 @@ def _events(response: dict[str, Any], items: list[dict[str, Any]]) -> Iterator[d
                 "content_index": 0,
                 "part": item["content"][0],
             }
+        elif item["type"] == "reasoning":
+            opening = {k: v for k, v in item.items() if k != "encrypted_content"}
+            yield {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**opening, "summary": []},
+            }
+            for number, part in enumerate(item["summary"]):
+                at = {**where, "summary_index": number}
+                empty = {"type": "summary_text", "text": ""}
+                yield {"type": "response.reasoning_summary_part.added", **at, "part": empty}
+                for piece in chunks_of(part["text"]):
+                    yield {"type": "response.reasoning_summary_text.delta", **at, "delta": piece}
+                text = part["text"]
+                yield {"type": "response.reasoning_summary_text.done", **at, "text": text}
+                yield {"type": "response.reasoning_summary_part.done", **at, "part": part}
         elif item["type"] == "tool_search_call":
             yield {
                 "type": "response.output_item.added",
@@ -191,19 +215,26 @@ class Responses:
             return json_reply(200, {"object": "list", "data": [model]}, headers)
         body = exchange.json or {}
 
-        def refuse(message: str) -> Reply:
+        def refuse(message: str, code: str | None = None, param: str | None = None) -> Reply:
             error = {
                 "message": message,
                 "type": "invalid_request_error",
-                "param": None,
-                "code": None,
+                "param": param,
+                "code": code,
             }
             return json_reply(400, {"error": error}, headers)
 
+        refused = reasoning.check(body)
+        if refused is not None:
+            exchange.error = refused.message
+            return refuse(refused.message, refused.code, refused.param)
+
         def render(turn: Turn) -> Reply:
-            items = _items(turn)
-            source = input_tokens(exchange, turn)
-            output = output_tokens(turn)
+            items = _items(turn, body)
+            source = input_tokens(turn, exchange.body)
+            # Reasoning tokens are output tokens too.
+            thought = len(turn.thinking or "") // 4
+            output = output_tokens(turn) + thought
             response: dict[str, Any] = {
                 "id": new_id("resp_"),
                 "object": "response",
@@ -221,7 +252,7 @@ class Responses:
                     "input_tokens": source,
                     "input_tokens_details": {"cached_tokens": 0},
                     "output_tokens": output,
-                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": thought},
                     "total_tokens": source + output,
                 },
             }

@@ -45,8 +45,8 @@ class Turn:
     #: Thinking before the text and calls: a signed thinking block on the Anthropic wire
     #: (`tests.hosts.model.binding`), ignored by the others.
     thinking: str | None = None
-    #: The input tokens the answer's usage reports (None: estimated from the request's size):
-    #: a host compacts its context when a response reports it near its window.
+    #: The input tokens the answer's usage reports (None: estimated from the request, about
+    #: four bytes a token). Hosts decide when to compact by this number.
     input_tokens: int | None = None
 
     @classmethod

@@ -66,9 +66,9 @@ def estimate_tokens(body: bytes) -> int:
     return max(1, len(body) // 4)
 
 
-def input_tokens(exchange: Exchange, turn: Turn) -> int:
-    """The input tokens a turn's usage reports: the turn's own figure, else an estimate."""
-    return turn.input_tokens if turn.input_tokens is not None else estimate_tokens(exchange.body)
+def input_tokens(turn: Turn, body: bytes) -> int:
+    """The input tokens an answer reports: the turn's own figure, or the estimate."""
+    return estimate_tokens(body) if turn.input_tokens is None else turn.input_tokens
 
 
 def output_tokens(turn: Turn) -> int:
