@@ -21,6 +21,7 @@ import pytest
 from frs.hooks import find_recorded
 from frs.model import SessionId
 from tests.frs.conftest import open_service
+from tests.pg import Cluster
 from tests.server.hooks.transcripts import (
     ClaudeTranscript,
     CodexRollout,
@@ -418,3 +419,23 @@ def test_a_hook_imports_no_mcp_http_or_pydantic(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
     assert (tmp_path / "frs.db").exists()
+
+
+class TestPostgres:
+    """The hook takes `--db postgresql://…` as every command does."""
+
+    def test_a_stop_records_into_postgres_once(self, pg_cluster: Cluster, tmp_path: Path) -> None:
+        dsn = pg_cluster.create_database()
+        cc = claude(tmp_path)
+        for _ in range(2):
+            done = hook(tmp_path, "claude-code", "Stop", cc.hook("Stop"), "--db", dsn)
+            assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+        rows = pg_cluster.psql("select count(*) from messages", pg_cluster.name_of(dsn))
+        assert rows == "4"
+
+    def test_an_unreachable_server_is_one_line_without_its_password(self, tmp_path: Path) -> None:
+        cc = claude(tmp_path)
+        dsn = "postgresql://frs:hunter2@127.0.0.1:1/frs"
+        line = refused(hook(tmp_path, "claude-code", "Stop", cc.hook("Stop"), "--db", dsn))
+        assert line.startswith("frs-mcp hook claude-code Stop: ")
+        assert "hunter2" not in line
