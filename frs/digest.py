@@ -73,6 +73,8 @@ _SECTIONS = (
     ("calls", "Other calls (outcome unless ok; last result):"),
     ("decisions", "Decisions and findings:"),
 )
+#: The headings a digest's sections start with: where a digest cut in parts may be cut.
+HEADINGS = tuple(heading for _, heading in _SECTIONS if heading)
 _NOUNS = {  # what a section's items are, one and many
     "plan": ("plan", "plans"),
     "asked": ("request", "requests"),
@@ -366,7 +368,7 @@ def _items(state: _State, steps: Sequence[PlanStep]) -> list[_Item]:
         tier = _HIGH if command.outcome.failed or command.errors else _MIDDLE
         same = (line,) if erred.get(line) == n else ()  # its open error shows it already
         items.append(_Item("commands", tier, n, order, text, f"M.{n}", covered_by=same, shows=line))
-    longer = [*state.changed, *state.read]
+    longer = _by_name([*state.changed, *state.read])
     for order, (path, (n, reader)) in enumerate(state.read.items()):
         covered = (*((reader,) if reader else ()), *_ending_with(path, longer))
         text = f"{path} · M.{n}"
@@ -398,10 +400,21 @@ def _command_lines(state: _State) -> list[tuple[str, CallFacts, int]]:
     return [(line, facts, runs) for line, (facts, runs) in lines.items()]
 
 
-def _ending_with(path: str, others: Sequence[str]) -> tuple[str, ...]:
+def _by_name(paths: Sequence[str]) -> dict[str, list[str]]:
+    """Paths by their last name: only a path of the same last name can end with another (a
+    long session reads thousands of files; comparing each with each took seconds)."""
+    named: dict[str, list[str]] = {}
+    for path in paths:
+        named.setdefault(path.rstrip("/").rsplit("/", 1)[-1], []).append(path)
+    return named
+
+
+def _ending_with(path: str, others: dict[str, list[str]]) -> tuple[str, ...]:
     """The other paths that end with `path` as a whole name (`/r/src/a.py` for `src/a.py`):
     shown, they show it too."""
-    return tuple(other for other in others if other.endswith("/" + path))
+    tail = "/" + path
+    name = tail.rstrip("/").rsplit("/", 1)[-1]
+    return tuple(other for other in others.get(name, ()) if other.endswith(tail))
 
 
 def _alias_number(alias: str) -> int:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from frs.model import NewMessage, ToolCall
-from frs.text import estimate_tokens, message_body
+from frs.model import Limits, NewMessage, ToolCall
+from frs.text import estimate_tokens, message_body, shorten
 from frs.wire import WireBlock, WireMessage, WireRequest
 
 #: Block kinds that are not what a message says: thinking is kept apart, and hosts may leave
@@ -173,6 +174,31 @@ def _with_key(new: NewMessage, key: str) -> NewMessage:
         run_id=new.run_id,
         interface_message_id=key,
     )
+
+
+def fit(unit: Unit, limits: Limits, by: str = "the gateway") -> Unit:
+    """The unit with content cut to what a message may hold: a long result is recorded
+    with its head and a note naming who left the rest out (`by`), never refused."""
+    room = limits.max_message_chars - sum(len(c.arguments) for c in unit.new.tool_calls) - 200
+    content = unit.new.content
+    if len(content) <= room:
+        return unit
+    cut = max(room, 0)
+    note = f"\n… [{len(content) - cut:,} more characters not recorded by {by}]"
+    return replace(unit, new=replace(unit.new, content=content[:cut] + note))
+
+
+#: What Claude Code adds to a user's words for the model, not what the user said.
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
+def title_of(units: Sequence[Unit]) -> str:
+    """A conversation's session title: the first user words, the host's reminders left out."""
+    for unit in units:
+        if unit.new.role == "user":
+            words = " ".join(_REMINDER.sub(" ", unit.new.content).split())
+            return shorten(words, 80) or "Untitled"
+    return "Untitled"
 
 
 def fingerprint(units: Sequence[Unit]) -> str | None:

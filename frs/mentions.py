@@ -18,6 +18,9 @@ _PATH = re.compile(
     r"(?![\w/])"
 )
 _ERROR = re.compile(r"Error\b|Exception\b|Traceback|FAILED|\berror(?::|\[)|panicked|fatal:|\bFAIL:")
+#: A word each of those needs: a line without one is not searched (a long session's outputs
+#: have hundreds of thousands of lines, and the pattern costs microseconds a line).
+_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAIL", "error", "panicked", "fatal:")
 _ERROR_LINE_CHARS = 400  # a longer "line" is data (a minified blob), not an error message
 # A line quoted from a file rather than printed by what failed: cat -n's or grep -n's line
 # number (`12:`, `12-`, `12→`, `12<tab>`), or a diff's, a list's or a quote's mark.
@@ -58,7 +61,9 @@ def error_lines(text: str, limit: int = 8) -> list[str]:
     found: dict[str, None] = {}
     for line in text.splitlines():
         stripped = line.strip()
-        if len(stripped) > _ERROR_LINE_CHARS or not _ERROR.search(stripped):
+        if len(stripped) > _ERROR_LINE_CHARS or not any(w in stripped for w in _ERROR_WORDS):
+            continue
+        if not _ERROR.search(stripped):
             continue
         if _QUOTED.match(stripped) or _CODE.match(_SOURCE_PREFIX.sub("", stripped, count=1)):
             continue

@@ -41,6 +41,20 @@ _NUMBER_LINES = (
     re.compile(r"\b\d+ files? changed\b"),  # git commit, git diff --stat
     re.compile(r"\b\d+ (?:errors?|warnings?) generated\b"),  # clang
 )
+#: A word each of those needs: a line without one is not searched (a long session's outputs
+#: have hundreds of thousands of lines, and the patterns cost microseconds a line).
+_NUMBER_WORDS = (
+    "passed",
+    "failed",
+    "test result",
+    "Ran ",
+    "OK (",
+    "FAILED (",
+    "Found ",
+    "Success",
+    "changed",
+    "generated",
+)
 _NUMBER_CHARS = 120
 _NUMBER_LINES_READ = 200  # summaries close an output: only its last lines are read
 _NUMBERS_KEPT = 2
@@ -99,6 +113,7 @@ def numbers(text: str) -> tuple[str, ...]:
         if (
             stripped
             and len(stripped) <= 4 * _NUMBER_CHARS
+            and any(word in stripped for word in _NUMBER_WORDS)
             and any(p.search(stripped) for p in _NUMBER_LINES)
             and stripped[:_NUMBER_CHARS] not in found
         ):

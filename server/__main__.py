@@ -16,6 +16,7 @@ import server.origin  # noqa: F401
 from frs import StoreError, conversations
 from frs.model import Conversation
 from server.cli import exporter, importer
+from server.cli.hooks import command as hook
 from server.cli.logs import hide_credentials, hide_session_ids
 from server.cli.options import parser
 from server.cli.serving import serve_http, serve_stdio
@@ -62,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return web.run(args)
     if args.command == "gateway":
         return gateway.run(args)
+    if args.command == "hook":
+        return hook.run(args)
     try:
         settings = _settings(args, level)
     except ValidationError as exc:  # the flags' own checks should catch these first

@@ -30,6 +30,14 @@ HOSTS = (
     "Cursor",
 )
 
+#: Every host the README gives a hook configuration for (`frs-mcp hook`), by the name its line
+#: starts with, and the HOST that `frs-mcp hook` calls it.
+HOOK_HOSTS = {
+    "Claude Code hooks": "claude-code",
+    "Codex CLI hooks": "codex",
+    "Gemini CLI hooks": "gemini-cli",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Server:

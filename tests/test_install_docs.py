@@ -94,7 +94,8 @@ class TestHostSnippets:
             server = host_snippet(host).server()
             assert server.command == COMMAND, host
             assert "--db" in server.args or "FRS_DB" in server.env, host
-        in_blocks = re.findall(r"```json\n[^`]*\"command\"", README)
+        # A hook configuration's commands are not MCP servers (tests/server/hooks/test_config.py).
+        in_blocks = re.findall(r"```json\n(?!\{\"hooks\")[^`]*\"command\"", README)
         json_hosts = [host for host in HOSTS if host_snippet(host).language == "json"]
         assert len(in_blocks) == len(json_hosts), "every stdio entry is a host's snippet"
 

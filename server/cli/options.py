@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server.cli import exporter, importer
+from server.cli.hooks import command as hook
 from server.gateway import command as gateway
 from server.http.transports import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
@@ -273,6 +274,18 @@ def _commands(p: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse
             "API. It records each conversation into its own session and sends the agent's "
             "squashes instead of the messages they replaced; anything it cannot read goes "
             "upstream exactly as the host sent it.",
+        )
+    )
+    hook.configure(
+        commands.add_parser(
+            "hook",
+            parents=[common],
+            help="run from a host's hooks (Claude Code, Codex CLI, Gemini CLI, OpenCode): "
+            "record its transcript, answer a compaction with a digest",
+            description="Run from a host's own hook configuration: read the hook's JSON on "
+            "stdin, record what the host's transcript adds to the conversation's thread, and "
+            "after a compaction answer with a digest of the thread. It always exits 0; what "
+            "went wrong is one line on stderr. --print-config HOST prints the configuration.",
         )
     )
     return commands

@@ -14,7 +14,6 @@ restarted gateway sends the same bytes as before and the prompt cache does not b
 from __future__ import annotations
 
 import logging
-import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,14 +36,14 @@ from frs.host_threads import (
     squash_kinds,
     window_from,
 )
-from frs.matching import Unit, answer_unit, new_units, units_of
-from frs.model import GatewayCall, Limits, NewMessage, Nudge, SessionId
+from frs.matching import Unit, answer_unit, fit, new_units, title_of, units_of
+from frs.model import GatewayCall, NewMessage, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.owners import Caller, thread_key
 from frs.recording import Recorded
 from frs.rewriting import mark_of, pinned_messages, plan_rewrite
 from frs.squashes import compress_ranges
-from frs.text import estimate_tokens, shorten
+from frs.text import estimate_tokens
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 from server.gateway.callers import system_of
 from server.gateway.wires import WireFormat, refusal_of
@@ -160,13 +159,13 @@ class Recorder:
         previous = self._parsed.get(slot) if slot else None
         request = wire.parse(text, headers, previous)
         if previous is None:
-            units = tuple(_fit(u, self.env.limits) for u in units_of(request))
+            units = tuple(fit(u, self.env.limits) for u in units_of(request))
         else:
             kept = reused(request, previous.request)
             old = tuple(u for u in previous.units if isinstance(u, Unit))
             # The units taken over were fitted when they were first read.
             units = tuple(
-                u if u.message < kept else _fit(u, self.env.limits)
+                u if u.message < kept else fit(u, self.env.limits)
                 for u in units_of(request, old, kept)
             )
         key = wire.conversation_of(headers, units)
@@ -175,7 +174,7 @@ class Recorder:
         if caller is not None:
             if key != named:
                 caller = replace(caller, system=system_of(text, request))
-            title = _title(units) if units and request.has_tools else None  # it would record
+            title = title_of(units) if units and request.has_tools else None  # it would record
             key = await thread_key(self.env, caller, key, key == named, title)
         conversation = self._conversation(key)
         async with conversation.lock:
@@ -265,7 +264,7 @@ class Recorder:
                 return 0
             if thread is None:
                 interface, name = prepared.key
-                session = await ensure_session(self.env, interface, name, _title(prepared.units))
+                session = await ensure_session(self.env, interface, name, title_of(prepared.units))
                 session_id: SessionId = session.id
             else:
                 session_id = thread.session.id
@@ -276,7 +275,7 @@ class Recorder:
                 kept = [numbers[u.key] for u in prepared.units if u.key in numbers]
                 stored = [u for u in prepared.units if u.key in known]
                 calls = frozenset(c.id for u in stored for c in u.new.tool_calls)
-                fitted = _fit(summary, self.env.limits)
+                fitted = fit(summary, self.env.limits)
                 first = prepared.units[0].key
                 await record_compaction(self.env, session_id, fitted, kept, first, new, calls)
                 conversation.thread = None  # read again: its compactions changed
@@ -393,7 +392,7 @@ class Recorder:
             thread = await self._thread(prepared.key, conversation)
             if thread is None or unit.key in thread.keys:
                 return False
-            done = await record_new(self.env, thread.session.id, [_fit(unit, self.env.limits)])
+            done = await record_new(self.env, thread.session.id, [fit(unit, self.env.limits)])
             conversation.thread = _grown(thread, [unit], done)
             return True
 
@@ -545,28 +544,3 @@ def _log_plan(wire: WireFormat, plan: RewritePlan) -> None:
         log.debug("%s: asking the API to drop thinking a squash made stale", wire.name)
     for n, why in plan.skipped:
         log.debug("%s: squash %d not applied: %s", wire.name, n, why)
-
-
-#: What Claude Code adds to a user's words for the model, not what the user said.
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
-
-
-def _title(units: Sequence[Unit]) -> str:
-    """The session's title: the first user words, the host's reminders left out."""
-    for unit in units:
-        if unit.new.role == "user":
-            words = " ".join(_REMINDER.sub(" ", unit.new.content).split())
-            return shorten(words, 80) or "Untitled"
-    return "Untitled"
-
-
-def _fit(unit: Unit, limits: Limits) -> Unit:
-    """The unit with content cut to what a message may hold: a long result is recorded
-    with its head and a note, never refused."""
-    room = limits.max_message_chars - sum(len(c.arguments) for c in unit.new.tool_calls) - 200
-    content = unit.new.content
-    if len(content) <= room:
-        return unit
-    cut = max(room, 0)
-    note = f"\n… [{len(content) - cut:,} more characters not recorded by the gateway]"
-    return replace(unit, new=replace(unit.new, content=content[:cut] + note))

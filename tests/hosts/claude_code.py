@@ -104,11 +104,16 @@ class ClaudeCode:
         tool_search: bool = True,
         env: Mapping[str, str] | None = None,
         timeout: float = TIMEOUT,
+        hooks: str | None = None,
     ) -> Run:
         """`claude -p PROMPT` with the README's frs entry (or the JSON text `mcp`) as its only
         MCP config, the frs tools allowed without asking; `extra` adds arguments (--resume),
-        `env` variables (CLAUDE_CODE_AUTO_COMPACT_WINDOW)."""
+        `env` variables (CLAUDE_CODE_AUTO_COMPACT_WINDOW); `hooks` is the user settings
+        (~/.claude/settings.json) holding a hook configuration."""
         self.home.mkdir(parents=True, exist_ok=True)
+        if hooks is not None:
+            (self.home / ".claude").mkdir(exist_ok=True)
+            (self.home / ".claude" / "settings.json").write_text(hooks, encoding="utf-8")
         self.workspace.mkdir(parents=True, exist_ok=True)
         config_file = self.home / "mcp.json"
         config_file.write_text(config() if mcp is None else mcp, encoding="utf-8")

@@ -123,16 +123,20 @@ class Codex:
         resume: str | None = None,
         settings: str = "",
         timeout: float = TIMEOUT,
+        hooks: str | None = None,
     ) -> Run:
         """`codex exec PROMPT` with the README's frs table (or the TOML text `mcp`) in its
         config; `resume` continues that conversation (`codex exec resume ID PROMPT`);
-        `settings` adds top-level config lines."""
+        `settings` adds top-level config lines; `hooks` is hooks.json, run without being
+        trusted first (`--dangerously-bypass-hook-trust`, as the README says for exec)."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         self.workspace.mkdir(parents=True, exist_ok=True)
         text = snippet() if mcp is None else mcp
         config = config_toml(model_url, text, settings)
         (codex_home / "config.toml").write_text(config, encoding="utf-8")
+        if hooks is not None:
+            (codex_home / "hooks.json").write_text(hooks, encoding="utf-8")
         tables = tomllib.loads(text).get("mcp_servers", {})
         wait = [
             part
@@ -143,6 +147,7 @@ class Codex:
         command = [
             *pinned.codex(self.root),
             "exec",
+            *(["--dangerously-bypass-hook-trust"] if hooks is not None else []),
             *(["resume", resume] if resume else []),
             "--skip-git-repo-check",
             "--json",

@@ -113,12 +113,20 @@ class GeminiCli:
             "NO_COLOR": "1",
         }
 
-    def run(self, model_url: str, prompt: str, mcp: dict[str, Any] | None = None) -> Run:
+    def run(
+        self,
+        model_url: str,
+        prompt: str,
+        mcp: dict[str, Any] | None = None,
+        hooks: dict[str, Any] | None = None,
+        resume: bool = False,
+    ) -> Run:
         """`gemini -p PROMPT` with the README's frs entry (or `mcp`) as the workspace's
-        settings, in a workspace trusted for the run."""
+        settings, in a workspace trusted for the run; `hooks` joins the user settings (a hook
+        configuration), `resume` continues the latest session (`--resume latest`)."""
         settings = self.home / ".gemini" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
-        settings.write_text(json.dumps(SETTINGS), encoding="utf-8")
+        settings.write_text(json.dumps({**SETTINGS, **(hooks or {})}), encoding="utf-8")
         project = self.workspace / ".gemini" / "settings.json"
         project.parent.mkdir(parents=True, exist_ok=True)
         project.write_text(json.dumps(config() if mcp is None else mcp), encoding="utf-8")
@@ -130,6 +138,7 @@ class GeminiCli:
             "json",
             "-p",
             prompt,
+            *(["--resume", "latest"] if resume else []),
         ]
         try:
             done = subprocess.run(

@@ -140,11 +140,15 @@ class OpenCode:
         mcp: dict[str, Any] | None = None,
         limit: Mapping[str, int] | None = None,
         timeout: float = TIMEOUT,
+        plugin: str | None = None,
     ) -> Run:
         """`opencode run PROMPT` with the README's frs entry (or `mcp`) as the workspace's
         opencode.json and the scripted model as the user config's provider (with `limit`,
-        see `provider`)."""
+        see `provider`); `plugin` is a plugin file's text, put in the user's plugins folder."""
         folder = self.home / ".config" / "opencode"
+        if plugin is not None:
+            (folder / "plugins").mkdir(parents=True, exist_ok=True)
+            (folder / "plugins" / "frs-mcp.js").write_text(plugin, encoding="utf-8")
         (folder / "node_modules").mkdir(parents=True, exist_ok=True)
         (folder / "package.json").write_text(json.dumps(PLUGIN_DEPENDENCIES), encoding="utf-8")
         lock = {"lockfileVersion": 3, "packages": {"": PLUGIN_DEPENDENCIES}}
