@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench import caps, gateway, gateway_replay, gateway_sessions, hostile, search, session
+from bench import (
+    caps,
+    gateway,
+    gateway_replay,
+    gateway_sessions,
+    hostile,
+    search,
+    session,
+    startup,
+)
 from bench import latency as lat
 from bench.corpus import REPO
 
@@ -598,6 +607,7 @@ def render(results: dict[str, Any]) -> str:
         *gateway.render(results.get("gateway", {})),
         *gateway_replay.render(results.get("gateway-replay", {})),
         *gateway_sessions.render(results.get("gateway-sessions", {}), results.get("gateway")),
+        *startup.render(results.get("startup", {})),
     ]
     return "\n".join(lines).rstrip() + "\n"
 

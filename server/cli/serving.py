@@ -19,9 +19,10 @@ from types import FrameType
 
 import uvicorn
 
+from server.http.options import HttpOptions
 from server.http.shares import listen_share
 from server.http.sockets import guarded_protocol
-from server.http.transports import HttpOptions, build_app
+from server.http.transports import build_app
 from server.internals import Uvicorn
 from server.mcp.app import build_server
 from server.mcp.deps import Deps, open_deps

@@ -33,8 +33,8 @@ from server.http.guards import HostGuard
 from server.http.hosts import HostPolicy, unsafe_bind
 from server.http.listening import bind_socket
 from server.http.tenants import TokensFileError, tenants_of
-from server.mcp.deps import open_deps
 from server.settings import Settings, resolve_database
+from server.stores import open_service
 from storage import DatabaseRefused
 from storage.postgres import redact
 
@@ -191,8 +191,8 @@ async def open_gateway(
 ) -> AsyncIterator[Gateway]:
     """The gateway app over the database, with its upstream client; closed on exit.
     `autopilot`: when it squashes on its own (None: never)."""
-    async with open_deps(settings) as deps:
-        env = deps.service.for_scope(Scope(client=GATEWAY_CLIENT)).env
+    async with open_service(settings) as service:
+        env = service.for_scope(Scope(client=GATEWAY_CLIENT)).env
         # No timeout on reads: a model may think for minutes before its first byte.
         timeout = httpx2.Timeout(connect=30.0, read=None, write=None, pool=None)
         async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
