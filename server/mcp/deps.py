@@ -17,7 +17,7 @@ from server.mcp.scopes import current_scope, scope_of
 from server.settings import Settings
 from server.stores import Opened, open_store, service_over
 from storage import Database
-from storage.postgres import PgDatabase
+from storage.postgres import Notices, PgDatabase
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +56,15 @@ async def open_deps(
 ) -> AsyncIterator[Deps]:
     """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
     service, and the task that fans changes out to listeners (`listens` open listen streams
-    per tenant, a share `listens_from` names); close them on exit. With several `tenants`,
-    each holds at most its share of PostgreSQL's pool (`server.mcp.pool.PoolShare`)."""
+    per tenant, a share `listens_from` names; on PostgreSQL, with the changes made through the
+    other instances on the database); close them on exit. With several `tenants`, each holds at
+    most its share of PostgreSQL's pool (`server.mcp.pool.PoolShare`)."""
     events = TenantEvents(listens, listens_from)
-    async with open_store(settings) as opened, events.running():
-        yield _deps(opened, settings, events, tenants)
+    async with open_store(settings) as opened:
+        # On PostgreSQL every instance on the database hears the others' changes.
+        relay = Notices(opened.db) if isinstance(opened.db, PgDatabase) else None
+        async with events.running(relay):
+            yield _deps(opened, settings, events, tenants)
 
 
 def _deps(opened: Opened, settings: Settings, events: TenantEvents, tenants: int) -> Deps:

@@ -17,6 +17,7 @@ from storage.postgres.database import (
     redact,
 )
 from storage.postgres.dialect import POSTGRES
+from storage.postgres.notices import Notices
 from storage.postgres.schema import MIGRATIONS
 from storage.queries import NEWEST_OF_CONVERSATION
 from storage.reads import StoreReader
@@ -25,6 +26,7 @@ from storage.writes import StoreTx
 
 __all__ = [
     "MIGRATIONS",
+    "Notices",
     "PgDatabase",
     "PgReader",
     "PgStore",
