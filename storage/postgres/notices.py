@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
 
-from storage.postgres.database import CONNECT_TIMEOUT, PgDatabase, scrub
+from storage.postgres.database import CONNECT_TIMEOUT, PgDatabase, beside, scrub
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +48,13 @@ class Notices:
     async def listening(self, receive: Callable[[str], None]) -> AsyncIterator[None]:
         """Call `receive(notice)` for every notice on the channel while inside, on the event
         loop (it must return at once); the connection is closed on exit."""
-        async with anyio.create_task_group() as tg:
-            listened = anyio.Event()
-            tg.start_soon(self._listen, receive, listened)
+        listened = anyio.Event()
+        async with beside(partial(self._listen, receive, listened)):
             # The first listen is in place before the caller goes on (or has failed, and is
             # being retried), so a change made right after start-up is heard.
             with anyio.move_on_after(CONNECT_TIMEOUT):
                 await listened.wait()
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
+            yield
 
     async def _listen(self, receive: Callable[[str], None], listened: anyio.Event) -> None:
         """Listen until cancelled, connecting again whenever the connection is lost."""
