@@ -2,7 +2,7 @@
 
 Sections (all by default, or `--only a,b`): plans, memory, latency, throughput, tokens, session,
 cache, peers, web, postgres, hostile, search, caps, gateway, gateway-replay,
-gateway-sessions.
+gateway-sessions, startup.
 A section not run keeps its figures from the existing JSON, so the report stays whole.
 `--quick` is a smoke run (few repetitions, 10k peer items) that writes under .cache/ instead.
 """
@@ -38,6 +38,7 @@ from bench import (
     report,
     search,
     session,
+    startup,
     throughput,
     tokens,
     web,
@@ -65,6 +66,7 @@ SECTIONS = (
     "gateway",
     "gateway-replay",
     "gateway-sessions",
+    "startup",
 )
 FULL = {
     "latency": latency.Plan(
@@ -85,6 +87,7 @@ FULL = {
     "hostile": (8, 100),  # normal clients, calls each
     "search": {"megabytes": 10, "rounds": 5, "thread": 100_000, "record": 20_000},
     "gateway_calls": 30,
+    "startup_runs": 15,
 }
 QUICK = {
     "latency": latency.Plan(
@@ -105,6 +108,7 @@ QUICK = {
     "hostile": (4, 20),
     "search": {"megabytes": 1, "rounds": 2, "thread": 10_000, "record": 2_000},
     "gateway_calls": 6,
+    "startup_runs": 3,
 }
 
 
@@ -206,6 +210,10 @@ async def measure(
         t = time.perf_counter()
         sessions = await gateway_sessions.run(folder, corpus, verified("o200k_base"), log)
         stamp("gateway-sessions", sessions, t)
+    if "startup" in sections:
+        t = time.perf_counter()
+        runs = settings["startup_runs"]
+        stamp("startup", await anyio.to_thread.run_sync(startup.run, folder, runs, log), t)
     log(f"measured in {time.perf_counter() - started:.0f} s")
     return out
 

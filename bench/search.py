@@ -24,7 +24,7 @@ import os
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from string import ascii_lowercase, ascii_uppercase
@@ -34,9 +34,10 @@ import anyio
 import asyncpg
 
 from bench.corpus import load_corpus
+from bench.stats import ratio
 from bench.threads import TextPool
 from frs import NewMessage, ReasoningService, ViewOptions
-from frs.model import Scope
+from frs.model import Scope, SessionId
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, open_postgres
 from storage.postgres import search as pg_search
@@ -175,23 +176,42 @@ def _file_size(path: Path) -> int:
     )
 
 
+#: A database of version 7 back from 8: the trigram index on `messages`, no search tables.
+BACK_TO_7 = (
+    "drop trigger messages_searched on messages; drop trigger messages_unsearched on messages;"
+    " drop table search_texts; drop table search_pending; drop function frs_search_pending();"
+    " drop function frs_search_forget();"
+    f" create index messages_search on messages using gin ({pg_search.FOLDED_CONTENT}"
+    " gin_trgm_ops); delete from schema_migrations where version = 8"
+)
+
+
 async def _pg_backfill(dsn: str) -> dict[str, Any]:
-    """Migration 5 on `dsn` brought back to version 4: seconds, size before and after."""
+    """Migration 8 on `dsn` brought back to version 7 (the index on `messages`): the seconds
+    the start takes, then until every message is indexed again; size before and after."""
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute("drop index messages_search")
-        await conn.execute("delete from schema_migrations where version = 5")
+        await conn.execute(BACK_TO_7)
         await conn.execute("vacuum analyze")
         before = int(await conn.fetchval("select pg_database_size(current_database())"))
         started = time.perf_counter()
-        async with open_postgres(dsn, size=2):
+        async with open_postgres(dsn, size=2) as db:
             seconds = time.perf_counter() - started
+            assert db.indexer is not None
+            await db.indexer.index_queued()
+            indexed = time.perf_counter() - started
         after = int(await conn.fetchval("select pg_database_size(current_database())"))
-        index = int(await conn.fetchval("select pg_relation_size('messages_search')"))
+        index = int(
+            await conn.fetchval(
+                "select pg_total_relation_size('search_texts') + pg_relation_size($1)",
+                pg_search.SEARCH_INDEX,
+            )
+        )
     finally:
         await conn.close()
     return {
         "seconds": round(seconds, 2),
+        "indexed_seconds": round(indexed, 2),
         "bytes_before": before,
         "bytes_after": after,
         "index_bytes": index,
@@ -212,45 +232,88 @@ async def _record_thread(store: Any, pool: TextPool, size: int) -> None:
         await service.record(batch, session.id)
 
 
-async def _recording(store: Any, pool: TextPool, size: int, steps: int) -> dict[str, float]:
-    """`size` messages in batches of 1,000, then `steps` single agent steps (5 messages):
-    seconds for the batches, p50 ms of a step."""
-    service = ReasoningService(store)
-    session = (await service.start_session("recording")).session
-    started = time.perf_counter()
-    for batch in pool.batches(size, 1_000, tag="r-"):
-        await service.record(batch, session.id)
-    seconds = time.perf_counter() - started
-    step = await _timed(
-        lambda: service.record(pool.messages(5, first_step=size, tag="one-"), session.id), steps
-    )
-    return {"batches_s": round(seconds, 2), "step_p50_ms": step}
+#: How PostgreSQL kept search's index, as the write-cost table names them, and the statements
+#: that set a fresh database up so (it opens with the index after the writes).
+PG_WAYS = {
+    "postgres, index on messages (before)": (
+        "drop trigger messages_searched on messages",
+        f"create index messages_search on messages using gin ({pg_search.FOLDED_CONTENT}"
+        " gin_trgm_ops)",
+    ),
+    "postgres, index after the write (now)": (),
+    "postgres, no index": ("drop trigger messages_searched on messages",),
+}
+STEPS = 200
 
 
 async def record_cost(
     folder: Path, cluster: Cluster, pool: TextPool, size: int, log: Log
 ) -> dict[str, Any]:
-    """What keeping the index costs a write: the same recording on PostgreSQL with the index
-    and without (dropped), and on SQLite, which has none."""
-    out: dict[str, Any] = {"messages": size}
-    async with open_database(folder / "record.db") as db:
-        out["sqlite"] = await _recording(SqliteStore(db), pool, size, 200)
-    log(f"search: recording on SQLite: {out['sqlite']}")
-    for index in (False, True):
-        key = "with index" if index else "without index"
-        dsn = cluster.create_database()
-        async with open_postgres(dsn, size=4) as pg:
-            if not index:
+    """What keeping the index costs a write: the same recording on SQLite (which has none) and
+    on PostgreSQL each way of `PG_WAYS`, side by side: `size` messages in batches of 1,000,
+    each batch recorded on every store in turn (the order turning), then `STEPS` agent steps
+    of 5 messages the same way. Where the index is kept after the write, what each write
+    queued is indexed right after it, outside its time and timed apart (the indexer would
+    do it at the writes' next pause), so no store's indexing falls inside another's time."""
+    ways = ["sqlite", *PG_WAYS]
+    batches: dict[str, list[float]] = {way: [] for way in ways}
+    steps: dict[str, list[float]] = {way: [] for way in ways}
+    indexing: dict[str, list[float]] = {way: [] for way in ways}
+    async with AsyncExitStack() as stack:
+        opened: dict[str, tuple[ReasoningService, SessionId, Any]] = {}
+        for way in ways:
+            if way == "sqlite":
+                db: Any = await stack.enter_async_context(open_database(folder / "record.db"))
+                store: Any = SqliteStore(db)
+                indexer = None
+            else:
+                pg = await stack.enter_async_context(
+                    open_postgres(cluster.create_database(), size=4)
+                )
                 async with pg.transaction() as conn:
-                    await conn.execute("drop index messages_search")
-            out[f"postgres {key}"] = await _recording(PgStore(pg), pool, size, 200)
-        log(f"search: recording on PostgreSQL {key}: {out[f'postgres {key}']}")
+                    for statement in PG_WAYS[way]:
+                        await conn.execute(statement)
+                store, indexer = PgStore(pg), pg.indexer
+            service = ReasoningService(store)
+            opened[way] = (service, (await service.start_session("recording")).session.id, indexer)
+
+        async def record(
+            way: str, messages: list[NewMessage], into: dict[str, list[float]]
+        ) -> None:
+            service, session, indexer = opened[way]
+            started = time.perf_counter()
+            await service.record(messages, session)
+            into[way].append(time.perf_counter() - started)
+            if indexer is not None:
+                started = time.perf_counter()
+                await indexer.index_queued()
+                indexing[way].append(time.perf_counter() - started)
+
+        for k, batch in enumerate(pool.batches(size, 1_000, tag="r-")):
+            for way in ways[k % len(ways) :] + ways[: k % len(ways)]:
+                await record(way, batch, batches)
+        log("search: recording batches measured")
+        for k in range(STEPS):
+            step = pool.messages(5, first_step=size + k, tag="one-")
+            for way in ways[k % len(ways) :] + ways[: k % len(ways)]:
+                await record(way, step, steps)
+    out: dict[str, Any] = {"messages": size, "steps": STEPS}
+    for way in ways:
+        out[way] = {
+            "batches_s": round(sum(batches[way]), 2),
+            "batch_p50_ms": round(statistics.median(batches[way]) * 1000, 1),
+            "step_p50_ms": round(statistics.median(steps[way]) * 1000, 2),
+            "indexing_s": round(sum(indexing[way]), 2),
+        }
+        out[way]["batches_vs_sqlite"] = ratio(out[way]["batches_s"], out["sqlite"]["batches_s"])
+        out[way]["step_vs_sqlite"] = ratio(out[way]["step_p50_ms"], out["sqlite"]["step_p50_ms"])
+        log(f"search: recording, {way}: {out[way]}")
     return out
 
 
 @asynccontextmanager
-async def _cluster() -> AsyncIterator[Cluster]:
-    cluster = await anyio.to_thread.run_sync(start_cluster)
+async def _cluster(durable: bool = False) -> AsyncIterator[Cluster]:
+    cluster = await anyio.to_thread.run_sync(partial(start_cluster, durable))
     try:
         yield cluster
     finally:
@@ -273,6 +336,8 @@ async def run(folder: Path, pool: TextPool, plan: dict[str, Any], log: Log) -> d
         async with open_postgres(dsn, size=10) as pg:
             pg_store = PgStore(pg)
             await _fill(pg_store, pool, megabytes)
+            assert pg.indexer is not None
+            await pg.indexer.index_queued()  # searched as the indexer leaves it, all indexed
             async with pg.transaction() as conn:
                 await conn.execute("analyze")
 
@@ -298,6 +363,8 @@ async def run(folder: Path, pool: TextPool, plan: dict[str, Any], log: Log) -> d
                     await _record_thread(PgStore(pg), pool, thread)
             out["postgres"][f"backfill {name}"] = await _pg_backfill(dsn)
             log(f"search: PostgreSQL backfill of the {name}: {out['postgres'][f'backfill {name}']}")
+    # Fsync on, as SQLite's synchronous=FULL: each commit of either is durable.
+    async with _cluster(durable=True) as cluster:
         out["recording"] = await record_cost(folder, cluster, pool, plan["record"], log)
     out["load_after"] = os.getloadavg()
     return out
@@ -350,19 +417,50 @@ def render(section: dict[str, Any]) -> list[str]:
         f" {before['p50_ms']} / {before['max_ms']} |",
         f"| beside the indexed search | — | {after['p50_ms']} / {after['max_ms']} |",
         "",
-        "Building PostgreSQL's index on a database of version 4 (migration 5): the time the"
-        " first start takes, and the database's size before → after.",
+        "Moving the index off the write path on a database of version 7 (migration 8: the"
+        " index on `messages` dropped, every message queued): the seconds the first start"
+        " takes, the seconds until the indexer has indexed every message, and the database's"
+        " size before → after (the folded texts are kept a second time, in `search_texts`).",
         "",
-        "| database | seconds | size |",
-        "|---|---:|---:|",
+        "| database | start s | indexed s | size |",
+        "|---|---:|---:|---:|",
     ]
     for name in ("10 MB", "corpus", f"{section['thread']:,} messages"):
         p = pg[f"backfill {name}"]
         lines.append(
-            f"| {name} | {p['seconds']} | {_mb(p['bytes_before'])} → {_mb(p['bytes_after'])} |"
+            f"| {name} | {p['seconds']} | {p.get('indexed_seconds', '–')} |"
+            f" {_mb(p['bytes_before'])} → {_mb(p['bytes_after'])} |"
         )
     recording = section.get("recording")
-    if recording:
+    if recording and "postgres, index after the write (now)" in recording:
+        sqlite = recording["sqlite"]
+        lines += [
+            "",
+            f"What the index costs a write: {recording['messages']:,} corpus messages recorded in"
+            f" batches of 1,000, then {recording['steps']} agent steps of 5 messages, each batch"
+            " and step recorded on every store in turn (ratios to SQLite in the same rounds),"
+            " every commit durable (SQLite synchronous=FULL, PostgreSQL fsync on)."
+            " Where the index is kept after the write, what each write queued is indexed right"
+            " after it, outside its time and timed apart (the indexer does it at the writes'"
+            " next pause, or 5 s after the first at the latest).",
+            "",
+            "| | batches s | × SQLite | batch p50 ms | step p50 ms | × SQLite | indexing s |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            f"| SQLite (no index) | {sqlite['batches_s']} | 1.00× | {sqlite['batch_p50_ms']} |"
+            f" {sqlite['step_p50_ms']} | 1.00× | – |",
+        ]
+        for way in PG_WAYS:
+            r = recording[way]
+            indexing = {
+                "postgres, index after the write (now)": r["indexing_s"],
+                "postgres, index on messages (before)": "in the write",
+            }.get(way, "none")
+            lines.append(
+                f"| PostgreSQL, {way.removeprefix('postgres, ')} | {r['batches_s']} |"
+                f" {r['batches_vs_sqlite']:.2f}× | {r['batch_p50_ms']} | {r['step_p50_ms']} |"
+                f" {r['step_vs_sqlite']:.2f}× | {indexing} |"
+            )
+    elif recording:  # a run from before the index moved (issue 23)
         lines += [
             "",
             f"What the index costs a write: {recording['messages']:,} corpus messages recorded in"

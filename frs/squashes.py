@@ -308,9 +308,9 @@ async def _after_tokens(m: Mutation, position: int) -> int:
 
 
 async def _reach(m: Mutation, squash: Squash) -> Reach | None:
-    """When the squash reaches the model, for a thread a gateway sends (it has forwarded a
-    call of it); None for any other thread."""
-    if not await m.tx.gateway_calls(m.session.id, 1):
+    """When the squash reaches the model, for a thread a gateway sends (a host conversation's
+    session, and the gateway has forwarded a call of it); None for any other thread."""
+    if m.session.interface is None or not await m.tx.gateway_calls(m.session.id, 1):
         return None
     compactions = await m.tx.compactions(m.session.id)
     # A squash's originals sit at ords first..last; a message's ord is its number.

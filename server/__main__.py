@@ -19,12 +19,11 @@ from server.cli import exporter, importer
 from server.cli.hooks import command as hook
 from server.cli.logs import hide_credentials, hide_session_ids
 from server.cli.options import parser
-from server.cli.serving import serve_http, serve_stdio
 from server.gateway import command as gateway
 from server.http.listening import CannotListen, listen
+from server.http.options import HttpOptions
 from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
-from server.http.transports import HttpOptions
 from server.settings import DatabaseValueError, Settings, resolve_database
 from server.web import command as web
 from storage import DatabaseRefused
@@ -71,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         print(f"frs-mcp: invalid settings: {problems}", file=sys.stderr)
         return 2
+    # Serving MCP is the one command that loads the SDK (most of a second), so it alone
+    # imports it: `tests/server/test_startup.py`.
+    from server.cli.serving import serve_http, serve_stdio
+
     if args.transport == "stdio":
         return _run(serve_stdio, settings)
     try:
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TokensFileError as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
-    return _listen(settings, http)
+    return _listen(settings, http, serve_http)
 
 
 def _settings(args: argparse.Namespace, level: str) -> Settings:
@@ -133,7 +136,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
     )
 
 
-def _listen(settings: Settings, http: HttpOptions) -> int:
+def _listen(settings: Settings, http: HttpOptions, serve: Callable[..., Awaitable[None]]) -> int:
     """Serve over HTTP: refuse an unsafe bind or a bad host name first, then bind the port."""
     try:
         sock = listen(http.host, http.port, http.secured, http.allowed_hosts)
@@ -141,7 +144,7 @@ def _listen(settings: Settings, http: HttpOptions) -> int:
         print(f"frs-mcp: {exc}", file=sys.stderr)
         return 2
     with sock:
-        return _run(serve_http, settings, http, sock)
+        return _run(serve, settings, http, sock)
 
 
 def _run(serve: Callable[..., Awaitable[None]], settings: Settings, *args: object) -> int:

@@ -10,15 +10,17 @@ reach belongs here, with its check.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server import MCPServer
-from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.session import ServerSession
-from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from uvicorn import Server as UvicornServer
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:  # the viewer and the gateway reach this module and never load the MCP SDK
+    from mcp.server import MCPServer
+    from mcp.server.lowlevel import Server
+    from mcp.server.session import ServerSession
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 #: The releases each reach below was read in; the check says which is installed.
 WRITTEN_AGAINST = {"mcp": "2.3.0", "uvicorn": "0.54.0"}
@@ -39,6 +41,8 @@ def announce_resource_list_changes(lowlevel: Server[Any]) -> None:
     """Make the 2025 handshake advertise `resources.listChanged`: the SDK takes the flag from
     the `NotificationOptions` passed to `create_initialization_options`, which its transports
     never pass (mcp 2.3, its TODO at L53), so the method is bound with them on this instance."""
+    from mcp.server.lowlevel import NotificationOptions  # loaded: `lowlevel` is the SDK's
+
     options = NotificationOptions(resources_changed=True)
     lowlevel.create_initialization_options = partial(  # type: ignore[method-assign]
         type(lowlevel).create_initialization_options, lowlevel, options

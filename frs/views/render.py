@@ -10,6 +10,7 @@ prompt cache keeps hitting.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -162,7 +163,33 @@ def role_label(message: Message, name: Callable[[str], str] = escape_name) -> st
 
 
 def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
-    message = entry.message
+    prefix, first, rest = _message_parts(entry.message, preview_chars)
+    return [_marker(entry, prefix, first), *rest]
+
+
+#: Messages whose parts were rendered lately (`_message_parts`), at most `PARTS_KEPT` of them,
+#: each of at most `PARTS_CHARS` characters (the key holds the text): a view shows mostly what
+#: the one before it showed, and rendering a message's parts (cards, JSON minified, calls
+#: annotated, every line escaped) was most of a view's time, 2 of 3.5 ms for `last=50`.
+PARTS_KEPT = 1024
+PARTS_CHARS = 8192
+_PARTS: OrderedDict[tuple[object, ...], tuple[str, str, tuple[str, ...]]] = OrderedDict()
+
+
+def _message_parts(message: Message, preview_chars: int) -> tuple[str, str, tuple[str, ...]]:
+    """What follows `[label]` on an entry's first line (the prefix and the first line of its
+    text), and its other lines: the message's own, the same in every view that shows it."""
+    key: tuple[object, ...] | None = None
+    if len(message.content) <= PARTS_CHARS:
+        key = (
+            message.content, message.tool_calls, message.number, message.sha256, message.kind,
+            message.role, message.name, message.covered, message.squash_n,
+            message.squash_sha256, preview_chars,
+        )  # fmt: skip
+        found = _PARTS.get(key)
+        if found is not None:
+            _PARTS.move_to_end(key)
+            return found
     if message.kind == "summary":
         alias = f"SQ.{message.squash_n}@{(message.squash_sha256 or '')[:8]}"
         prefix = f"{summary_prefix(message)} ({alias})"
@@ -170,11 +197,15 @@ def _message_lines(entry: Entry, preview_chars: int) -> list[str]:
     else:
         prefix = role_label(message)
         first, rest = _body_lines(message, preview_chars)
-    lines = [_marker(entry, prefix, first)]
-    lines.extend(INDENT + escape(line) for line in rest)
+    lines = [INDENT + escape(line) for line in rest]
     for call in message.tool_calls:
         lines.extend(_call_lines(message, call, preview_chars))
-    return lines
+    parts = (prefix, first, tuple(lines))
+    if key is not None:
+        _PARTS[key] = parts
+        if len(_PARTS) > PARTS_KEPT:
+            _PARTS.popitem(last=False)
+    return parts
 
 
 def _call_lines(

@@ -17,9 +17,9 @@ from typing import Any, TextIO
 import anyio
 
 from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
-from server.mcp.deps import open_deps
 from server.mcp.progress import Progress
 from server.settings import Settings, resolve_database
+from server.stores import open_service
 from storage import DatabaseRefused
 from storage.postgres import is_postgres, redact
 
@@ -44,8 +44,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
-    async with open_deps(settings) as deps:
-        service = deps.service
+    async with open_service(settings) as service:
         if session == "latest":
             newest = (await service.list_sessions(1)).sessions
             if not newest:

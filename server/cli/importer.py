@@ -12,9 +12,9 @@ import anyio
 from frs import FrsError
 from frs.transcripts import parse_transcript
 from frs.views.render import plural
-from server.mcp.deps import open_deps
 from server.mcp.progress import Progress
 from server.settings import Settings, resolve_database
+from server.stores import open_service
 from storage import DatabaseRefused
 
 BATCH = 500  # messages per transaction
@@ -30,8 +30,7 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
     path = Path(file)
     with path.open(encoding="utf-8") as handle:  # noqa: ASYNC230 - a CLI step, nothing else runs
         messages = parse_transcript(handle, settings.limits())
-    async with open_deps(settings) as deps:
-        service = deps.service
+    async with open_service(settings) as service:
         session = (await service.start_session(title or path.stem)).session
         progress = Progress(len(messages), "imported", "messages", quiet_below=4 * BATCH)
         done, revision, numbered = 0, 0, 0

@@ -9,7 +9,7 @@ from pathlib import Path
 from server.cli import exporter, importer
 from server.cli.hooks import command as hook
 from server.gateway import command as gateway
-from server.http.transports import DEFAULT_PORT, HttpOptions
+from server.http.options import DEFAULT_PORT, HttpOptions
 from server.settings import PREVIEW_MIN, version
 from server.web import command as web
 

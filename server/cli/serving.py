@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import socket
 
+from server.http.options import HttpOptions
 from server.http.serving import Serving, serve
 from server.http.shares import listen_share
-from server.http.transports import HttpOptions, body_refusal, build_app
+from server.http.transports import body_refusal, build_app
 from server.mcp.app import build_server
 from server.mcp.deps import Deps, open_deps
 from server.settings import Settings

@@ -44,8 +44,8 @@ from server.http.listening import CannotListen, listen
 from server.http.serving import Serving, serve
 from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
-from server.mcp.deps import open_deps
 from server.settings import Settings, resolve_database
+from server.stores import open_service
 from storage import DatabaseRefused
 from storage.postgres import redact
 
@@ -272,11 +272,11 @@ async def open_gateway(
     # The last bodies the recorders keep, to read a conversation's next request faster, are
     # shared out among the tenants: the memory they hold stays that of one recorder's.
     bodies = max(1, KEPT_BODIES // max(1, len(set((tenants or {}).values()))))
-    async with open_deps(settings) as deps:
+    async with open_service(settings) as service:
 
         def recorder_for(tenant: str) -> Recorder:
             """A tenant's recorder: its writes go under the tenant, as the gateway's client."""
-            env = deps.service.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT)).env
+            env = service.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT)).env
             return Recorder(env, nudge_step, autopilot, bodies)
 
         # `read` bounds the silence before an answer's first byte and between two of its bytes;

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.http.hosts import HostPolicy
@@ -132,11 +130,13 @@ class HostGuard:
 class BearerGuard:
     """401 unless the request carries `Authorization: Bearer <secret>` of a tenant (compared
     in constant time, `server.http.tenants`); the request then runs as that tenant
-    (`scope["state"]["frs_tenant"]`, read by `server.mcp.scopes`), and as that principal for the
-    SDK (`scope["user"]`), which keeps each MCP session to the tenant that opened it."""
+    (`scope["state"]["frs_tenant"]`, read by `server.mcp.scopes`), and as the principal
+    `principal(tenant)` makes for the app behind (`scope["user"]`; the MCP transports' keeps
+    each MCP session to the tenant that opened it, `server.http.transports`)."""
 
     app: ASGIApp
     tenants: Mapping[str, str]  # secret -> tenant
+    principal: Callable[[str], object] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -146,10 +146,8 @@ class BearerGuard:
         tenant = tenant_of(self.tenants, given.strip()) if scheme.lower() == "bearer" else None
         if tenant is not None:
             scope.setdefault("state", {})[TENANT_KEY] = tenant
-            # The SDK binds each Streamable HTTP session and SSE stream to the principal that
-            # opened it and answers anyone else's request for it (POST, GET, DELETE, an SSE
-            # message) exactly as for an unknown session: 404.
-            scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=tenant, scopes=[]))
+            if self.principal is not None:
+                scope["user"] = self.principal(tenant)
             await self.app(scope, receive, send)
             return
         await refuse(

@@ -12,10 +12,11 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
@@ -34,49 +35,19 @@ from server.http.guards import (
     SseLimit,
 )
 from server.http.hosts import WILDCARD_HOSTS, HostPolicy
+from server.http.options import HttpOptions
 from server.http.shares import RequestShare, request_share, share
-from server.http.sockets import SocketLimits
 from server.settings import APP_NAME
 
-DEFAULT_PORT = 8765
 UI_PATH = "/ui"  # the read-only web viewer (server.web), under the same guards
 
-HttpTransport = Literal["sse", "streamable-http", "both-http"]
 
-
-@dataclass(frozen=True, slots=True)
-class HttpOptions:
-    """How the HTTP transports listen and what they refuse."""
-
-    transport: HttpTransport = "streamable-http"
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    tenants: tuple[tuple[str, str], ...] = ()  # (secret, tenant): --token, --tokens
-    allowed_hosts: tuple[str, ...] = ()
-    max_body_bytes: int = 4 * 1024 * 1024
-    max_sse_connections: int = 32
-    max_sessions: int = 100
-    session_idle_timeout: float = 900.0
-    shutdown_timeout: int = 10
-    sockets: SocketLimits = field(default_factory=SocketLimits)
-
-    @property
-    def secured(self) -> bool:
-        """Whether every request needs a bearer token."""
-        return bool(self.tenants)
-
-    @property
-    def tenant_count(self) -> int:
-        """How many tenants share the caps (`server.http.shares`): one without tokens."""
-        return max(1, len({tenant for _, tenant in self.tenants}))
-
-    @property
-    def serves_sse(self) -> bool:
-        return self.transport in ("sse", "both-http")
-
-    @property
-    def serves_streamable(self) -> bool:
-        return self.transport in ("streamable-http", "both-http")
+def principal(tenant: str) -> AuthenticatedUser:
+    """What a request of `tenant` runs as for the SDK (`BearerGuard`): the SDK binds each
+    Streamable HTTP session and SSE stream to the principal that opened it and answers anyone
+    else's request for it (POST, GET, DELETE, an SSE message) exactly as for an unknown
+    session: 404."""
+    return AuthenticatedUser(AccessToken(token="", client_id=tenant, scopes=[]))
 
 
 def urls(options: HttpOptions, port: int) -> dict[str, str]:
@@ -183,7 +154,7 @@ def build_app(
         options.sockets.max_connections,
     )
     if options.secured:
-        app = BearerGuard(app, dict(options.tenants))
+        app = BearerGuard(app, dict(options.tenants), principal)
     app = HostGuard(app, policy, port)
     return Health(app, tuple(transports))
 

@@ -7,18 +7,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-import anyio.to_thread
 from mcp.server.mcpserver import Context
 
 from frs import ReasoningService
-from frs.model import Scope
 from frs.ports import Store
 from server.mcp.events import MAX_STREAMS_PER_TENANT, TenantEvents
 from server.mcp.pool import PoolShare, pool_share
 from server.mcp.scopes import current_scope, scope_of
 from server.settings import Settings
-from storage import Database, LocalFiles, SqliteStore, open_database
-from storage.postgres import PgDatabase, PgStore, is_postgres, open_postgres
+from server.stores import Opened, open_store, service_over
+from storage import Database
+from storage.postgres import Notices, PgDatabase
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,29 +56,20 @@ async def open_deps(
 ) -> AsyncIterator[Deps]:
     """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
     service, and the task that fans changes out to listeners (`listens` open listen streams
-    per tenant, a share `listens_from` names); close them on exit. With several `tenants`,
-    each holds at most its share of PostgreSQL's pool (`server.mcp.pool.PoolShare`)."""
-    scope = Scope(client=settings.scope) if settings.scope else Scope()
+    per tenant, a share `listens_from` names; on PostgreSQL, with the changes made through the
+    other instances on the database); close them on exit. With several `tenants`, each holds at
+    most its share of PostgreSQL's pool (`server.mcp.pool.PoolShare`)."""
     events = TenantEvents(listens, listens_from)
-    if is_postgres(settings.database):
-        files = LocalFiles(settings.allow_roots, None, settings.max_source_bytes)
-        async with open_postgres(settings.database) as pg, events.running():
-            store: Store = PgStore(pg)
-            if tenants > 1:
-                size = pg.pool.get_max_size()
-                store = PoolShare(store, pool_share(size, tenants), size)
-            yield Deps(_service(store, settings, files, scope), pg, settings, events)
-        return
-    files = LocalFiles(settings.allow_roots, settings.database, settings.max_source_bytes)
-    async with open_database(settings.database) as db, events.running():
-        yield Deps(_service(SqliteStore(db), settings, files, scope), db, settings, events)
+    async with open_store(settings) as opened:
+        # On PostgreSQL every instance on the database hears the others' changes.
+        relay = Notices(opened.db) if isinstance(opened.db, PgDatabase) else None
+        async with events.running(relay):
+            yield _deps(opened, settings, events, tenants)
 
 
-def _service(store: Store, settings: Settings, files: LocalFiles, scope: Scope) -> ReasoningService:
-    return ReasoningService(
-        store,
-        settings.limits(),
-        files=files,
-        scope=scope,
-        offload=anyio.to_thread.run_sync,  # a large batch's checks and hashes
-    )
+def _deps(opened: Opened, settings: Settings, events: TenantEvents, tenants: int) -> Deps:
+    store: Store = opened.store
+    if tenants > 1 and isinstance(opened.db, PgDatabase):
+        size = opened.db.pool.get_max_size()
+        store = PoolShare(store, pool_share(size, tenants), size)
+    return Deps(service_over(store, settings, opened.files), opened.db, settings, events)

@@ -15,14 +15,23 @@ connection alike. An event already waiting in an outbox is not queued twice, so 
 that falls behind a burst of writes is told each changed resource once, not once a write: the
 fan-out still runs on the event loop beside the writers, and 250 listeners each told of every
 write cost the writers most of their time.
+
+On PostgreSQL the instances on one database tell each other (`Relay`, through the database's
+own notifications: `storage.postgres.notices`). Each change made here is also sent, from a task
+of its own, all that waits in one notice statement, to the others, and a change another
+instance sends is told to this instance's listeners as if made here: the same buses, outboxes,
+merging and caps. A process knows its own notices (`origin`) and does not tell them twice. On
+SQLite there is no relay: a process tells only its own listeners.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import secrets
 import weakref
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol, TypeVar, cast
 
 import anyio
@@ -72,7 +81,25 @@ PENDING_CHANGES = 1024
 PENDING_PER_CONNECTION = 256
 #: What an outbox holds for a resource list's change (never a resource URI).
 _LIST_CHANGED = ""
+#: Changes sent to the other instances in one statement at most.
+RELAYED_AT_ONCE = 256
+#: The longest notice PostgreSQL carries (`storage.postgres.notices.MAX_NOTICE`).
+MAX_NOTICE = 7_999
 T = TypeVar("T")
+Change = tuple[str, list[ServerEvent]]  # a tenant's change: the events it makes
+
+
+class Relay(Protocol):
+    """Where the changes made through other processes on the same database come from, and
+    this process's go (`storage.postgres.notices.Notices`)."""
+
+    async def send(self, notices: Sequence[str]) -> None:
+        """Tell every process listening of each notice (this one's too)."""
+        ...
+
+    def listening(self, receive: Callable[[str], None]) -> AbstractAsyncContextManager[None]:
+        """Call `receive(notice)` for every notice sent while inside."""
+        ...
 
 
 class _Told(Protocol):
@@ -294,8 +321,12 @@ class TenantEvents:
         self._buses: dict[str, InMemorySubscriptionBus] = {}
         self._handlers: dict[str, MergingListen] = {}
         self._subscribers: dict[str, Subscribers] = {}
-        # Open only while `running`: the fan-out task reads what `publish` writes.
-        self._changes: MemoryObjectSendStream[tuple[str, list[ServerEvent]]] | None = None
+        # Open only while `running`: the fan-out task reads what `publish` writes, and the
+        # relay's task what goes to the other instances.
+        self._changes: MemoryObjectSendStream[Change] | None = None
+        self._relayed: MemoryObjectSendStream[Change] | None = None
+        #: What this process signs its notices with, to know them when they come back.
+        self.origin = secrets.token_hex(8)
 
     @property
     def max_streams(self) -> int:
@@ -315,45 +346,89 @@ class TenantEvents:
         return self._subscribers.setdefault(tenant, Subscribers())
 
     def publish(self, tenant: str, events: list[ServerEvent]) -> None:
-        """Hand `tenant`'s change to the fan-out task and return at once: the writer never
-        waits for listeners. A tenant nobody listens for costs two dictionary lookups."""
+        """Hand `tenant`'s change to the fan-out task (and to the relay's, for the other
+        instances) and return at once: the writer never waits for listeners. A tenant nobody
+        listens for here costs two dictionary lookups (and, with a relay, a queued notice)."""
+        if self._relayed is not None:
+            _hand(self._relayed, (tenant, events), "the other instances")
         if tenant not in self._buses and tenant not in self._subscribers:
             return
         if self._changes is None:
             log.warning("a change was published with no fan-out task running; nobody is told")
             return
-        try:
-            self._changes.send_nowait((tenant, events))
-        except anyio.WouldBlock:
-            log.warning("%d changes wait for the listeners; dropped one", PENDING_CHANGES)
-        except anyio.ClosedResourceError:
-            pass  # shutting down
+        _hand(self._changes, (tenant, events), "the listeners")
+
+    def heard(self, notice: str) -> None:
+        """A notice from the relay: another instance's change, told to the listeners here as if
+        made here; this process's own, and anything that is not a change, are ignored."""
+        found = _read_notice(notice)
+        if found is None:
+            log.debug("ignored a notice that is not a change: %.80r", notice)
+            return
+        origin, tenant, events = found
+        if origin == self.origin or self._changes is None:
+            return
+        if tenant in self._buses or tenant in self._subscribers:
+            _hand(self._changes, (tenant, events), "the listeners")
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Fan changes out while inside (the database's lifetime); stop on exit."""
-        changes, received = anyio.create_memory_object_stream[tuple[str, list[ServerEvent]]](
-            PENDING_CHANGES
-        )
+    async def running(self, relay: Relay | None = None) -> AsyncIterator[None]:
+        """Fan changes out while inside (the database's lifetime), with those of the other
+        instances `relay` tells of, and tell them of ours; stop on exit."""
+        changes, received = anyio.create_memory_object_stream[Change](PENDING_CHANGES)
+        relayed, to_relay = anyio.create_memory_object_stream[Change](PENDING_CHANGES)
         failure: Exception | None = None
-        with changes, received:
-            async with anyio.create_task_group() as tg:
+        with changes, received, relayed, to_relay:
+            async with anyio.create_task_group() as tg, AsyncExitStack() as stack:
                 tg.start_soon(self._fan_out, received, tg)
                 self._changes = changes
+                if relay is not None:
+                    tg.start_soon(self._relay_out, to_relay, relay)
+                    self._relayed = relayed
                 try:
+                    if relay is not None:
+                        await stack.enter_async_context(relay.listening(self.heard))
                     yield
                 except Exception as exc:  # raised below as it is: a task group would wrap it
                     failure = exc  # in an ExceptionGroup, which the commands do not expect
                 finally:
-                    self._changes = None
+                    self._changes = self._relayed = None
                     tg.cancel_scope.cancel()
         if failure is not None:
             raise failure
 
+    async def _relay_out(self, received: MemoryObjectReceiveStream[Change], relay: Relay) -> None:
+        """Send this process's changes to the other instances, all that wait in one go."""
+        async for first in received:
+            batch = [first]
+            while len(batch) < RELAYED_AT_ONCE:
+                try:
+                    batch.append(received.receive_nowait())
+                except anyio.WouldBlock:
+                    break
+            notices = [n for n in (self._notice(t, e) for t, e in batch) if n is not None]
+            try:
+                await relay.send(notices)
+            except Exception as exc:  # the database is away: those changes are not told there
+                log.warning(
+                    "%d change(s) were not told to the other instances: %s", len(notices), exc
+                )
+
+    def _notice(self, tenant: str, events: list[ServerEvent]) -> str | None:
+        """The change as a notice (compact JSON); None, logged, past PostgreSQL's size."""
+        updated = [e.uri for e in events if isinstance(e, ResourceUpdated)]
+        listed = any(isinstance(e, ResourcesListChanged) for e in events)
+        notice = json.dumps(
+            {"origin": self.origin, "tenant": tenant, "updated": updated, "listed": listed},
+            separators=(",", ":"),
+        )
+        if len(notice.encode()) > MAX_NOTICE:
+            log.warning("a change too long for a notice (%d bytes) is told here only", len(notice))
+            return None
+        return notice
+
     async def _fan_out(
-        self,
-        received: MemoryObjectReceiveStream[tuple[str, list[ServerEvent]]],
-        tg: anyio.abc.TaskGroup,
+        self, received: MemoryObjectReceiveStream[Change], tg: anyio.abc.TaskGroup
     ) -> None:
         async for tenant, events in received:
             bus = self._buses.get(tenant)
@@ -372,3 +447,34 @@ class TenantEvents:
         """End every open listen stream gracefully (at shutdown)."""
         for handler in self._handlers.values():
             handler.close()
+
+
+def _hand(stream: MemoryObjectSendStream[Change], change: Change, whom: str) -> None:
+    """Queue `change` without waiting; dropped (and logged) when the queue is full."""
+    try:
+        stream.send_nowait(change)
+    except anyio.WouldBlock:
+        log.warning("%d changes wait for %s; dropped one", PENDING_CHANGES, whom)
+    except anyio.ClosedResourceError:
+        pass  # shutting down
+
+
+def _read_notice(notice: str) -> tuple[str, str, list[ServerEvent]] | None:
+    """(origin, tenant, events) of a change's notice (`TenantEvents._notice`); None for
+    anything else."""
+    try:
+        found = json.loads(notice)
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    origin, tenant = found.get("origin"), found.get("tenant")
+    updated, listed = found.get("updated"), found.get("listed")
+    if not (isinstance(origin, str) and isinstance(tenant, str) and isinstance(listed, bool)):
+        return None
+    if not isinstance(updated, list) or not all(isinstance(uri, str) for uri in updated):
+        return None
+    events: list[ServerEvent] = [ResourceUpdated(uri=uri) for uri in updated]
+    if listed:
+        events.append(ResourcesListChanged())
+    return origin, tenant, events

@@ -8,9 +8,11 @@ reaches only that tenant's streams (another tenant subscribing to the same URI h
 not even that the id exists).
 
 `server.mcp.events.TenantEvents` holds the buses. The mutating tools say what they changed
-(`changed`): the edge knows which session a call wrote. A change made by another process on
-the same database file is not seen here (two stdio processes, or an import from the command
-line): each process tells only its own listeners.
+(`changed`): the edge knows which session a call wrote. On SQLite a change made by another
+process on the same database file is not seen here (two stdio processes, or an import from the
+command line): each process tells only its own listeners. On PostgreSQL the instances on one
+database tell each other (`TenantEvents.running` with a relay): a listener here hears the
+changes made through any of them.
 
 Under 2025-11-25 a client sends `resources/subscribe` for a URI and is told on its connection's
 own channel (stdio, its SSE stream, its Streamable HTTP session's GET stream); every 2025

@@ -21,16 +21,18 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from contextvars import ContextVar
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.context import ServerRequestContext
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from frs import conversations
 from frs.escaping import escape_inline
 from frs.model import DEFAULT_CLIENT, LOCAL_TENANT, Conversation, Scope
 from server.http.guards import MESSAGE_PATH, TENANT_KEY
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +92,20 @@ def connection_of(rc: ServerRequestContext[Any, Any]) -> str:
     headers = getattr(request, "headers", {})
     params = getattr(request, "query_params", {})
     version = headers.get("mcp-protocol-version")
-    stateful = version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+    stateful = version is None or version in _handshake_versions()
     if getattr(getattr(request, "url", None), "path", "") == MESSAGE_PATH:
         return str(params.get("session_id") or "")
     return str((headers.get("mcp-session-id") if stateful else None) or "")
+
+
+@cache
+def _handshake_versions() -> frozenset[str]:
+    """The protocol versions that open a session with a handshake. Imported when first asked:
+    the viewer reaches this module (`current_scope`, through `server.mcp.pool`) and serves
+    no MCP, so it must not load the SDK's types (a third of a second)."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    return frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
 
 
 def tenant_of(rc: ServerRequestContext[Any, Any]) -> str:

@@ -17,14 +17,16 @@ from storage.postgres.database import (
     redact,
 )
 from storage.postgres.dialect import POSTGRES
+from storage.postgres.notices import Notices
 from storage.postgres.schema import MIGRATIONS
+from storage.postgres.writes import PgWrites
 from storage.queries import NEWEST_OF_CONVERSATION
 from storage.reads import StoreReader
 from storage.rows import newest_from_row
-from storage.writes import StoreTx
 
 __all__ = [
     "MIGRATIONS",
+    "Notices",
     "PgDatabase",
     "PgReader",
     "PgStore",
@@ -42,8 +44,9 @@ class PgReader(StoreReader):
     dialect = POSTGRES
 
 
-class PgTx(StoreTx):
-    """Reads and writes inside one READ COMMITTED transaction that locks what it finds."""
+class PgTx(PgWrites):
+    """Reads and writes inside one READ COMMITTED transaction that locks what it finds (those
+    on a recording's path in fewer statements: `storage.postgres.writes`)."""
 
     dialect = POSTGRES
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote
@@ -30,6 +30,7 @@ from frs.errors import (
     StoreReadOnly,
     StoreUnavailable,
 )
+from storage.postgres.indexer import SearchIndexer
 from storage.postgres.schema import current_version, migrate
 from storage.postgres.text import decode_text, encode_text
 
@@ -84,6 +85,9 @@ class PgDatabase:
     def __init__(self, dsn: str, pool: Any) -> None:
         self.path = dsn
         self.pool = pool
+        #: Told of every committed write, to index what it queued for search after it
+        #: (`open_postgres` runs it; None: nobody indexes here, and search scans the queue).
+        self.indexer: SearchIndexer | None = None
         self._write_lock = anyio.Lock()
         self._errors = _engine_errors()
         # Searches take at most a quarter of the pool, so however many run, the other reads
@@ -127,6 +131,8 @@ class PgDatabase:
         """BEGIN … COMMIT at READ COMMITTED, or ROLLBACK on any error or cancellation."""
         async with self._write_lock, self._connection("begin isolation level read committed") as c:
             yield c
+        if self.indexer is not None:
+            self.indexer.wrote()
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Any]:
@@ -210,13 +216,38 @@ def _import_asyncpg() -> Any:
 async def open_postgres(
     dsn: str, size: int | None = None, migrate_schema: bool = True
 ) -> AsyncIterator[PgDatabase]:
-    """Open a pool on the server `dsn` names and migrate its schema; close it on exit. With
-    `migrate_schema=False` (the read-only viewer) a schema that is not current is refused."""
+    """Open a pool on the server `dsn` names and migrate its schema, and index for search
+    after the writes (`storage.postgres.indexer`); close it on exit. With
+    `migrate_schema=False` (the read-only viewer) a schema that is not current is refused,
+    and nothing is indexed."""
     db = await connect_postgres(dsn, size, migrate_schema)
     try:
-        yield db
+        if not migrate_schema:
+            yield db
+            return
+        db.indexer = SearchIndexer(db)
+        async with beside(db.indexer.run):
+            yield db
     finally:
+        db.indexer = None
         await db.close()
+
+
+@asynccontextmanager
+async def beside(task: Callable[[], Coroutine[Any, Any, object]]) -> AsyncIterator[None]:
+    """Run `task` while inside, cancelled on exit. What the body raises comes out as it is (a
+    task group would wrap it in an ExceptionGroup, which the callers do not expect)."""
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(task)
+        try:
+            yield
+        except Exception as exc:
+            failure = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
 
 
 async def connect_postgres(

@@ -99,7 +99,9 @@ class FrsProcess:
 
 
 @contextmanager
-def frs_http(db: Path, *args: str, env: Mapping[str, str] | None = None) -> Iterator[FrsProcess]:
+def frs_http(
+    db: Path | str, *args: str, env: Mapping[str, str] | None = None
+) -> Iterator[FrsProcess]:
     """Run `frs-mcp --db DB --port 0 ARGS...` until the block ends (then SIGTERM)."""
     proc = subprocess.Popen(
         [FRS_MCP, "--db", str(db), "--port", "0", *args],

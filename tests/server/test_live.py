@@ -38,6 +38,7 @@ from server import Settings, build_server
 from server.mcp import events
 from server.mcp.deps import Deps, open_deps
 from server.mcp.events import TenantEvents
+from tests.pg import Cluster
 
 pytestmark = pytest.mark.anyio
 
@@ -419,6 +420,76 @@ class TestBursts:
         assert first == ResourceUpdated(uri=thread)
         assert rest == [ResourceUpdated(uri=thread)]
         assert sent == [thread, thread]  # two frames for eleven writes
+
+
+class TestAcrossInstances:
+    """Two instances on one PostgreSQL database, in one process (each its own `open_deps`: its
+    own pool, listeners and notices): a change made through B is told to A's listeners by the
+    same fan-out as A's own, merged as A's own are. Two real processes behind each other are
+    `test_live_instances.py`."""
+
+    async def test_a_burst_made_through_another_instance_merges_as_one_made_here(
+        self, pg_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(events, "PACE", 3600.0)
+        settings = Settings(database=pg_cluster.create_database(), log_level="WARNING")
+        async with (
+            open_deps(settings) as a,
+            open_deps(settings) as b,
+            Client(build_server(settings, shared=b)) as writer,
+            Client(build_server(settings, shared=a)) as listener,
+        ):
+            sid = await start(writer, "burst")
+            thread = uris(sid)["thread"]
+            async with listener.listen(resource_subscriptions=[thread]) as sub:
+                await say(writer, sid, "first")
+                with anyio.fail_after(WAIT):
+                    first = await anext(aiter(sub))
+                for n in range(10):
+                    await say(writer, sid, f"burst {n}")
+                await say(writer, sid, "last")
+                [outbox] = a.events.handler(LOCAL_TENANT)._streams
+                for _ in range(int(WAIT * 100)):  # B's notices reach A's fan-out
+                    if outbox:
+                        break
+                    await anyio.sleep(0.01)
+                a.events.close()  # ends the pause: what waits is sent, then the result
+                with anyio.fail_after(WAIT):
+                    rest = [event async for event in sub]
+        assert first == ResourceUpdated(uri=thread)
+        assert rest == [ResourceUpdated(uri=thread)]  # eleven writes, one frame
+
+    def test_a_notice_is_told_here_only_if_another_instance_sent_it(self) -> None:
+        here, there = TenantEvents(), TenantEvents()
+        told: list[tuple[str, list[ServerEvent]]] = []
+        here._changes = _Told(told)  # type: ignore[assignment]
+        here.handler("alice")  # alice listens here; bob does not
+        change: list[ServerEvent] = [ResourceUpdated(uri="frs://sessions/s1/thread")]
+        change.append(ResourcesListChanged())
+        mine, theirs = here._notice("alice", change), there._notice("alice", change)
+        assert mine is not None
+        assert theirs is not None
+        here.heard(mine)
+        here.heard(there._notice("bob", change) or "")
+        for junk in ("", "{}", "[1]", '{"origin": 1}', "not json"):
+            here.heard(junk)
+        assert told == []
+        here.heard(theirs)
+        assert told == [("alice", change)]
+
+    def test_a_change_too_long_for_a_notice_is_told_here_only(self) -> None:
+        uri = "frs://sessions/" + "x" * 8_000 + "/thread"
+        assert TenantEvents()._notice("alice", [ResourceUpdated(uri=uri)]) is None
+
+
+class _Told:
+    """Stands for the fan-out's queue: what is handed to it."""
+
+    def __init__(self, told: list[tuple[str, list[ServerEvent]]]) -> None:
+        self.told = told
+
+    def send_nowait(self, change: tuple[str, list[ServerEvent]]) -> None:
+        self.told.append(change)
 
 
 class TestLimits:

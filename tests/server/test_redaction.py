@@ -50,7 +50,7 @@ class TestEveryLineThatNamesTheDatabase:
         )
         assert_redacted(stdio.stderr, "ready (PostgreSQL schema version", "serving MCP over stdio")
 
-        with frs_http(url, "--transport", "streamable-http") as server:  # type: ignore[arg-type]
+        with frs_http(url, "--transport", "streamable-http") as server:
             pass
         assert_redacted(server.stderr, "ready (PostgreSQL", "stopped; database")
 

@@ -17,7 +17,7 @@ import server
 SERVER = Path(server.__file__).parent
 # The rooms, from the ground up: a room may import its own modules and those of lower floors.
 FLOORS = {"root": 0, "http": 1, "mcp": 2, "web": 3, "gateway": 3, "cli": 4, "entry": 5}
-ROOT_MODULES = {"settings", "locations", "origin", "internals"}
+ROOT_MODULES = {"settings", "locations", "origin", "internals", "stores"}
 ENTRY_MODULES = {"__init__", "__main__", "entry"}
 
 

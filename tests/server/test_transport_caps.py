@@ -17,7 +17,8 @@ import pytest
 
 from frs import NewMessage, ReasoningService
 from frs.model import LOCAL_TENANT, Limits
-from server.http.transports import HttpOptions, HttpTransport, build_app
+from server.http.options import HttpOptions, HttpTransport
+from server.http.transports import build_app
 from server.mcp.app import build_server
 from server.mcp.deps import open_deps
 from server.settings import Settings

@@ -20,7 +20,7 @@ from frs import ReasoningService
 from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
 from frs.model import NewMessage, Scope, SessionId, ToolCall
 from storage import SchemaTooNew
-from storage.postgres import MIGRATIONS, PgStore, open_postgres
+from storage.postgres import MIGRATIONS, PgStore, connect_postgres, open_postgres
 from tests.haproxy import find_haproxy
 from tests.pg import Cluster, PostgresMissing, bindir
 
@@ -34,7 +34,10 @@ async def instances(dsn: str, count: int) -> AsyncIterator[list[ReasoningService
         stores: list[PgStore] = []
 
         async def open_one() -> None:
-            db = await stack.enter_async_context(open_postgres(dsn, size=3))
+            # Each opened in a task of its own, closed by this one: a pool without the task
+            # that indexes for search (`open_postgres` runs it), searching all the same.
+            db = await connect_postgres(dsn, size=3)
+            stack.push_async_callback(db.close)
             stores.append(PgStore(db))
 
         async with anyio.create_task_group() as group:
@@ -228,12 +231,16 @@ class TestBackfill:
         made = [tuple(r) for r in await fetch(dsn, layout)]
         lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]
         # The database as version 1 left it: neither column, nor the index (nor 3's raw items,
-        # nor 4's gateway calls, nor 6's automatic squashes and 7's compactions).
+        # nor 4's gateway calls, nor 6's automatic squashes and 7's compactions, nor 8's
+        # search tables).
         pg_cluster.psql(
             "drop index squash_members_at; alter table squash_members drop column at;"
             " alter table squashes drop column chars; alter table messages drop column raw;"
             " drop table gateway_calls; alter table squashes drop column automatic;"
-            " drop table compactions;"
+            " drop table compactions; drop trigger messages_searched on messages;"
+            " drop trigger messages_unsearched on messages;"
+            " drop table search_texts; drop table search_pending;"
+            " drop function frs_search_pending(); drop function frs_search_forget();"
             " delete from schema_migrations where version >= 2",
             pg_cluster.name_of(dsn),
         )

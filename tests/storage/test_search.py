@@ -5,9 +5,12 @@ PostgreSQL: a corpus thread per transcript (tests/data/corpus), in two tenants, 
 of texts chosen to trip a search up (wildcards, quotes, U+0000, letters that fold outside
 ASCII); each query is answered by `search_sessions` (through the index where it applies) and
 by the scan's own statement (`SCAN`, LIKE over every message of the tenant), and the two must
-name the same sessions in the same order. The plan shows the index read; an old database
-(version 4) gets it built and searches the same; a role refused `CREATE EXTENSION` logs one
-line and keeps the scan, and the next start after the grant builds the index. Both engines:
+name the same sessions in the same order, whether the messages wait to be indexed, are half
+indexed or all. The index is kept off the write path: a write queues, the indexer empties the
+queue by itself, a deleted message leaves both. The plan shows the index read; a database of
+version 7 (the index on `messages`) moves to it and searches the same, one whose index is gone
+gets it back; a role refused `CREATE EXTENSION` logs one line and keeps the scan, and the next
+start after the grant builds the index. Both engines:
 only ASCII letters fold, LIKE's wildcards match themselves, a tenant finds only its own
 sessions. SQLite: a fresh database has no search index and no trigger on `messages`.
 """
@@ -22,14 +25,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import asyncpg
 import pytest
 
 from bench.corpus import load_corpus
+from bench.search import BACK_TO_7
 from frs import NewMessage, ReasoningService
 from frs.model import Scope
 from storage import SqliteStore, open_database
-from storage.postgres import PgStore, open_postgres
+from storage.postgres import PgStore, connect_postgres, open_postgres
+from storage.postgres import indexer as pg_indexer
 from storage.postgres import search as pg_search
 from storage.postgres.schema import MIGRATIONS
 from tests.pg import Cluster
@@ -188,22 +194,80 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
 LONG = "Traceback (most recent call last):"
 
 
+async def counts(dsn: str) -> tuple[int, int, int]:
+    """(messages, queued, indexed) of the database."""
+    return (
+        await psql_as(dsn, "select count(*) from messages"),
+        await psql_as(dsn, "select count(*) from search_pending"),
+        await psql_as(dsn, "select count(*) from search_texts"),
+    )
+
+
 class TestPostgresIndex:
-    async def test_the_index_answers_every_query_as_the_scan_does_on_the_corpus(
+    async def test_queued_half_and_wholly_indexed_answer_every_query_as_the_scan_does(
         self, pg_cluster: Cluster
     ) -> None:
-        async with open_postgres(pg_cluster.create_database(), size=4) as pg:
-            texts = await fill(ReasoningService(PgStore(pg)))
-            # The scan reads every text of the tenant per query: 20 cut queries, then CRAFTED.
-            found = await same_answers(PgEngine(pg), queries(texts, 20))
-        assert found > 20  # most queries are cut from the texts: they find their session
+        dsn = pg_cluster.create_database()
+        db = await connect_postgres(dsn, size=4)  # a pool nobody indexes for: done here
+        try:
+            texts = await fill(ReasoningService(PgStore(db)))
+            engine, asked = PgEngine(db), queries(texts, 10)
+            stored, queued, indexed = await counts(dsn)
+            assert (queued, indexed) == (stored, 0)
+            found = await same_answers(engine, asked)
+            await db.fetch(pg_indexer._MOVE, stored // 2)  # the oldest half
+            assert await counts(dsn) == (stored, stored - stored // 2, stored // 2)
+            found += await same_answers(engine, asked)
+            assert await pg_indexer.SearchIndexer(db).index_queued() == stored - stored // 2
+            assert await counts(dsn) == (stored, 0, stored)
+            found += await same_answers(engine, asked)
+        finally:
+            await db.close()
+        assert found > 3 * 10  # most queries are cut from the texts: they find their session
+
+    async def test_what_a_write_queues_is_indexed_after_it_by_itself_and_leaves_when_deleted(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with open_postgres(dsn, size=4) as db:
+            service = ReasoningService(PgStore(db))
+            await service.start_session("indexed by itself")
+            await service.record([NewMessage("user", f"message number {n}") for n in range(30)])
+            with anyio.fail_after(30):  # the indexer runs once the writes pause
+                while (await counts(dsn))[1]:  # noqa: ASYNC110 - another task's work
+                    await anyio.sleep(0.05)
+            assert await counts(dsn) == (30, 0, 30)
+            await service.remove_newest()
+            assert await counts(dsn) == (29, 0, 29)
+            async with PgStore(db).searching(60) as reader:
+                assert await reader.search_sessions(LOCAL, "message number 29", 9) == []
+                assert len(await reader.search_sessions(LOCAL, "message number 28", 9)) == 1
+
+    async def test_a_message_deleted_while_queued_leaves_the_queue(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        db = await connect_postgres(dsn, size=4)
+        try:
+            service = ReasoningService(PgStore(db))
+            await service.start_session("deleted while queued")
+            await service.record([NewMessage("user", f"note {n}") for n in range(3)])
+            await service.remove_newest()
+            assert await counts(dsn) == (2, 2, 0)
+            assert await pg_indexer.SearchIndexer(db).index_queued() == 2
+            assert await counts(dsn) == (2, 0, 2)
+        finally:
+            await db.close()
 
     async def test_the_plan_reads_the_trigram_index(self, pg_cluster: Cluster) -> None:
         async with open_postgres(pg_cluster.create_database(), size=4) as pg:
             await fill(ReasoningService(PgStore(pg)))
+            assert pg.indexer is not None
+            await pg.indexer.index_queued()
             plan = await PgEngine(pg).plan(LONG)
-        assert "Bitmap Index Scan on messages_search" in plan, plan
+        assert f"Bitmap Index Scan on {pg_search.SEARCH_INDEX}" in plan, plan
         assert "Seq Scan on messages" not in plan, plan
+        assert "Seq Scan on search_texts" not in plan, plan
 
     def test_queries_pg_trgm_cannot_narrow_take_the_scan(self) -> None:
         assert not pg_search.uses_index("ab")
@@ -295,17 +359,36 @@ async def psql_as(dsn: str, sql: str) -> Any:
 
 
 class TestPostgresMigration:
-    async def test_a_version_4_database_is_indexed_and_searches_the_same(
+    async def test_a_version_7_database_moves_its_index_off_the_write_path_and_searches_the_same(
         self, pg_cluster: Cluster
     ) -> None:
         dsn = pg_cluster.create_database()
         async with open_postgres(dsn, size=4) as db:
             texts = await fill(ReasoningService(PgStore(db)), SMALL)
-        await psql_as(dsn, "drop index messages_search")
-        await psql_as(dsn, "delete from schema_migrations where version = 5")
+        pg_cluster.psql(BACK_TO_7, Cluster.name_of(dsn))
+        db = await connect_postgres(dsn, size=4)  # migrates; indexing is done here
+        try:
+            assert await psql_as(dsn, "select max(version) from schema_migrations") == LATEST
+            assert not await psql_as(dsn, "select to_regclass('messages_search') is not null")
+            stored, queued, indexed = await counts(dsn)
+            assert (queued, indexed) == (stored, 0)  # every message queued, searchable
+            assert await same_answers(PgEngine(db), queries(texts, 8, FEW)) > 8
+            await pg_indexer.SearchIndexer(db).index_queued()
+            assert await counts(dsn) == (stored, 0, stored)
+            assert await same_answers(PgEngine(db), queries(texts, 8, FEW)) > 8
+        finally:
+            await db.close()
+
+    async def test_a_database_whose_index_is_gone_gets_it_back_and_searches_the_same(
+        self, pg_cluster: Cluster
+    ) -> None:
+        dsn = pg_cluster.create_database()
+        async with open_postgres(dsn, size=4) as db:
+            texts = await fill(ReasoningService(PgStore(db)), SMALL)
+        await psql_as(dsn, f"drop index {pg_search.SEARCH_INDEX}")
         async with open_postgres(dsn, size=4) as db:
             assert await psql_as(dsn, "select max(version) from schema_migrations") == LATEST
-            assert await psql_as(dsn, "select to_regclass('messages_search') is not null")
+            assert await psql_as(dsn, f"select to_regclass('{pg_search.SEARCH_INDEX}') is not null")
             assert await same_answers(PgEngine(db), queries(texts, 8, FEW)) > 8
 
     async def test_a_refused_extension_logs_one_line_and_keeps_the_scan_until_granted(
@@ -326,12 +409,14 @@ class TestPostgresMigration:
         assert len(refusals) == 1, refusals
         assert refusals[0].startswith("search scans every message (no trigram index)")
         assert "permission denied to create extension" in refusals[0]
+        assert not await psql_as(dsn, f"select to_regclass('{pg_search.SEARCH_INDEX}') is not null")
         assert not await psql_as(dsn, "select to_regclass('messages_search') is not null")
+        assert await counts(dsn) == (await psql_as(dsn, "select count(*) from messages"), 0, 0)
         assert await psql_as(dsn, "select max(version) from schema_migrations") == LATEST
         caplog.clear()
         pg_cluster.psql(f"grant create on database {name} to {role}")
         with caplog.at_level(logging.INFO, logger="storage.postgres"):
             async with open_postgres(plain, size=4) as db:
                 assert await same_answers(PgEngine(db), queries(texts, 8, FEW)) > 8
-        assert await psql_as(dsn, "select to_regclass('messages_search') is not null")
-        assert "built the trigram index for search (messages_search)" in caplog.messages
+        assert await psql_as(dsn, f"select to_regclass('{pg_search.SEARCH_INDEX}') is not null")
+        assert "built the trigram index for search (search_texts_trigrams)" in caplog.messages

@@ -13,6 +13,7 @@ from frs.escaping import escape
 from frs.model import Checkpoint, Message, PlanStep, ToolCall
 from frs.originals import render_original, render_originals
 from frs.text import estimate_tokens
+from frs.views import render
 from frs.views.render import (
     Entry,
     card,
@@ -550,3 +551,33 @@ class TestOriginals:
             "    \\(a) done",
             "    b",
         ]
+
+
+class TestRenderedParts:
+    """A message's own lines are kept between views (`render._PARTS`): what is shown is always
+    what a fresh rendering shows."""
+
+    def test_a_message_shown_again_has_the_same_lines_and_another_text_its_own(self) -> None:
+        first = lines_of(msg(7, "one\ntwo"), "7")
+        assert lines_of(msg(7, "one\ntwo"), "7") == first
+        # Same number, same hash (as a test may give), other text: its own lines.
+        assert lines_of(msg(7, "three\nfour"), "7") == ["[7] User: three", "    four"]
+        assert lines_of(msg(7, "one\ntwo"), "8") == [
+            "[8] " + first[0].removeprefix("[7] "),
+            *first[1:],
+        ]
+
+    def test_a_smaller_preview_cap_gets_its_own_card(self) -> None:
+        long = "\n".join(f"line {n} " + "x" * 50 for n in range(100))
+        whole, carded = lines_of(msg(3, long), "3", 100_000), lines_of(msg(3, long), "3", 300)
+        assert len(whole) == 100
+        assert len(carded) < 20
+        assert lines_of(msg(3, long), "3", 100_000) == whole
+
+    def test_it_keeps_at_most_its_bound_and_long_texts_not_at_all(self) -> None:
+        for n in range(render.PARTS_KEPT + 10):
+            lines_of(msg(n + 1, f"note {n}"), str(n + 1))
+        assert len(render._PARTS) == render.PARTS_KEPT
+        long = "y" * (render.PARTS_CHARS + 1)
+        lines_of(msg(1, long), "1")
+        assert all(key[0] != long for key in render._PARTS)
