@@ -178,7 +178,8 @@ def _file_size(path: Path) -> int:
 
 #: A database of version 7 back from 8: the trigram index on `messages`, no search tables.
 BACK_TO_7 = (
-    "drop trigger messages_searched on messages; drop trigger messages_unsearched on messages;"
+    "drop table gateway_turns; delete from schema_migrations where version = 9;"
+    " drop trigger messages_searched on messages; drop trigger messages_unsearched on messages;"
     " drop table search_texts; drop table search_pending; drop function frs_search_pending();"
     " drop function frs_search_forget();"
     f" create index messages_search on messages using gin ({pg_search.FOLDED_CONTENT}"

@@ -155,11 +155,19 @@ async def ensure_session(env: Env, interface: str, conversation: str, title: str
     return started.session
 
 
-async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> Recorded | None:
+async def record_new(
+    env: Env,
+    session_id: SessionId,
+    units: Sequence[Unit],
+    expected_revision: int | None = None,
+) -> Recorded | None:
     """Record these units (already known to be new), in one transaction when they fit one
     batch (`Limits.max_batch` messages, thinking included), else in as many batches as they
     need, in order (a conversation a host resumes through the gateway may bring thousands):
-    what the last one recorded, with the numbers and positions of all; None for none."""
+    what the last one recorded, with the numbers and positions of all; None for none.
+    With `expected_revision`, each batch is written only at the revision the one before it
+    left (the first at that one), else StaleRevision: another instance recorded meanwhile,
+    and the caller reads the thread again for what is still new."""
     if not units:
         return None
     chunks: list[list[Unit]] = [[]]
@@ -173,8 +181,10 @@ async def record_new(env: Env, session_id: SessionId, units: Sequence[Unit]) -> 
         size += need
     numbers: list[int] = []
     positions: list[int] = []
+    revision = expected_revision
     for chunk in chunks:
-        done = await recording.record(env, messages_of(chunk), session_id)
+        done = await recording.record(env, messages_of(chunk), session_id, revision)
+        revision = None if revision is None else done.revision
         numbers.extend(done.numbers)
         positions.extend(done.positions)
     return replace(done, numbers=tuple(numbers), positions=tuple(positions))
@@ -188,6 +198,7 @@ async def record_compaction(
     first_key: str | None,
     new: Sequence[Unit],
     stored_calls: frozenset[str] = frozenset(),
+    expected_revision: int | None = None,
 ) -> Recorded:
     """Record a host's compaction in one transaction: the results of calls already stored
     that come with it first (the round the host kept, whose results it had not sent yet), then
@@ -202,7 +213,9 @@ async def record_compaction(
         lead += 1
     batch = messages_of([*rest[:lead], entry, *rest[lead:]])
     compacting = Compacting(tuple(kept), first_key, len(messages_of(rest[:lead])))
-    return await recording.record(env, batch, session_id, compacting=compacting)
+    return await recording.record(
+        env, batch, session_id, expected_revision=expected_revision, compacting=compacting
+    )
 
 
 async def restored_numbers(env: Env, session_id: SessionId) -> frozenset[int]:

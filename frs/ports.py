@@ -217,6 +217,11 @@ class ThreadReader(Protocol):
         """Every compaction of the host's history recorded in the session, by number."""
         ...
 
+    async def gateway_turn(self, session_id: SessionId) -> tuple[str, str] | None:
+        """Who holds the session's gateway turn and until when (`frs.turns`): (holder,
+        until), or None when no call holds it (an expired turn is returned as it is)."""
+        ...
+
 
 class ThreadTx(ThreadReader, Protocol):
     async def create_session(self, session: Session) -> None:
@@ -300,6 +305,18 @@ class ThreadTx(ThreadReader, Protocol):
 
     async def add_compaction(self, session_id: SessionId, compaction: Compaction) -> None:
         """Store a compaction whose entry (`compaction.number`) this transaction recorded."""
+        ...
+
+    async def take_gateway_turn(
+        self, session_id: SessionId, holder: str, now: str, until: str
+    ) -> bool:
+        """Give the session's gateway turn to `holder` until `until`, when nobody holds it,
+        its holder's ran out before `now`, or `holder` has it already; whether it has it now.
+        The session row and its revision stay as they are."""
+        ...
+
+    async def end_gateway_turn(self, session_id: SessionId, holder: str) -> None:
+        """Free the session's gateway turn if `holder` holds it (another's is left alone)."""
         ...
 
 

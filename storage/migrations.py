@@ -306,6 +306,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " created_at text not null,"
         " primary key (session_id, number)) without rowid",
     ),
+    (  # 12: which gateway call of a conversation is settling (its answer ended; its recording,
+        # its row and the autopilot's batch are being written), whichever instance serves it:
+        # the conversation's next request waits for it, and only its holder plans a batch
+        # (`frs.turns`). `until` lets a turn whose instance died run out.
+        "create table gateway_turns ("
+        " session_id text primary key references sessions (id) on delete cascade,"
+        " holder text not null,"
+        " until text not null) without rowid",
+    ),
 )
 
 

@@ -227,6 +227,12 @@ class StoreReader(EntryReads):
         )
         return [compaction_from_row(row) for row in rows]
 
+    async def gateway_turn(self, session_id: SessionId) -> tuple[str, str] | None:
+        row = await self._one(
+            "select holder, until from gateway_turns where session_id = $1", session_id
+        )
+        return None if row is None else (str(row[0]), str(row[1]))
+
     async def change_log(self, session_id: SessionId, limit: int) -> list[Change]:
         rows = await self._all(
             f"select {CHANGE_COLUMNS} from changes where session_id = $1"

@@ -222,6 +222,29 @@ class StoreTx(StoreReader):
             *compaction_to_row(compaction),
         )
 
+    async def take_gateway_turn(
+        self, session_id: SessionId, holder: str, now: str, until: str
+    ) -> bool:
+        # One statement: of two instances asking at once, the second's update finds the
+        # first's turn current and changes nothing.
+        await self._run(
+            "insert into gateway_turns (session_id, holder, until) values ($1, $2, $3)"
+            " on conflict (session_id) do update set holder = excluded.holder,"
+            " until = excluded.until"
+            " where gateway_turns.until < $4 or gateway_turns.holder = excluded.holder",
+            session_id,
+            holder,
+            until,
+            now,
+        )
+        row = await self._one("select holder from gateway_turns where session_id = $1", session_id)
+        return row is not None and row[0] == holder
+
+    async def end_gateway_turn(self, session_id: SessionId, holder: str) -> None:
+        await self._run(
+            "delete from gateway_turns where session_id = $1 and holder = $2", session_id, holder
+        )
+
     async def add_source(self, session_id: SessionId, source: Source) -> None:
         await self._run(
             insert_sql("sources", f"session_id, {SOURCE_COLUMNS}"),

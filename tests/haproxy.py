@@ -19,8 +19,16 @@ import anyio
 INSTALL = "sudo apt-get install -y haproxy (Debian/Ubuntu)"
 
 
-def config(port: int, backends: Sequence[int]) -> str:
-    """The haproxy.cfg of the README's "Several instances" section, on these ports."""
+def config(port: int, backends: Sequence[int], health: str | None = "/health") -> str:
+    """The haproxy.cfg of the README's "Several instances" section, on these ports.
+    `health`: the path its check asks for. None: the check asks only that the port takes
+    connections (the gateway forwards every path to its upstream, so it has none of its
+    own), and each answer names the instance that served it (`X-Served-By: frsN`)."""
+    check = (
+        f"    option httpchk GET {health}\n"
+        if health
+        else "    http-response set-header X-Served-By %[srv_name]\n"
+    )
     servers = "\n".join(
         f"    server frs{i} 127.0.0.1:{p} check inter 500ms fall 2 rise 1"
         for i, p in enumerate(backends, start=1)
@@ -43,8 +51,7 @@ frontend mcp
 
 backend frs
     balance roundrobin
-    option httpchk GET /health
-{servers}
+{check}{servers}
 """
 
 
@@ -67,12 +74,14 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def haproxy(backends: Sequence[int], folder: Path, port: int) -> AsyncIterator[int]:
+async def haproxy(
+    backends: Sequence[int], folder: Path, port: int, health: str | None = "/health"
+) -> AsyncIterator[int]:
     """Run haproxy on `port` in front of `backends` (each started with
     `--allowed-host 127.0.0.1:PORT`: the Host header haproxy passes on); yields the port."""
     binary = find_haproxy()
     cfg = folder / "haproxy.cfg"
-    cfg.write_text(config(port, backends), encoding="utf-8")
+    cfg.write_text(config(port, backends, health), encoding="utf-8")
     check = await anyio.run_process([binary, "-c", "-f", str(cfg)], check=False)
     assert check.returncode == 0, check.stderr.decode(errors="replace")
     log = (folder / "haproxy.err").open("ab")

@@ -21,14 +21,14 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
 import httpx2
 from starlette.types import Message, Receive, Scope, Send
 
-from frs.model import LOCAL_TENANT
+from frs.model import LOCAL_TENANT, GatewayCall, SessionId
 from frs.owners import Caller
 from server.gateway.callers import caller_of
 from server.gateway.recorder import Prepared, Recorder
@@ -210,6 +210,7 @@ class Gateway:
         # is recorded after the answer, off its path.
         early = prepared.fresh <= EARLY_UNITS
         tee = Tee() if route.wire is not None and prepared.belongs else None
+        turn = Turn(recorder, prepared)
         try:
             async with anyio.create_task_group() as tg:
                 recorded = anyio.Event()
@@ -218,16 +219,28 @@ class Gateway:
                 else:
                     recorded.set()
                 await self._relay(
-                    scope["method"], url, forwarded, prepared.body, receive, send, tee, recorded
+                    scope["method"],
+                    url,
+                    forwarded,
+                    prepared.body,
+                    receive,
+                    send,
+                    tee,
+                    recorded,
+                    turn.take if prepared.belongs else None,
                 )
         finally:
             with anyio.CancelScope(shield=True):
                 if not early:
                     await self._record(recorder, prepared)
+                    if prepared.belongs and turn.session_id is None:
+                        await turn.take()  # a first call's session exists only now
                 if tee is not None and route.wire is not None:
                     await self._record_answer(recorder, route.wire, prepared, tee)
-                await self._add_call(recorder, prepared, body)
-                await self._squash_on_its_own(recorder, prepared)
+                call = await self._add_call(recorder, prepared, body)
+                if turn.session_id is not None and call is not None:
+                    await self._squash_on_its_own(recorder, prepared, call)
+                await turn.end()
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
@@ -246,21 +259,26 @@ class Gateway:
         except Exception as exc:  # the next request brings the answer in any case
             _log_failure("recording the answer", exc)
 
-    async def _add_call(self, recorder: Recorder, prepared: Prepared, sent: bytes) -> None:
+    async def _add_call(
+        self, recorder: Recorder, prepared: Prepared, sent: bytes
+    ) -> GatewayCall | None:
         """The request's row of `gateway_calls`, once its answer has gone to the host."""
         try:
             call = await recorder.add_call(prepared, sent)
         except Exception as exc:  # the row is a record; the answer went in any case
             _log_failure("storing the call", exc)
-            return
+            return None
         if call is not None:
             self.traffic.saved_tokens += call.sent_tokens - call.forwarded_tokens
+        return call
 
-    async def _squash_on_its_own(self, recorder: Recorder, prepared: Prepared) -> None:
+    async def _squash_on_its_own(
+        self, recorder: Recorder, prepared: Prepared, call: GatewayCall
+    ) -> None:
         """The autopilot's turn, once the call is recorded: its batch reaches the model from
         the conversation's next call."""
         try:
-            await recorder.squash_on_its_own(prepared)
+            await recorder.squash_on_its_own(prepared, call)
         except Exception as exc:  # a batch not made is a saving missed, never an error
             _log_failure("the autopilot", exc, "no batch this time")
 
@@ -302,6 +320,7 @@ class Gateway:
         send: Send,
         tee: Tee | None = None,
         recorded: anyio.Event | None = None,
+        ending: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Forward the request and stream its answer back. A host that hangs up stops it at
         once: the upstream request is cancelled and its connection closed (httpcore closes a
@@ -320,7 +339,9 @@ class Gateway:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch, tg.cancel_scope)
-            await self._exchange(method, url, headers, body, send, tee, recorded, answered)
+            await self._exchange(
+                method, url, headers, body, send, tee, Held(recorded, ending), answered
+            )
             tg.cancel_scope.cancel()
 
     async def _exchange(
@@ -331,7 +352,7 @@ class Gateway:
         body: bytes,
         send: Send,
         tee: Tee | None,
-        recorded: anyio.Event | None,
+        held: Held,
         answered: anyio.Event,
     ) -> None:
         request = httpx2.Request(method, url, headers=headers, content=body)
@@ -360,7 +381,6 @@ class Gateway:
             )
             if tee is not None:
                 tee.start(response.status_code, response.headers)
-            held = Held(recorded)
             try:
                 async for chunk in response.aiter_raw():
                     if tee is not None:
@@ -378,7 +398,7 @@ class Gateway:
                     where,
                     type(exc).__name__,
                 )
-                rest = await held.rest()
+                rest = await held.rest(whole=False)
                 if rest:
                     await send({"type": "http.response.body", "body": rest, "more_body": True})
                 return
@@ -429,15 +449,45 @@ def with_beta(headers: list[tuple[str, str]], beta: str) -> list[tuple[str, str]
     return out if found else [*out, ("anthropic-beta", beta)]
 
 
+class Turn:
+    """The conversation's turn for one call (`frs.turns`): taken as its answer ends, freed
+    once what the call leaves behind is written. Taking or freeing it never fails a call: a
+    store that cannot say leaves the call without it (no batch this time)."""
+
+    def __init__(self, recorder: Recorder, prepared: Prepared) -> None:
+        self.recorder = recorder
+        self.prepared = prepared
+        self.session_id: SessionId | None = None
+
+    async def take(self) -> None:
+        try:
+            self.session_id = await self.recorder.take_turn(self.prepared)
+        except Exception as exc:
+            _log_failure("taking the conversation's turn", exc)
+
+    async def end(self) -> None:
+        if self.session_id is None:
+            return
+        try:
+            await self.recorder.end_turn(self.prepared, self.session_id)
+        except Exception as exc:  # it runs out on its own (`frs.turns.TURN_SECONDS`)
+            _log_failure("freeing the conversation's turn", exc)
+
+
 class Held:
-    """What of an answer waits for its request's new messages to be stored.
+    """What of an answer waits for its request's new messages to be stored, and its end for
+    the conversation's turn (`frs.turns`).
 
     A host may act on an answer before its stream ends (Claude Code runs a tool as soon as
     its block stops), and the frs tools it then calls must find the thread up to that answer.
     The answer still streams at once: while the recording runs (a few milliseconds; the model
     takes longer to answer), only what would let the host act is kept back, from the first
     block's, item's or message's end on, and the last few bytes of what came (the end of a JSON
-    answer, or a stop cut between two chunks). Once the recording is done nothing is held."""
+    answer, or a stop cut between two chunks). Once the recording is done only the answer's
+    own end waits (`FINAL`, the last event of a stream, or the tail of a JSON answer): the
+    host sends the conversation's next request once it has it, and by then the call holds
+    the conversation's turn, so that request waits, on whichever gateway, until what this
+    call leaves behind is written."""
 
     #: Where a host may act: Anthropic's stops, a finished Responses item, a Chat Completions
     #: chunk that ends a choice (a null finish_reason does not match).
@@ -447,35 +497,51 @@ class Held:
         b"response.output_item.done",
         b'"finish_reason":"',
     )
-    TAIL = max(map(len, MARKS)) - 1
+    #: The end of a stream: Anthropic's last event, the Responses API's, Chat Completions'.
+    FINAL = (b"message_stop", b"response.completed", b"data: [DONE]")
+    TAIL = max(map(len, MARKS + FINAL)) - 1
 
-    def __init__(self, recorded: anyio.Event | None) -> None:
+    def __init__(
+        self,
+        recorded: anyio.Event | None,
+        ending: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.recorded = recorded
+        self.ending = ending
         self.kept = b""
-        self.stopped = False  # a `message_stop` came: everything after waits too
+        self.stopped = False  # a mark came while recording: what follows waits for it
+        self.ended = False  # the answer's end came: what follows waits for the turn
 
     def let_through(self, chunk: bytes) -> bytes:
         """The bytes that may go to the host now."""
-        if self.recorded is None or self.recorded.is_set():
-            out, self.kept = self.kept + chunk, b""
-            return out
-        if self.stopped:
-            self.kept += chunk
-            return b""
+        if self.recorded is None and self.ending is None:
+            return chunk
         pending = self.kept + chunk
-        found = [at for at in map(pending.find, self.MARKS) if at >= 0]
+        recording = self.recorded is not None and not self.recorded.is_set()
+        if self.ended or (recording and self.stopped):
+            self.kept = pending
+            return b""
+        if not recording and self.ending is None:
+            self.kept = b""
+            return pending
+        marks = self.MARKS + self.FINAL if recording else self.FINAL
+        found = [at for at in map(pending.find, marks) if at >= 0]
         if found:
             self.stopped = True
+            self.ended = not recording  # from here on only the end is left
             cut = pending.rfind(b"\n", 0, min(found)) + 1  # from the start of its line
         else:
             cut = max(len(pending) - self.TAIL, 0)
         out, self.kept = pending[:cut], pending[cut:]
         return out
 
-    async def rest(self) -> bytes:
-        """What was held, once the recording is done."""
+    async def rest(self, whole: bool = True) -> bytes:
+        """What was held, once the recording is done and, for a `whole` answer, the turn is
+        taken (an answer cut short ends no call: the host will ask again)."""
         if self.recorded is not None:
             await self.recorded.wait()
+        if whole and self.ending is not None:
+            await self.ending()
         out, self.kept = self.kept, b""
         return out
 

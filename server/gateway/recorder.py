@@ -14,6 +14,8 @@ restarted gateway sends the same bytes as before and the prompt cache does not b
 from __future__ import annotations
 
 import logging
+import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +46,7 @@ from frs.recording import Recorded
 from frs.rewriting import mark_of, pinned_messages, plan_rewrite
 from frs.squashes import compress_ranges
 from frs.text import estimate_tokens
+from frs.turns import TURN_SECONDS, end_turn, take_turn, turn_held
 from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
 from server.gateway.callers import system_of
 from server.gateway.wires import WireFormat, refusal_of
@@ -52,8 +55,23 @@ log = logging.getLogger("frs-mcp.gateway")
 
 _KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
 _PARSED = 32  # conversations whose last request body stays in memory, to read the next faster
-#: Tokens a conversation's requests grow by between two plans of the autopilot.
+#: The autopilot plans when a conversation's request crosses a multiple of this many tokens
+#: (as the gateway estimates a body, `GatewayCall.sent_tokens`) from its previous request's,
+#: in either direction (a host's compaction shrinks it): reading a long thread and writing
+#: its facts after every call would take the loop's time from other conversations. Counted
+#: from the stored calls, so every instance of the gateway decides alike.
 PLAN_STEP = 1_000
+#: Attempts to record what is new when another instance records into the same thread at
+#: once (each reads the thread again and records what is still missing).
+RECORD_ATTEMPTS = 5
+
+
+class RecordingRaced(RuntimeError):
+    def __init__(self, attempts: int) -> None:
+        super().__init__(
+            f"the thread changed under each of {attempts} attempts to record a request: "
+            "the next request records what is still missing"
+        )
 
 
 @dataclass(slots=True)
@@ -63,17 +81,15 @@ class _Conversation:
     sent: dict[int, str] = field(default_factory=dict)  # squash n -> its mark
     nudges: list[Nudge] = field(default_factory=list)  # made once, sent in every request
     nudged: int = 0  # the threshold level the last reminder answered
-    loaded: bool = False  # what the newest stored call had sent was read back
+    #: The newest stored call this gateway read or wrote: a newer one was written by
+    #: another instance, and what it had sent is taken over (`_take_newest`).
+    newest: GatewayCall | None = None
     #: The last rewrite that passed the checks, read: the next, which repeats most of it
     #: (frozen bytes), is checked from where it differs on (`server.gateway.wires`).
     checked: tuple[str, Parsed] | None = None  # (wire name, the rewrite)
     #: The conversation has asked the API to drop stale thinking, and asks on every later
     #: request that carries thinking (`frs.rewriting`).
     bound: bool = False
-    #: What the host sent when the autopilot last planned: it plans again only once that much
-    #: more has come (reading a long thread and writing its facts after every call would
-    #: take the loop's time from other conversations).
-    planned: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +123,11 @@ class Prepared:
     #: When the request came: its row's time, before any squash made after it
     #: (`frs.host_threads.squash_calls`).
     received: str = ""
+    #: The conversation's previous call's size (`GatewayCall.sent_tokens`), None for its
+    #: first: the autopilot plans when this call's crosses a `PLAN_STEP` from it.
+    previous_tokens: int | None = None
+    #: Who this call is when it holds the conversation's turn (`frs.turns`).
+    holder: str = ""
 
 
 class Recorder:
@@ -127,6 +148,9 @@ class Recorder:
         self.bodies = bodies
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
+        # Turns are held per call; the prefix tells this gateway's calls from another's.
+        self._me = secrets.token_hex(6)
+        self._calls = 0
 
     def _conversation(self, key: tuple[str, str]) -> _Conversation:
         found = self._conversations.get(key)
@@ -176,11 +200,12 @@ class Recorder:
                 caller = replace(caller, system=system_of(text, request))
             title = title_of(units) if units and request.has_tools else None  # it would record
             key = await thread_key(self.env, caller, key, key == named, title)
+        await self._wait_turn(key)
         conversation = self._conversation(key)
         async with conversation.lock:
             thread = await self._thread(key, conversation)
-            if not conversation.loaded:
-                await _load_sent(self.env, thread, conversation)
+            newest = await self._take_newest(thread, conversation)
+            self._calls += 1
             belongs = _belongs(request, units, thread, key)
             compaction = _compaction_of(request, units, thread) if belongs else None
             if slot is not None and belongs:  # a side call's body would be no help next time
@@ -205,6 +230,8 @@ class Recorder:
                 compaction=compaction,
                 pinned=_pinned_keys(request, units),
                 received=received,
+                previous_tokens=newest.sent_tokens if newest is not None else None,
+                holder=f"{self._me}-{self._calls}",
             )
             if not (belongs and thread and rewrite):
                 return base
@@ -249,46 +276,65 @@ class Recorder:
             )
 
     async def record(self, prepared: Prepared) -> int:
-        """Record what the request added to its conversation; the number of units recorded."""
+        """Record what the request added to its conversation; the number of units recorded.
+        Another instance may record the same request's units at once (a host that retried
+        elsewhere): each writes at the revision it read, and the one that finds it stale
+        reads the thread again and records only what is still missing."""
         if prepared.key is None or not prepared.belongs or not prepared.units:
             return 0
-        conversation = self._conversation(prepared.key)
+        key = prepared.key
+        conversation = self._conversation(key)
         async with conversation.lock:
-            thread = await self._thread(prepared.key, conversation)
-            known = thread.keys if thread else frozenset()
-            new = new_units(prepared.units, known)
-            summary = prepared.compaction
-            if summary is not None and summary.key in known:
-                summary = None  # recorded meanwhile, by a request before this one
-            if not new and summary is None:
-                return 0
-            if thread is None:
-                interface, name = prepared.key
-                session = await ensure_session(self.env, interface, name, title_of(prepared.units))
-                session_id: SessionId = session.id
-            else:
-                session_id = thread.session.id
-            if summary is not None:
-                # The host compacted: its summary is the thread's newest entry, and what
-                # follows it is recorded after it (the turns it kept are stored already).
-                numbers = thread.numbers if thread is not None else {}
-                kept = [numbers[u.key] for u in prepared.units if u.key in numbers]
-                stored = [u for u in prepared.units if u.key in known]
-                calls = frozenset(c.id for u in stored for c in u.new.tool_calls)
-                fitted = fit(summary, self.env.limits)
-                first = prepared.units[0].key
-                await record_compaction(self.env, session_id, fitted, kept, first, new, calls)
-                conversation.thread = None  # read again: its compactions changed
-                log.info("the host compacted its history; recording goes on after its summary")
-                return 1 + len([u for u in new if u.key != summary.key])
-            done = await record_new(self.env, session_id, new)
-            conversation.thread = _grown(thread, new, done)
-            return len(new)
+            for _ in range(RECORD_ATTEMPTS):
+                try:
+                    done = await self._record_once(prepared, key, conversation)
+                except StaleRevision:
+                    done = None
+                if done is not None:
+                    return done
+                conversation.thread = None
+        raise RecordingRaced(RECORD_ATTEMPTS)
 
-    async def squash_on_its_own(self, prepared: Prepared) -> Batch | None:
-        """After a model call: the autopilot's batch, written when it pays back (see
-        `frs.autopilot`), at the revision it was planned on so a squash the model made
-        meanwhile wins; None when it made none."""
+    async def _record_once(
+        self, prepared: Prepared, key: tuple[str, str], conversation: _Conversation
+    ) -> int | None:
+        """One attempt of `record`; None: the thread must be read again first."""
+        thread = await self._thread(key, conversation)
+        known = thread.keys if thread else frozenset()
+        new = new_units(prepared.units, known)
+        summary = prepared.compaction
+        if summary is not None and summary.key in known:
+            summary = None  # recorded meanwhile, by a request before this one
+        if not new and summary is None:
+            return 0
+        if thread is None:
+            await ensure_session(self.env, *key, title_of(prepared.units))
+            return None  # read as any thread: another instance may have recorded into it
+        revision = thread.session.revision
+        if summary is not None:
+            # The host compacted: its summary is the thread's newest entry, and what
+            # follows it is recorded after it (the turns it kept are stored already).
+            numbers = thread.numbers
+            kept = [numbers[u.key] for u in prepared.units if u.key in numbers]
+            stored = [u for u in prepared.units if u.key in known]
+            calls = frozenset(c.id for u in stored for c in u.new.tool_calls)
+            fitted = fit(summary, self.env.limits)
+            first = prepared.units[0].key
+            await record_compaction(
+                self.env, thread.session.id, fitted, kept, first, new, calls, revision
+            )
+            conversation.thread = None  # read again: its compactions changed
+            log.info("the host compacted its history; recording goes on after its summary")
+            return 1 + len([u for u in new if u.key != summary.key])
+        done = await record_new(self.env, thread.session.id, new, revision)
+        conversation.thread = _grown(thread, new, done)
+        return len(new)
+
+    async def squash_on_its_own(self, prepared: Prepared, call: GatewayCall) -> Batch | None:
+        """After a model call (`call`, its stored row), by the holder of the conversation's
+        turn: the autopilot's batch, written when it pays back (see `frs.autopilot`), at the
+        revision it was planned on so a squash the model made meanwhile wins; None when it
+        made none."""
         settings = self.autopilot
         if settings is None or prepared.key is None or not prepared.belongs:
             return None
@@ -297,12 +343,10 @@ class Recorder:
         sent_tokens = sum(unit.tokens for unit in prepared.units)
         if sent_tokens < settings.after:
             return None
-        conversation = self._conversation(prepared.key)
-        # A request smaller than the last one planned on follows a compaction of the host's:
-        # the counting starts again from it.
-        if conversation.planned <= sent_tokens < conversation.planned + PLAN_STEP:
+        previous = prepared.previous_tokens
+        if previous is not None and previous // PLAN_STEP == call.sent_tokens // PLAN_STEP:
             return None
-        conversation.planned = sent_tokens
+        conversation = self._conversation(prepared.key)
         async with conversation.lock:
             thread = await self._thread(prepared.key, conversation)
             if thread is None:
@@ -375,7 +419,10 @@ class Recorder:
             nudges=prepared.nudges,
             bound=prepared.bound,
         )
-        return call if await add_call(self.env, *prepared.key, call) else None
+        if not await add_call(self.env, *prepared.key, call):
+            return None
+        self._conversation(prepared.key).newest = call
+        return call
 
     async def record_answer(self, prepared: Prepared, answer: WireMessage) -> bool:
         """Record the model's answer to a request, read from the stream it sent back, as the
@@ -389,12 +436,23 @@ class Recorder:
             return False
         conversation = self._conversation(prepared.key)
         async with conversation.lock:
-            thread = await self._thread(prepared.key, conversation)
-            if thread is None or unit.key in thread.keys:
-                return False
-            done = await record_new(self.env, thread.session.id, [fit(unit, self.env.limits)])
-            conversation.thread = _grown(thread, [unit], done)
-            return True
+            for attempt in range(RECORD_ATTEMPTS):
+                thread = await self._thread(prepared.key, conversation)
+                if thread is None or unit.key in thread.keys:
+                    return False
+                fitted = [fit(unit, self.env.limits)]
+                try:
+                    done = await record_new(
+                        self.env, thread.session.id, fitted, thread.session.revision
+                    )
+                except StaleRevision:  # recorded into meanwhile, perhaps this very answer
+                    conversation.thread = None
+                    if attempt == RECORD_ATTEMPTS - 1:
+                        raise
+                    continue
+                conversation.thread = _grown(thread, [unit], done)
+                return True
+            return False
 
     async def _nudged(
         self,
@@ -432,6 +490,47 @@ class Recorder:
         )
         return replace(plan, insertions=plan.insertions + added) if added else plan
 
+    async def _wait_turn(self, key: tuple[str, str]) -> None:
+        """Wait while another call of the conversation settles (`frs.turns`), on this gateway
+        or another: what it leaves behind (the answer, what it sent, the autopilot's batch)
+        decides this request's bytes. A turn whose holder died runs out; waiting longer than
+        a turn lasts means the store says nothing sensible, and the request goes on."""
+        deadline = time.monotonic() + TURN_SECONDS
+        pause = 0.002
+        while await turn_held(self.env, *key) and time.monotonic() < deadline:
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    async def _take_newest(
+        self, thread: StoredThread | None, conversation: _Conversation
+    ) -> GatewayCall | None:
+        """The conversation's newest stored call; what it had sent (squashes with their
+        marks, reminders, the binding) taken into `conversation` when this gateway did not
+        write it: another instance served the conversation's last call, or this gateway has
+        just started. Taken over, never replaced: what this gateway sent stays sent."""
+        if thread is None:
+            return None
+        call = await last_call(self.env, thread.session.id)
+        if call is None or call == conversation.newest:
+            return call
+        conversation.sent = dict(call.sent) | conversation.sent
+        stored = set(call.nudges)
+        conversation.nudges = [*call.nudges, *(n for n in conversation.nudges if n not in stored)]
+        conversation.nudged = max([conversation.nudged, *(n.level for n in call.nudges)])
+        conversation.bound = conversation.bound or call.bound
+        conversation.newest = call
+        return call
+
+    async def take_turn(self, prepared: Prepared) -> SessionId | None:
+        """Take the conversation's turn for this call, as its answer ends (`frs.turns`): the
+        session's id when it has it, None when there is nothing to hold it for."""
+        if prepared.key is None or not prepared.belongs:
+            return None
+        return await take_turn(self.env, *prepared.key, prepared.holder)
+
+    async def end_turn(self, prepared: Prepared, session_id: SessionId) -> None:
+        await end_turn(self.env, session_id, prepared.holder)
+
     async def _thread(
         self, key: tuple[str, str], conversation: _Conversation
     ) -> StoredThread | None:
@@ -449,20 +548,6 @@ class Recorder:
             return kept
         conversation.thread = await find_thread(self.env, *key)
         return conversation.thread
-
-
-async def _load_sent(env: Env, thread: StoredThread | None, conversation: _Conversation) -> None:
-    """What the conversation's newest stored call had sent, into `conversation` (once, on
-    its first request since the gateway started): the squashes with their marks, the
-    reminders, so the next request renders them as the gateway before a restart did."""
-    if thread is not None:
-        call = await last_call(env, thread.session.id)
-        if call is not None:
-            conversation.sent = dict(call.sent) | conversation.sent
-            conversation.nudges = list(call.nudges) + conversation.nudges
-            conversation.nudged = max([conversation.nudged, *(n.level for n in call.nudges)])
-            conversation.bound = conversation.bound or call.bound
-    conversation.loaded = True
 
 
 def _grown(

@@ -239,6 +239,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " delete from search_texts where message_id in (select id from removed);"
         " return null; end $$",
     ),
+    (  # 9: SQLite's 12: which gateway call of a conversation is settling (`frs.turns`)
+        "create table gateway_turns ("
+        " session_id text primary key references sessions (id) on delete cascade,"
+        " holder text not null,"
+        " until text not null)",
+    ),
 )
 
 

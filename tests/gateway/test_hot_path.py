@@ -76,6 +76,98 @@ class TestHeld:
         assert held.let_through(sse("message_stop")) == sse("message_stop")
 
 
+class TestTheEndWaitsForTheTurn:
+    """Once recorded, the answer flows, but its last event (or a JSON answer's last bytes)
+    waits until the call holds the conversation's turn: the host's next request, which comes
+    once it has the end, must find the turn taken."""
+
+    async def test_blocks_flow_and_the_last_event_waits_for_the_turn(self):
+        order: list[str] = []
+
+        async def ending() -> None:
+            order.append("turn taken")
+
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded, ending)
+        start = sse("message_start") + sse("content_block_start") + sse("content_block_stop")
+        out = held.let_through(start)
+        # A block's end no longer waits; only the last few bytes, which a cut end might
+        # begin in, until the next chunk shows it is not one.
+        assert start.startswith(out)
+        assert len(start) - len(out) <= Held.TAIL
+        out += held.let_through(sse("message_delta") + sse("message_stop"))
+        assert out == start + sse("message_delta")
+        assert held.let_through(sse("ping")) == b""
+        assert order == []
+        assert await held.rest() == sse("message_stop") + sse("ping")
+        assert order == ["turn taken"]
+
+    async def test_a_block_stop_held_for_the_recording_goes_once_recorded(self):
+        recorded = anyio.Event()
+
+        async def ending() -> None:
+            pass
+
+        held = Held(recorded, ending)
+        start = sse("message_start")
+        assert held.let_through(start + sse("content_block_stop")) == start
+        recorded.set()
+        # The next chunk lets the block's end go; the message's end still waits.
+        assert held.let_through(sse("message_stop")) == sse("content_block_stop")
+        assert await held.rest() == sse("message_stop")
+
+    @pytest.mark.parametrize(
+        "end",
+        [
+            b'event: response.completed\ndata: {"type":"response.completed"}\n\n',
+            b"data: [DONE]\n\n",
+        ],
+    )
+    async def test_an_openai_streams_end_waits_too(self, end: bytes):
+        taken = anyio.Event()
+
+        async def ending() -> None:
+            taken.set()
+
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded, ending)
+        item = b'event: response.output_item.done\ndata: {"type":"response.output_item.done"}\n\n'
+        assert held.let_through(item + end) == item
+        assert not taken.is_set()
+        assert await held.rest() == end
+        assert taken.is_set()
+
+    async def test_a_json_answers_last_bytes_wait_for_the_turn(self):
+        taken: list[bool] = []
+
+        async def ending() -> None:
+            taken.append(True)
+
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded, ending)
+        answer = json.dumps({"type": "message", "content": [{"type": "text", "text": "ok"}]})
+        sent = held.let_through(answer.encode())
+        assert 0 < len(sent) < len(answer)
+        assert sent + await held.rest() == answer.encode()
+        assert taken == [True]
+
+    async def test_an_answer_cut_short_takes_no_turn(self):
+        taken: list[bool] = []
+
+        async def ending() -> None:
+            taken.append(True)
+
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded, ending)
+        held.let_through(sse("message_start") + sse("content_block_delta"))
+        await held.rest(whole=False)
+        assert taken == []
+
+
 class TestCommonPrefix:
     @pytest.mark.parametrize("at", [0, 1, 65_535, 65_536, 65_537, 199_999])
     def test_the_first_difference_is_found_anywhere(self, at: int):

@@ -1588,6 +1588,45 @@ class TestCompactions:
         assert none == []
 
 
+class TestGatewayTurns:
+    """A conversation's gateway turn (`take_gateway_turn`, `end_gateway_turn`,
+    `gateway_turn`): one holder at a time, until it frees it or its time runs out."""
+
+    async def test_one_holder_at_a_time_until_freed_or_run_out(self, open_store: OpenStore) -> None:
+        async with open_store() as store:
+            async with store.transaction() as tx:
+                await tx.create_session(new_session("s"))
+                await tx.create_session(new_session("other"))
+            s = SessionId("s")
+
+            async def take(holder: str, now: int, until: int) -> bool:
+                async with store.transaction() as tx:
+                    return await tx.take_gateway_turn(s, holder, stamp(now), stamp(until))
+
+            async def holder() -> tuple[str, str] | None:
+                async with store.snapshot() as reader:
+                    return await reader.gateway_turn(s)
+
+            assert await holder() is None
+            assert await take("a-1", 1, 10)
+            assert not await take("b-1", 2, 12)  # a-1's runs until 10
+            assert await holder() == ("a-1", stamp(10))
+            assert await take("a-1", 3, 13)  # its holder may take it again, for longer
+            async with store.transaction() as tx:
+                await tx.end_gateway_turn(s, "b-1")  # not b-1's to free
+                assert await tx.take_gateway_turn(SessionId("other"), "b-1", stamp(3), stamp(9))
+            assert await holder() == ("a-1", stamp(13))
+            async with store.transaction() as tx:
+                await tx.end_gateway_turn(s, "a-1")
+            assert await holder() is None
+            assert await take("b-1", 4, 14)  # free again
+            assert await take("c-1", 15, 20)  # b-1's ran out at 14
+            assert await holder() == ("c-1", stamp(20))
+            async with store.snapshot() as reader:
+                assert await reader.gateway_turn(SessionId("other")) == ("b-1", stamp(9))
+                assert await reader.gateway_turn(SessionId("nowhere")) is None
+
+
 class TestIsolation:
     """Each method reads or writes one session: another session's rows never show through."""
 

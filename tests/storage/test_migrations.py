@@ -423,11 +423,13 @@ class TestBackfill:
         layout = "select n, seq, at from squash_members order by n, seq"
         made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
         # The file as version 6 left it: neither column, nor the index (nor 8's raw items,
-        # nor 9's gateway calls, nor 10's automatic squashes, nor 11's compactions).
+        # nor 9's gateway calls, nor 10's automatic squashes, nor 11's compactions, nor 12's
+        # gateway turns).
         run(
             path,
             "drop table gateway_calls",
             "drop table compactions",
+            "drop table gateway_turns",
             "alter table squashes drop column automatic",
             "alter table messages drop column raw",
             "drop index squash_members_at",

@@ -232,12 +232,13 @@ class TestBackfill:
         lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]
         # The database as version 1 left it: neither column, nor the index (nor 3's raw items,
         # nor 4's gateway calls, nor 6's automatic squashes and 7's compactions, nor 8's
-        # search tables).
+        # search tables, nor 9's gateway turns).
         pg_cluster.psql(
             "drop index squash_members_at; alter table squash_members drop column at;"
             " alter table squashes drop column chars; alter table messages drop column raw;"
             " drop table gateway_calls; alter table squashes drop column automatic;"
-            " drop table compactions; drop trigger messages_searched on messages;"
+            " drop table compactions; drop table gateway_turns;"
+            " drop trigger messages_searched on messages;"
             " drop trigger messages_unsearched on messages;"
             " drop table search_texts; drop table search_pending;"
             " drop function frs_search_pending(); drop function frs_search_forget();"
