@@ -12,7 +12,7 @@ line, sizes and numbers, and the aliases that return the originals). It never ta
   span the model restored (it asked for the originals back);
 - an exchange whose messages in the request hold anything else (Claude Code puts text after
   the results in their user message: a reminder, the files it attaches after a compaction):
-  a squash never cuts a request message (`frs.rewriting`), so it could never be sent.
+  a squash never cuts a request message (`frs.wire.rewriting`), so it could never be sent.
 
 Its own cards pile up too: once the automatic summaries the model is sent pass `ROLLUP`
 tokens, each run of two or more adjacent ones (never the newest, never a model's summary)

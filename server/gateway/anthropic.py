@@ -1,7 +1,7 @@
 """The Anthropic Messages wire: a request body read into `frs.wire` terms, a plan written back.
 
 `parse` finds every message and content block of a `/v1/messages` body with its character
-span; `render` turns a `frs.wire.RewritePlan` into splices of those spans (a message that
+span; `render` turns a `frs.wire.requests.RewritePlan` into splices of those spans (a message that
 changes is rebuilt from its own blocks' original text plus the summaries; nothing else is
 re-serialised); `problems` (`server.gateway.anthropic_rules`) checks a body against the rules
 the API enforces, and is what the gateway checks a rewrite with before sending it (and the
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frs.conversations import from_headers
-from frs.host_compactions import find as find_compaction
-from frs.matching import Unit, canonical, fingerprint
-from frs.wire import (
+from frs.wire.compactions import find as find_compaction
+from frs.wire.matching import Unit, canonical, fingerprint
+from frs.wire.requests import (
     BlockKind,
     Parsed,
     RewritePlan,
@@ -49,7 +49,7 @@ _KINDS: dict[str, BlockKind] = {
 }
 
 
-#: Blocks a squash keeps where they are (`frs.wire.WireBlock.pinned`): the server-side tool
+#: Blocks a squash keeps where they are (`frs.wire.requests.WireBlock.pinned`): the server-side tool
 #: search's result (its tool_references load deferred tools) and a file put into the
 #: code-execution container.
 _PINNED = frozenset({"tool_search_tool_result", "container_upload"})

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frs.conversations import from_headers
-from frs.host_compactions import find as find_compaction
-from frs.matching import Unit, fingerprint
-from frs.wire import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
+from frs.wire.compactions import find as find_compaction
+from frs.wire.matching import Unit, fingerprint
+from frs.wire.requests import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
 from server.gateway import runs
 from server.gateway.spans import array_items, compact, decode, object_members
 from server.gateway.wires import WireFormat

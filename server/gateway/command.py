@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from frs import StoreError
 from frs.autopilot import AFTER, KEEP, PAYBACK, Autopilot
 from frs.model import Scope
-from frs.nudges import DEFAULT_STEP
+from frs.wire.nudges import DEFAULT_STEP
 from server.gateway.anthropic import WIRE as ANTHROPIC
 from server.gateway.chat import WIRE as OPENAI_CHAT
 from server.gateway.proxy import (

@@ -23,7 +23,6 @@ import anyio
 from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.env import Env, utc_now
 from frs.errors import StaleRevision
-from frs.host_compactions import SEALED
 from frs.host_threads import (
     StoredThread,
     add_call,
@@ -36,15 +35,16 @@ from frs.host_threads import (
     squash_kinds,
     window_from,
 )
-from frs.matching import Unit, answer_unit, fit, new_units, title_of, units_of
 from frs.model import GatewayCall, NewMessage, Nudge, SessionId
-from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.owners import Caller, thread_key
 from frs.recording import Recorded
-from frs.rewriting import mark_of, pinned_messages, plan_rewrite
 from frs.squashes import compress_ranges
 from frs.text import estimate_tokens
-from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from frs.wire.compactions import SEALED
+from frs.wire.matching import Unit, answer_unit, fit, new_units, title_of, units_of
+from frs.wire.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
+from frs.wire.requests import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from frs.wire.rewriting import mark_of, pinned_messages, plan_rewrite
 from server.gateway.callers import system_of
 from server.gateway.wires import WireFormat, refusal_of
 

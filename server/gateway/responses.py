@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frs.conversations import from_headers
-from frs.host_compactions import find as find_compaction
-from frs.matching import Unit, canonical, fingerprint
-from frs.wire import (
+from frs.wire.compactions import find as find_compaction
+from frs.wire.matching import Unit, canonical, fingerprint
+from frs.wire.requests import (
     BlockKind,
     Parsed,
     RewritePlan,

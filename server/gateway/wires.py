@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from frs.matching import Unit, canonical
-from frs.wire import Parsed, RewritePlan, WireMessage, WireRequest, reused
+from frs.wire.matching import Unit, canonical
+from frs.wire.requests import Parsed, RewritePlan, WireMessage, WireRequest, reused
 
 
 @dataclass(frozen=True, slots=True)

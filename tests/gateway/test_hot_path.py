@@ -9,7 +9,7 @@ import json
 import anyio
 import pytest
 
-from frs.wire import Parsed, common_prefix
+from frs.wire.requests import Parsed, common_prefix
 from server.gateway.anthropic import decode_body, parse
 from server.gateway.anthropic_rules import problems
 from server.gateway.proxy import Held

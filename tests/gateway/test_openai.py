@@ -455,8 +455,8 @@ class TestResponsesOther:
 
 class TestReading:
     def test_the_next_request_takes_over_what_the_previous_one_read(self):
-        from frs.matching import Unit, units_of
-        from frs.wire import Parsed, reused
+        from frs.wire.matching import Unit, units_of
+        from frs.wire.requests import Parsed, reused
         from server.gateway import chat, responses
 
         cases: list[tuple[Any, Any, list[dict[str, Any]], int, int]] = [

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frs.matching import units_of
-from frs.nudges import candidates
-from frs.rewriting import LiveSquash, plan_rewrite
+from frs.wire.matching import units_of
+from frs.wire.nudges import candidates
+from frs.wire.rewriting import LiveSquash, plan_rewrite
 from server.gateway import responses
 from server.gateway.anthropic import parse, render
 from server.gateway.anthropic_rules import problems

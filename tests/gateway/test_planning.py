@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from frs.matching import Unit, new_units, units_of
-from frs.rewriting import LiveSquash, plan_rewrite
-from frs.wire import RewritePlan, Span, Splice, WireRequest, apply_splices
+from frs.wire.matching import Unit, new_units, units_of
+from frs.wire.requests import RewritePlan, Span, Splice, WireRequest, apply_splices
+from frs.wire.rewriting import LiveSquash, plan_rewrite
 from server.gateway.anthropic import parse, render
 from server.gateway.spans import array_items, object_members
 from tests.gateway.conversation import TASK, body, call, result, said, user
@@ -187,7 +187,7 @@ class TestHostMessages:
 
 class TestReuse:
     def test_a_request_read_after_another_takes_over_the_messages_they_share(self):
-        from frs.wire import Parsed, reused
+        from frs.wire.requests import Parsed, reused
 
         first_text = body(TASK[:5]).decode()
         first = parse(first_text, {})
@@ -203,7 +203,7 @@ class TestReuse:
         assert kept == units_of(fresh)
 
     def test_a_body_that_differs_early_is_read_afresh(self):
-        from frs.wire import Parsed, reused
+        from frs.wire.requests import Parsed, reused
 
         first_text = body(TASK[:5]).decode()
         first = parse(first_text, {})

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from frs.errors import StoreError
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks.hosts import Job
 from server.cli.hooks.transcripts import Deadline, HookRefused, home
 from server.gateway import chat

@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks import claude_code, codex, gemini_cli, opencode
 from server.cli.hooks.transcripts import Deadline
 from server.gateway import anthropic, chat, responses

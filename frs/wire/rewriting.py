@@ -10,14 +10,14 @@ span), so roles still alternate and tool results still come first after their ca
 spans go as one. The plan depends only on the stored squashes and the messages' keys, so every
 later request renders the same bytes in the same place (a prompt cache breaks once).
 
-Pinned exchanges: a message holding a pinned block (`frs.wire.WireBlock.pinned`: a result that
-loads deferred tools, a container upload), with the call or result it pairs with, stays in
-place, byte for byte, even inside a squashed span: the host's deferred tools (the frs tools
-among them) are callable only while the exchange that loaded them is in the request. The rest
-of the span goes in pieces around it, each placed as above; the first piece carries the summary
-(which says that the exchanges that load tools stay), a later piece that must leave a message
-leaves one pointing at it, and a span that is all pinned still sends its summary after it. A
-squash never vanishes because of a pin.
+Pinned exchanges: a message holding a pinned block (`frs.wire.requests.WireBlock.pinned`: a
+result that loads deferred tools, a container upload), with the call or result it pairs with,
+stays in place, byte for byte, even inside a squashed span: the host's deferred tools (the frs
+tools among them) are callable only while the exchange that loaded them is in the request. The
+rest of the span goes in pieces around it, each placed as above; the first piece carries the
+summary (which says that the exchanges that load tools stay), a later piece that must leave a
+message leaves one pointing at it, and a span that is all pinned still sends its summary after
+it. A squash never vanishes because of a pin.
 
 Thinking: a signed thinking block binds to everything before it (its prefix), so a squash
 makes every thinking block sent after the first message it changes invalid, and the API
@@ -59,8 +59,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from frs.matching import Unit
-from frs.wire import Insertion, Replacement, RewritePlan, WireRequest
+from frs.wire.matching import Unit
+from frs.wire.requests import Insertion, Replacement, RewritePlan, WireRequest
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
@@ -73,7 +73,7 @@ class LiveSquash:
     alias: str  # SQ.n@sha8
     summary: str
     covered: int  # original messages it replaced
-    members: frozenset[str]  # their request keys (`frs.matching`), nested squashes unfolded
+    members: frozenset[str]  # their request keys (`frs.wire.matching`), nested squashes unfolded
 
 
 def summary_text(squash: LiveSquash, kept: bool = False) -> str:
@@ -120,7 +120,7 @@ def plan_rewrite(
 ) -> RewritePlan:
     """What to send instead of what the host sent; an empty plan changes nothing.
 
-    `units` are `frs.matching.units_of(request)`; `sent` maps each squash already sent to
+    `units` are `frs.wire.matching.units_of(request)`; `sent` maps each squash already sent to
     its mark (the key of the last unit of the request it was first sent in). A squash applied
     for the first time gets the key of this request's last unit as its mark. `bound`: the
     conversation has asked the API to drop stale thinking before, and so goes on asking.
@@ -188,7 +188,7 @@ def _thinks(request: WireRequest, start: int) -> bool:
 
 def pinned_messages(request: WireRequest) -> frozenset[int]:
     """The messages a squash keeps in place: those holding a pinned block
-    (`frs.wire.WireBlock.pinned`), with the messages of the calls they answer and of the
+    (`frs.wire.requests.WireBlock.pinned`), with the messages of the calls they answer and of the
     results that answer their calls (a kept call keeps its result, and so on)."""
     messages = request.messages
     todo = [i for i, m in enumerate(messages) if any(b.pinned for b in m.blocks)]
