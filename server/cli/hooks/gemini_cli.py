@@ -88,7 +88,7 @@ def _before_model(given: Mapping[str, Any]) -> Job | None:
 def units(lines: Iterable[str]) -> list[Unit]:
     """The chat file's conversation as units, in order."""
     body = json.dumps({"messages": messages(lines)}, ensure_ascii=False)
-    return units_of(anthropic.parse(body, {}))
+    return units_of(anthropic.WIRE.parse(body, {}))
 
 
 def messages(lines: Iterable[str]) -> list[dict[str, Any]]:

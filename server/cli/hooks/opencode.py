@@ -92,7 +92,7 @@ def rows(store: Path, session: str, deadline: Deadline) -> Rows:
 
 def units(rows: Rows) -> list[Unit]:
     body = json.dumps({"messages": messages(rows)}, ensure_ascii=False)
-    return units_of(chat.parse(body, {}))
+    return units_of(chat.WIRE.parse(body, {}))
 
 
 def messages(rows: Rows) -> list[dict[str, Any]]:
