@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from frs.conversations import from_headers
@@ -159,63 +160,15 @@ class OpenAIResponses(WireFormat):
         if not isinstance(payload, dict) or "input" not in payload:
             return ["the body is not an object with an input"]
         tools = payload.get("tools")
-        defined, deferred = _defined(tools if isinstance(tools, list) else [])
+        check = _Check(*_defined(tools if isinstance(tools, list) else []))
         items = payload["input"]
         if isinstance(items, str):
             return []
         if not isinstance(items, list):
             return ["input is neither a string nor an array"]
-        found: list[str] = []
-        calls: dict[str, tuple[int, str]] = {}
-        answered: set[str] = set()
         for i, item in enumerate(items):
-            where = f"input[{i}]"
-            if not isinstance(item, dict):
-                found.append(f"{where} is not an object")
-                continue
-            kind = str(item.get("type", "message"))
-            if kind == "message":
-                found.extend(_message_problems(where, item))
-            elif kind in CALLS:
-                call = item.get("call_id")
-                if not isinstance(call, str) or not call:
-                    found.append(f"{where} is a {kind} without a call_id")
-                    continue
-                if call in calls:
-                    found.append(f"{where} repeats call_id {call}")
-                calls[call] = (i, kind)
-                if kind == "function_call" and not (
-                    isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)
-                ):
-                    found.append(f"{where} is a function_call without its name or arguments")
-                namespace = item.get("namespace")
-                spaced = isinstance(namespace, str) and bool(namespace)
-                tool = namespace if spaced else item.get("name")
-                if (spaced or tool in deferred) and tool not in defined:
-                    found.append(
-                        f"{where} calls {tool}, which no tool and no tool_search_output before "
-                        "it defines"
-                    )
-            elif kind in OUTPUTS:
-                if kind == "tool_search_output":
-                    defined |= _defined(item.get("tools") or [])[0]
-                call = str(item.get("call_id"))
-                made = calls.get(call)
-                if made is None or made[1] != OUTPUTS[kind]:
-                    found.append(f"{where} answers call_id {call}, not called before it")
-                answered.add(call)
-            elif kind == "reasoning":
-                if not isinstance(item.get("summary"), list):
-                    found.append(f"{where} is a reasoning item without its summary")
-                following = items[i + 1] if i + 1 < len(items) else None
-                if not _model_item(following):
-                    found.append(f"{where} is a reasoning item without the item that followed it")
-        found.extend(
-            f"input[{i}] calls call_id {call}, not answered after it"
-            for call, (i, _) in calls.items()
-            if call not in answered
-        )
-        return found
+            check.item(i, item, items)
+        return check.unanswered()
 
 
 WIRE = OpenAIResponses()
@@ -338,6 +291,77 @@ def summary_item(role: str, texts: tuple[str, ...]) -> str:
     part = "input_text" if role == "user" else "output_text"
     content = [{"type": part, "text": text} for text in texts]
     return compact({"type": "message", "role": role, "content": content})
+
+
+@dataclass(slots=True)
+class _Check:
+    """The Responses API's rules read over one request's input, item by item (`problems`):
+    what it found so far, the calls made (and where), those answered, the tools defined."""
+
+    defined: set[str]  # callable names: functions, namespaces, tools a search loaded
+    deferred: set[str]  # deferred tools: callable once a tool_search_output defines them
+    found: list[str] = field(default_factory=list)
+    calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # call_id -> (at, kind)
+    answered: set[str] = field(default_factory=set)
+
+    def item(self, i: int, item: object, items: list[Any]) -> None:
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            self.found.append(f"{where} is not an object")
+            return
+        kind = str(item.get("type", "message"))
+        if kind == "message":
+            self.found.extend(_message_problems(where, item))
+        elif kind in CALLS:
+            self._call(i, where, item, kind)
+        elif kind in OUTPUTS:
+            self._output(where, item, kind)
+        elif kind == "reasoning":
+            if not isinstance(item.get("summary"), list):
+                self.found.append(f"{where} is a reasoning item without its summary")
+            following = items[i + 1] if i + 1 < len(items) else None
+            if not _model_item(following):
+                self.found.append(f"{where} is a reasoning item without the item that followed it")
+
+    def _call(self, i: int, where: str, item: Mapping[str, Any], kind: str) -> None:
+        call = item.get("call_id")
+        if not isinstance(call, str) or not call:
+            self.found.append(f"{where} is a {kind} without a call_id")
+            return
+        if call in self.calls:
+            self.found.append(f"{where} repeats call_id {call}")
+        self.calls[call] = (i, kind)
+        if kind == "function_call" and not (
+            isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)
+        ):
+            self.found.append(f"{where} is a function_call without its name or arguments")
+        namespace = item.get("namespace")
+        spaced = isinstance(namespace, str) and bool(namespace)
+        tool = namespace if spaced else item.get("name")
+        if (spaced or tool in self.deferred) and tool not in self.defined:
+            self.found.append(
+                f"{where} calls {tool}, which no tool and no tool_search_output before it defines"
+            )
+
+    def _output(self, where: str, item: Mapping[str, Any], kind: str) -> None:
+        if kind == "tool_search_output":
+            self.defined |= _defined(item.get("tools") or [])[0]
+        call = str(item.get("call_id"))
+        made = self.calls.get(call)
+        if made is None or made[1] != OUTPUTS[kind]:
+            self.found.append(f"{where} answers call_id {call}, not called before it")
+        self.answered.add(call)
+
+    def unanswered(self) -> list[str]:
+        """What was found, and then every call no output answered."""
+        return [
+            *self.found,
+            *(
+                f"input[{i}] calls call_id {call}, not answered after it"
+                for call, (i, _) in self.calls.items()
+                if call not in self.answered
+            ),
+        ]
 
 
 def _defined(tools: object) -> tuple[set[str], set[str]]:
