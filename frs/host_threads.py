@@ -3,7 +3,7 @@
 `load_thread` reads what the gateway needs to match a request and rewrite it: every stored
 message's key (live, or inside a live squash, nested squashes unfolded) and each live
 squash with the keys of the originals it stands for. `record_new` appends the units of a
-request that are not stored yet. Keys are kept in `interface_message_id` (`frs.wire.matching`).
+request that are not stored yet. Keys are kept in `interface_message_id` (`frs.matching`).
 """
 
 from __future__ import annotations
