@@ -34,7 +34,7 @@ from bench.tokenizer import Tokenizer
 from frs import FrsError, ReasoningService, SessionId
 from frs.host_threads import find_thread
 from frs.model import Scope
-from frs.nudges import DEFAULT_STEP
+from frs.wire.nudges import DEFAULT_STEP
 from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
 from server.settings import Settings

@@ -65,7 +65,7 @@ from frs.env import Env
 from frs.host_threads import find_thread, squash_calls
 from frs.mentions import paths
 from frs.model import Scope
-from frs.nudges import DEFAULT_STEP
+from frs.wire.nudges import DEFAULT_STEP
 from server.gateway.anthropic_rules import problems
 from server.gateway.command import AUTOPILOT, open_gateway
 from server.gateway.proxy import Upstreams

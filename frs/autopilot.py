@@ -12,7 +12,7 @@ line, sizes and numbers, and the aliases that return the originals). It never ta
   span the model restored (it asked for the originals back);
 - an exchange whose messages in the request hold anything else (Claude Code puts text after
   the results in their user message: a reminder, the files it attaches after a compaction):
-  a squash never cuts a request message (`frs.rewriting`), so it could never be sent.
+  a squash never cuts a request message (`frs.wire.rewriting`), so it could never be sent.
 
 Its own cards pile up too: once the automatic summaries the model is sent pass `ROLLUP`
 tokens, each run of two or more adjacent ones (never the newest, never a model's summary)
@@ -125,36 +125,47 @@ def plan_batch(
     candidates = _candidates(entries, sent, settings.keep, pinned, restored, placed or {})
     runs = _runs(entries, candidates)
     rolls = _rollups(entries, sent, automatic, settings.rollup)
-    if not runs and not rolls:
+    if (not runs and not rolls) or not _may_pay_back(entries, runs, rolls, settings.payback):
         return None
-    starts = [x.call.ord for run in runs for x in run[:1]] + [r[0].ord for r in rolls]
-    first = min(starts)
-    most = sum(_tokens(x) for run in runs for x in run) + sum(e.tokens for r in rolls for e in r)
-    # Before any card is written: if even free cards of every run would not pay back, stop
-    # (the cheap check each call makes; facts and cards are worked out only past it).
-    bound = payback_calls(most, 0, sum(e.tokens for e in entries if e.ord >= first) - most)
-    if bound is None or bound > settings.payback:
-        return None
-    pieces = [p for run in runs for p in _fitted([_Card.of(x) for x in run], max_chars)]
-    spans: list[tuple[int, int, Sequence[_Card] | Sequence[Message]]] = [
-        (p[0].exchange.call.ord, p[-1].members[-1].ord, p) for p in pieces
-    ]
-    spans += [(r[0].ord, r[-1].ord_last, r) for r in rolls]
-    spans.sort(key=lambda span: span[0])
+    spans = _spans(runs, rolls, max_chars)
     if not spans:
         return None
-    first = spans[0][0]
-    squashed = sum(_size(content) for _, _, content in spans)
+    first = spans[0].lo
+    squashed = sum(span.tokens for span in spans)
     following = sum(e.tokens for e in entries if e.ord >= first) - squashed
-    written = [
-        _written(lo, hi, content, next_squash + i, max_chars)
-        for i, (lo, hi, content) in enumerate(spans)
-    ]
+    written = [span.written(next_squash + i, max_chars) for i, span in enumerate(spans)]
     summaries = sum(estimate_tokens(run.summary) for run in written)
     calls = payback_calls(squashed, summaries, following)
     if calls is None or calls > settings.payback:
         return None
     return Batch(tuple(written), squashed, summaries, following, calls)
+
+
+def _may_pay_back(
+    entries: Sequence[Message],
+    runs: Sequence[Sequence[Exchange]],
+    rolls: Sequence[Sequence[Message]],
+    payback: int,
+) -> bool:
+    """Whether the batch could pay back within `payback` calls were every card free: the
+    cheap check each call makes, before any fact or card is worked out."""
+    starts = [x.call.ord for run in runs for x in run[:1]] + [r[0].ord for r in rolls]
+    first = min(starts)
+    most = sum(_tokens(x) for run in runs for x in run) + sum(e.tokens for r in rolls for e in r)
+    bound = payback_calls(most, 0, sum(e.tokens for e in entries if e.ord >= first) - most)
+    return bound is not None and bound <= payback
+
+
+def _spans(
+    runs: Sequence[Sequence[Exchange]], rolls: Sequence[Sequence[Message]], max_chars: int
+) -> list[_Span]:
+    """The batch's squashes in thread order: each run's cards in pieces that fit `max_chars`,
+    and each roll-up of automatic summaries."""
+    pieces = [p for run in runs for p in _fitted([_Card.of(x) for x in run], max_chars)]
+    spans = [_Span(p[0].exchange.call.ord, p[-1].members[-1].ord, p) for p in pieces]
+    spans += [_Span(r[0].ord, r[-1].ord_last, r) for r in rolls]
+    spans.sort(key=lambda span: span.lo)
+    return spans
 
 
 def _rollups(
@@ -193,17 +204,32 @@ def _size(content: Sequence[_Card] | Sequence[Message]) -> int:
     return sum(c.tokens for c in content)
 
 
-def _written(
-    lo: int, hi: int, content: Sequence[_Card] | Sequence[Message], n: int, max_chars: int
-) -> Run:
-    """A span of the batch as squash `SQ.n`: cards of exchanges, or a roll-up of summaries."""
-    if content and isinstance(content[0], _Card):
-        return _run([c for c in content if isinstance(c, _Card)], n)
-    summaries = [c for c in content if isinstance(c, Message)]
-    head = f'{ROLLED}: get_alias("SQ.{n}") returns the cards, each card\'s SQ alias its originals.'
-    body = digest(summaries, budget=ROLLUP_BUDGET)
-    text = f"{head}\n{body}"[:max_chars]
-    return Run(lo, hi, text, _size(summaries))
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """One squash of the batch before its summary is written: entries lo..hi (ords,
+    inclusive) and what stands for them, the cards of exchanges or the automatic summaries
+    a roll-up takes."""
+
+    lo: int
+    hi: int
+    content: Sequence[_Card] | Sequence[Message]
+
+    @property
+    def tokens(self) -> int:
+        return _size(self.content)
+
+    def written(self, n: int, max_chars: int) -> Run:
+        """The span as squash `SQ.n`: cards of exchanges, or a roll-up of summaries."""
+        content = self.content
+        if content and isinstance(content[0], _Card):
+            return _run([c for c in content if isinstance(c, _Card)], n)
+        summaries = [c for c in content if isinstance(c, Message)]
+        head = (
+            f'{ROLLED}: get_alias("SQ.{n}") returns the cards, each card\'s SQ alias its originals.'
+        )
+        body = digest(summaries, budget=ROLLUP_BUDGET)
+        text = f"{head}\n{body}"[:max_chars]
+        return Run(self.lo, self.hi, text, _size(summaries))
 
 
 def _tokens(exchange: Exchange) -> int:

@@ -4,10 +4,10 @@ follows a compaction.
 
 The session is the conversation's: get-or-create by (interface, conversation), the one the
 gateway and the MCP server the host started find too. A transcript is read into units keyed as
-the gateway keys the same messages (`frs.matching`): a unit already stored, by an earlier hook or
-by the gateway, is never recorded again, and only what follows the last stored unit is recorded
-(`new_units`). The write names the revision the keys were read at, so a writer that slips in
-between makes the import read the keys again instead of recording twice.
+the gateway keys the same messages (`frs.wire.matching`): a unit already stored, by an earlier
+hook or by the gateway, is never recorded again, and only what follows the last stored unit is
+recorded (`new_units`). The write names the revision the keys were read at, so a writer that
+slips in between makes the import read the keys again instead of recording twice.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from frs.digest import HEADINGS, digest
 from frs.env import Env
 from frs.errors import StaleRevision
 from frs.host_threads import RECORDED_GOAL, find_thread
-from frs.matching import Unit, messages_of, new_units
 from frs.model import Message, PlanStep, Session, SessionId
+from frs.wire.matching import Unit, messages_of, new_units
 
 #: The goal a session the hooks create starts with: the view shows it to the model, so it does
 #: not record the conversation again with frs_record.

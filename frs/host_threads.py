@@ -3,7 +3,7 @@
 `load_thread` reads what the gateway needs to match a request and rewrite it: every stored
 message's key (live, or inside a live squash, nested squashes unfolded) and each live
 squash with the keys of the originals it stands for. `record_new` appends the units of a
-request that are not stored yet. Keys are kept in `interface_message_id` (`frs.matching`).
+request that are not stored yet. Keys are kept in `interface_message_id` (`frs.wire.matching`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 
 from frs import recording, sessions
 from frs.env import Env
-from frs.matching import Unit, messages_of
 from frs.model import Compaction, GatewayCall, Message, Session, SessionId, Squash
 from frs.ports import ThreadReader
 from frs.recording import Compacting, Recorded
-from frs.rewriting import LiveSquash
 from frs.views.render import COMPACTION
+from frs.wire.matching import Unit, messages_of
+from frs.wire.rewriting import LiveSquash
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,7 +258,7 @@ class PlanStep:
 @dataclass(frozen=True, slots=True)
 class Nudge:
     """A reminder to squash the gateway made once: the key of the unit it follows, and its
-    text (`frs.nudges`)."""
+    text (`frs.wire.nudges`)."""
 
     after: str
     text: str

@@ -16,7 +16,7 @@ share a thread, never read each other's squashes, never write into each other's:
   are set in the transaction that creates or claims the session, so two first requests cannot
   both own it. With tokens the tenant is the owner, and the host's id is the key as it is.
 - A conversation the host does not name is known by its first user message
-  (`frs.matching.fingerprint`), to which its key adds a digest of the caller's credential and
+  (`frs.wire.matching.fingerprint`), to which its key adds a digest of the caller's credential and
   of its system prompt: `<fingerprint>~<digest>`.
 """
 

@@ -2,7 +2,7 @@
 and sends squashes instead of what they replaced.
 
 `proxy` moves the bytes (any provider), `recorder` matches, rewrites and records through the
-domain (`frs.matching`, `frs.rewriting`, `frs.conversations`), and each provider's wire format
-has its own module (`anthropic`) behind `wires.WireFormat`. Where a request may go is
-`targets`, who it comes from `callers`.
+domain's wire rules (`frs.wire`) and `frs.conversations`, and each provider's wire format has
+its own module (`anthropic`, `responses`, `chat`) and its class behind `wires.WireFormat`.
+Where a request may go is `targets`, who it comes from `callers`.
 """

@@ -1,7 +1,7 @@
 """The Anthropic Messages wire: a request body read into `frs.wire` terms, a plan written back.
 
 `parse` finds every message and content block of a `/v1/messages` body with its character
-span; `render` turns a `frs.wire.RewritePlan` into splices of those spans (a message that
+span; `render` turns a `frs.wire.requests.RewritePlan` into splices of those spans (a message that
 changes is rebuilt from its own blocks' original text plus the summaries; nothing else is
 re-serialised); `problems` (`server.gateway.anthropic_rules`) checks a body against the rules
 the API enforces, and is what the gateway checks a rewrite with before sending it (and the
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from frs.conversations import from_headers
-from frs.host_compactions import find as find_compaction
-from frs.matching import Unit, canonical, fingerprint
-from frs.wire import (
+from frs.wire.compactions import find as find_compaction
+from frs.wire.matching import canonical
+from frs.wire.requests import (
     BlockKind,
     Parsed,
     RewritePlan,
@@ -30,7 +30,7 @@ from frs.wire import (
     apply_splices,
     common_prefix,
 )
-from server.gateway.anthropic_rules import problems
+from server.gateway import anthropic_rules
 from server.gateway.spans import array_items, compact, decode, first_item, object_members
 from server.gateway.wires import WireFormat
 
@@ -38,6 +38,9 @@ from server.gateway.wires import WireFormat
 AGENT_HEADER = "x-claude-code-agent-id"
 #: Paths this wire rewrites (POST); every other path is forwarded as it came.
 MESSAGES_PATH = "/v1/messages"
+#: The beta the request needs to ask for `drop_block` (and to get `input_transformations`).
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+_DROP = '"block_binding":{"prefix_mismatch_behavior":"drop_block"}'
 
 _KINDS: dict[str, BlockKind] = {
     "text": "text",
@@ -49,7 +52,7 @@ _KINDS: dict[str, BlockKind] = {
 }
 
 
-#: Blocks a squash keeps where they are (`frs.wire.WireBlock.pinned`): the server-side tool
+#: Blocks a squash keeps where they are (`frs.wire.requests.WireBlock.pinned`): the server-side tool
 #: search's result (its tool_references load deferred tools) and a file put into the
 #: code-execution container.
 _PINNED = frozenset({"tool_search_tool_result", "container_upload"})
@@ -63,80 +66,173 @@ def subscription(headers: Mapping[str, str]) -> bool:
     return auth.lower().startswith("bearer sk-ant-oat") or "oauth-" in beta
 
 
-def named(headers: Mapping[str, str]) -> tuple[str, str] | None:
-    """The conversation a request names in a header (`frs.conversations.HOST_KEYS`, the table
-    the MCP server reads too, so both find one session); a Claude Code subagent
-    (`X-Claude-Code-Agent-Id`) is a conversation of its own, `<session>/<agent>`."""
-    found = from_headers(headers)
-    if found is None:
-        return None
-    agent = headers.get(AGENT_HEADER, "").strip()
-    if found.interface == "claude-code" and agent:
-        return found.interface, f"{found.id}/{agent}"
-    return found.interface, found.id
+class AnthropicMessages(WireFormat):
+    """The Messages wire (`/v1/messages`): Claude Code's, and every host that speaks Anthropic."""
+
+    name = "anthropic"
+    path = MESSAGES_PATH
+    local_rules = True  # pairing is with the next message, roles alternate
+    beta = BINDING_BETA
+
+    def named(self, headers: Mapping[str, str]) -> tuple[str, str] | None:
+        """The conversation a request names in a header (`frs.conversations.HOST_KEYS`, the table
+        the MCP server reads too, so both find one session); a Claude Code subagent
+        (`X-Claude-Code-Agent-Id`) is a conversation of its own, `<session>/<agent>`."""
+        found = from_headers(headers)
+        if found is None:
+            return None
+        agent = headers.get(AGENT_HEADER, "").strip()
+        if found.interface == "claude-code" and agent:
+            return found.interface, f"{found.id}/{agent}"
+        return found.interface, found.id
+
+    def parse(
+        self, body: str, headers: Mapping[str, str], previous: Parsed | None = None
+    ) -> WireRequest:
+        """The request's messages and blocks with their spans; raises ValueError (or KeyError,
+        TypeError) on a body that is not a Messages request. Each character is decoded once:
+        the messages are read as they are walked, not decoded whole first, and those `previous`
+        already read (the same characters at the same place) are taken over as they are."""
+        kept = _kept(body, previous)
+        array: Span | None = None
+
+        def messages(text: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
+            read: list[WireMessage] = []
+            nonlocal array
+
+            def one(text: str, at: int) -> tuple[WireMessage, int]:
+                message, end = _message(text, at)
+                read.append(message)
+                return message, end
+
+            # The messages taken over are not walked again: reading resumes after the last.
+            resume = None
+            if kept and kept[0].span.start == first_item(text, at):
+                read.extend(kept)
+                resume = kept[-1].span.end
+            _, array = array_items(text, at, one, resume)
+            return tuple(read), array.end
+
+        top, _ = object_members(body, 0, {"messages": messages})
+        fields = {m.key: m for m in top}
+        if "messages" not in fields:
+            raise ValueError("no messages")
+        tools = fields.get("tools")
+        model = fields["model"].value if "model" in fields else ""
+        thinking = fields.get("thinking")
+        setting = thinking.value if thinking is not None else None
+        binding = None
+        if isinstance(setting, dict) and isinstance(setting.get("block_binding"), dict):
+            binding = str(setting["block_binding"].get("prefix_mismatch_behavior", "error"))
+        read: tuple[WireMessage, ...] = fields["messages"].value
+        found = find_compaction(read)
+        return WireRequest(
+            messages=read,
+            messages_span=array,
+            model=model if isinstance(model, str) else "",
+            has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
+            untouchable="subscription" if subscription(headers) else None,
+            thinking_type=str(setting.get("type")) if isinstance(setting, dict) else None,
+            binding=binding,
+            settings=thinking.span if isinstance(setting, dict) and thinking is not None else None,
+            summarise=found.summarise,
+            instruction=found.instruction,
+            summary=found.summary,
+        )
+
+    def answer_of(self, raw: bytes, content_type: str) -> WireMessage | None:
+        """The assistant message a finished answer holds (a server-sent event stream, or a JSON
+        message), as the next request will carry it; None for anything else (an error, a cut
+        stream: the next request brings the answer then)."""
+        if content_type.startswith("text/event-stream"):
+            blocks = _streamed(raw.decode("utf-8"))
+        elif content_type.startswith("application/json"):
+            message = json.loads(raw)
+            if not isinstance(message, dict) or message.get("type") != "message":
+                return None
+            blocks = message.get("content")
+        else:
+            return None
+        if not isinstance(blocks, list) or not blocks:
+            return None
+        read = tuple(_block(text, 0)[0] for text in (compact(b) for b in blocks))
+        return WireMessage("assistant", Span(0, 0), read)
+
+    def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
+        """The body with the plan applied: replaced spans spliced, edited messages rebuilt from
+        their blocks' own text; every other character as it was."""
+        messages = request.messages
+        splices: list[Splice] = []
+        for r in plan.replacements:
+            start = messages[r.first].span.start
+            if r.role is None:
+                # The messages and the separator after them go, up to the next message.
+                splices.append(Splice(Span(start, messages[r.last + 1].span.start), ""))
+                continue
+            content = [{"type": "text", "text": text} for text in r.texts]
+            replacement = compact({"role": r.role, "content": content})
+            splices.append(Splice(Span(start, messages[r.last].span.end), replacement))
+        edits: dict[int, tuple[list[str], set[int], list[str]]] = {}
+        for ins in plan.insertions:
+            first, _, last = edits.setdefault(ins.message, ([], set(), []))
+            blocks = [compact({"type": "text", "text": text}) for text in ins.texts]
+            (first if ins.where == "first" else last).extend(blocks)
+        dropped: dict[int, set[int]] = {}
+        for index, block in plan.dropped:
+            dropped.setdefault(index, set()).add(block)
+        for index, gone in dropped.items():
+            held = messages[index].blocks
+            if index in edits or messages[index].content_is_text or len(held) - 1 in gone:
+                edits.setdefault(index, ([], set(), []))[1].update(gone)
+                continue
+            # Blocks left out of a message nothing is added to: only their own characters go,
+            # each with what separates it from the next block (the last one stays).
+            splices.extend(
+                Splice(Span(held[j].span.start, held[j + 1].span.start), "") for j in gone
+            )
+        for index, (first, dropped_here, last) in edits.items():
+            message = messages[index]
+            if message.content is None:
+                raise ValueError("a message to edit has no content")
+            if message.content_is_text:
+                kept = [compact({"type": "text", "text": message.blocks[0].text})]
+            else:
+                kept = [
+                    body[b.span.start : b.span.end]
+                    for j, b in enumerate(message.blocks)
+                    if j not in dropped_here
+                ]
+            splices.append(Splice(message.content, "[" + ",".join([*first, *kept, *last]) + "]"))
+        return apply_splices(body, splices)
+
+    def bind(self, original: str, rewritten: str, request: WireRequest) -> str:
+        """The rewritten body asking the API to drop the thinking blocks whose prefix changed,
+        instead of refusing the request: `block_binding` added to the request's `thinking`
+        object, or, when it sets none (its model thinks adaptively by default: `can_bind`), a
+        `thinking` of the default type carrying it. Nothing else changes; a request that already
+        asks is left as it is. The beta header goes with it (`BINDING_BETA`, the proxy adds it).
+        https://platform.claude.com/docs/en/build-with-claude/preserved-thinking ("Libraries,
+        proxies, and gateways"; `block_binding` goes with `adaptive` and `enabled`)."""
+        if request.binding == "drop_block":
+            return rewritten
+        settings, array = request.settings, request.messages_span
+        if settings is None:
+            at = rewritten.index("{") + 1
+            added = '"thinking":{"type":"adaptive",' + _DROP + "},"
+            return rewritten[:at] + added + rewritten[at:]
+        shift = 0
+        if array is not None and settings.start >= array.end:
+            shift = len(rewritten) - len(original)  # the messages before it changed length
+        start, end = settings.start + shift, settings.end + shift - 1  # end: its `}`
+        empty = rewritten[start + 1 : end].strip() == ""
+        return rewritten[:end] + ("" if empty else ",") + _DROP + rewritten[end:]
+
+    def problems(self, payload: object) -> list[str]:
+        """The API's rules, kept in a module of their own (`server.gateway.anthropic_rules`)."""
+        return anthropic_rules.problems(payload)
 
 
-def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
-    """(interface, conversation) of the request: the one it names (`named`), else the first
-    user message's fingerprint; None when there is neither."""
-    given = named(headers)
-    if given is not None:
-        return given
-    found = fingerprint(units)
-    return ("anthropic", found) if found else None
-
-
-def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
-    """The request's messages and blocks with their spans; raises ValueError (or KeyError,
-    TypeError) on a body that is not a Messages request. Each character is decoded once:
-    the messages are read as they are walked, not decoded whole first, and those `previous`
-    already read (the same characters at the same place) are taken over as they are."""
-    kept = _kept(body, previous)
-    array: Span | None = None
-
-    def messages(text: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
-        read: list[WireMessage] = []
-        nonlocal array
-
-        def one(text: str, at: int) -> tuple[WireMessage, int]:
-            message, end = _message(text, at)
-            read.append(message)
-            return message, end
-
-        # The messages taken over are not walked again: reading resumes after the last.
-        resume = None
-        if kept and kept[0].span.start == first_item(text, at):
-            read.extend(kept)
-            resume = kept[-1].span.end
-        _, array = array_items(text, at, one, resume)
-        return tuple(read), array.end
-
-    top, _ = object_members(body, 0, {"messages": messages})
-    fields = {m.key: m for m in top}
-    if "messages" not in fields:
-        raise ValueError("no messages")
-    tools = fields.get("tools")
-    model = fields["model"].value if "model" in fields else ""
-    thinking = fields.get("thinking")
-    setting = thinking.value if thinking is not None else None
-    binding = None
-    if isinstance(setting, dict) and isinstance(setting.get("block_binding"), dict):
-        binding = str(setting["block_binding"].get("prefix_mismatch_behavior", "error"))
-    read: tuple[WireMessage, ...] = fields["messages"].value
-    found = find_compaction(read)
-    return WireRequest(
-        messages=read,
-        messages_span=array,
-        model=model if isinstance(model, str) else "",
-        has_tools=bool(tools and isinstance(tools.value, list) and tools.value),
-        untouchable="subscription" if subscription(headers) else None,
-        thinking_type=str(setting.get("type")) if isinstance(setting, dict) else None,
-        binding=binding,
-        settings=thinking.span if isinstance(setting, dict) and thinking is not None else None,
-        summarise=found.summarise,
-        instruction=found.instruction,
-        summary=found.summary,
-    )
+WIRE = AnthropicMessages()
 
 
 def _kept(body: str, previous: Parsed | None) -> tuple[WireMessage, ...]:
@@ -250,25 +346,6 @@ def _digest(block: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(kept).encode()).hexdigest()[:32]
 
 
-def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
-    """The assistant message a finished answer holds (a server-sent event stream, or a JSON
-    message), as the next request will carry it; None for anything else (an error, a cut
-    stream: the next request brings the answer then)."""
-    if content_type.startswith("text/event-stream"):
-        blocks = _streamed(raw.decode("utf-8"))
-    elif content_type.startswith("application/json"):
-        message = json.loads(raw)
-        if not isinstance(message, dict) or message.get("type") != "message":
-            return None
-        blocks = message.get("content")
-    else:
-        return None
-    if not isinstance(blocks, list) or not blocks:
-        return None
-    read = tuple(_block(text, 0)[0] for text in (compact(b) for b in blocks))
-    return WireMessage("assistant", Span(0, 0), read)
-
-
 def _streamed(text: str) -> list[dict[str, Any]] | None:
     """The content blocks an event stream built, or None unless it reached message_stop."""
     blocks: dict[int, dict[str, Any]] = {}
@@ -301,97 +378,3 @@ def _streamed(text: str) -> list[dict[str, Any]] | None:
         joined = "".join(parts)
         blocks[index]["input"] = json.loads(joined) if joined else {}
     return [blocks[i] for i in sorted(blocks)] if stopped else None
-
-
-def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
-    """The body with the plan applied: replaced spans spliced, edited messages rebuilt from
-    their blocks' own text; every other character as it was."""
-    messages = request.messages
-    splices: list[Splice] = []
-    for r in plan.replacements:
-        start = messages[r.first].span.start
-        if r.role is None:
-            # The messages and the separator after them go, up to the next message.
-            splices.append(Splice(Span(start, messages[r.last + 1].span.start), ""))
-            continue
-        content = [{"type": "text", "text": text} for text in r.texts]
-        replacement = compact({"role": r.role, "content": content})
-        splices.append(Splice(Span(start, messages[r.last].span.end), replacement))
-    edits: dict[int, tuple[list[str], set[int], list[str]]] = {}
-    for ins in plan.insertions:
-        first, _, last = edits.setdefault(ins.message, ([], set(), []))
-        blocks = [compact({"type": "text", "text": text}) for text in ins.texts]
-        (first if ins.where == "first" else last).extend(blocks)
-    dropped: dict[int, set[int]] = {}
-    for index, block in plan.dropped:
-        dropped.setdefault(index, set()).add(block)
-    for index, gone in dropped.items():
-        held = messages[index].blocks
-        if index in edits or messages[index].content_is_text or len(held) - 1 in gone:
-            edits.setdefault(index, ([], set(), []))[1].update(gone)
-            continue
-        # Blocks left out of a message nothing is added to: only their own characters go,
-        # each with what separates it from the next block (the last one stays).
-        splices.extend(Splice(Span(held[j].span.start, held[j + 1].span.start), "") for j in gone)
-    for index, (first, dropped_here, last) in edits.items():
-        message = messages[index]
-        if message.content is None:
-            raise ValueError("a message to edit has no content")
-        if message.content_is_text:
-            kept = [compact({"type": "text", "text": message.blocks[0].text})]
-        else:
-            kept = [
-                body[b.span.start : b.span.end]
-                for j, b in enumerate(message.blocks)
-                if j not in dropped_here
-            ]
-        splices.append(Splice(message.content, "[" + ",".join([*first, *kept, *last]) + "]"))
-    return apply_splices(body, splices)
-
-
-#: The beta the request needs to ask for `drop_block` (and to get `input_transformations`).
-BINDING_BETA = "thinking-binding-controls-2026-08-01"
-_DROP = '"block_binding":{"prefix_mismatch_behavior":"drop_block"}'
-
-
-def bind(original: str, rewritten: str, request: WireRequest) -> str:
-    """The rewritten body asking the API to drop the thinking blocks whose prefix changed,
-    instead of refusing the request: `block_binding` added to the request's `thinking`
-    object, or, when it sets none (its model thinks adaptively by default: `can_bind`), a
-    `thinking` of the default type carrying it. Nothing else changes; a request that already
-    asks is left as it is. The beta header goes with it (`BINDING_BETA`, the proxy adds it).
-    https://platform.claude.com/docs/en/build-with-claude/preserved-thinking ("Libraries,
-    proxies, and gateways"; `block_binding` goes with `adaptive` and `enabled`)."""
-    if request.binding == "drop_block":
-        return rewritten
-    settings, array = request.settings, request.messages_span
-    if settings is None:
-        at = rewritten.index("{") + 1
-        added = '"thinking":{"type":"adaptive",' + _DROP + "},"
-        return rewritten[:at] + added + rewritten[at:]
-    shift = 0
-    if array is not None and settings.start >= array.end:
-        shift = len(rewritten) - len(original)  # the messages before it changed length
-    start, end = settings.start + shift, settings.end + shift - 1  # end: its `}`
-    empty = rewritten[start + 1 : end].strip() == ""
-    return rewritten[:end] + ("" if empty else ",") + _DROP + rewritten[end:]
-
-
-def decode_body(body: str) -> object:
-    return json.loads(body)
-
-
-WIRE = WireFormat(
-    name="anthropic",
-    path=MESSAGES_PATH,
-    parse=parse,
-    named=named,
-    answer_of=answer_of,
-    conversation_of=conversation_of,
-    render=render,
-    problems=problems,
-    decode=decode_body,
-    local_rules=True,  # pairing is with the next message, roles alternate
-    bind=bind,
-    beta=BINDING_BETA,
-)

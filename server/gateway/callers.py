@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from frs.matching import canonical
 from frs.owners import Caller, digest
-from frs.wire import WireRequest
+from frs.wire.matching import canonical
+from frs.wire.requests import WireRequest
 
 #: Where a host puts its provider credential, the first found wins: Anthropic's key header, a
 #: bearer token (OpenAI's key, a subscription's OAuth token), Azure OpenAI's and Gemini's keys.

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from frs.conversations import from_headers
-from frs.host_compactions import find as find_compaction
-from frs.matching import Unit, fingerprint
-from frs.wire import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
+from frs.wire.compactions import find as find_compaction
+from frs.wire.requests import Parsed, RewritePlan, Span, WireBlock, WireMessage, WireRequest
 from server.gateway import runs
 from server.gateway.spans import array_items, compact, decode, object_members
 from server.gateway.wires import WireFormat
@@ -24,48 +23,117 @@ from server.gateway.wires import WireFormat
 CHAT_PATH = "/v1/chat/completions"
 
 
-def named(headers: Mapping[str, str]) -> tuple[str, str] | None:
-    found = from_headers(headers)
-    return (found.interface, found.id) if found else None
+class OpenAIChat(WireFormat):
+    """The Chat Completions wire (`/v1/chat/completions`): OpenCode's, Aider's."""
+
+    name = "openai-chat"
+    path = CHAT_PATH
+
+    def named(self, headers: Mapping[str, str]) -> tuple[str, str] | None:
+        found = from_headers(headers)
+        return (found.interface, found.id) if found else None
+
+    def parse(
+        self, body: str, headers: Mapping[str, str], previous: Parsed | None = None
+    ) -> WireRequest:
+        """The request's messages grouped into runs, with their spans; raises ValueError (or
+        KeyError, TypeError) on a body that is not a Chat Completions request."""
+        reader = runs.Reader(runs.kept(body, previous), _item)
+        array: Span | None = None
+
+        def read_messages(text: str, at: int) -> tuple[object, int]:
+            nonlocal array
+            _, array = array_items(text, at, reader)
+            return None, array.end
+
+        top, _ = object_members(body, 0, {"messages": read_messages})
+        fields = {m.key: m.value for m in top}
+        if array is None:
+            raise ValueError("no messages")
+        tools = fields.get("tools")
+        model = fields.get("model")
+        messages = runs.grouped(reader.items)
+        found = find_compaction(messages)
+        return WireRequest(
+            messages=messages,
+            messages_span=array,
+            model=model if isinstance(model, str) else "",
+            has_tools=bool(isinstance(tools, list) and tools),
+            thinking_signed=False,
+            summarise=found.summarise,
+            instruction=found.instruction,
+            summary=found.summary,
+        )
+
+    def answer_of(self, raw: bytes, content_type: str) -> WireMessage | None:
+        """The assistant message of a finished answer (a stream of chunks that ended with a
+        finish_reason, or a JSON completion), as the next request will carry it; else None."""
+        if content_type.startswith("text/event-stream"):
+            message = _streamed(raw.decode("utf-8"))
+        elif content_type.startswith("application/json"):
+            completion = json.loads(raw)
+            choices = completion.get("choices") if isinstance(completion, dict) else None
+            message = choices[0].get("message") if isinstance(choices, list) and choices else None
+        else:
+            return None
+        if not isinstance(message, dict) or not (
+            message.get("content") or message.get("tool_calls")
+        ):
+            return None
+        item, _ = _item(compact({**message, "role": "assistant"}), 0)
+        return WireMessage("assistant", Span(0, 0), item.blocks)
+
+    def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
+        return runs.render(body, request.messages, plan, summary_item)
+
+    def problems(self, payload: object) -> list[str]:
+        """What Chat Completions would refuse in this request body (decoded JSON), in words: an
+        unknown role, a user message or a result without content, an assistant message with
+        neither text nor calls, a call id repeated, a `tool` message that does not answer a call
+        of the assistant message just before its run, a call not answered by the run of `tool`
+        messages right after it."""
+        if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+            return ["the body is not an object with a messages array"]
+        found: list[str] = []
+        messages: list[Any] = payload["messages"]
+        seen: set[str] = set()
+        open_calls: dict[str, int] = {}  # the calls the current run of tool messages may answer
+        for i, message in enumerate(messages):
+            where = f"messages[{i}]"
+            role = message.get("role") if isinstance(message, dict) else None
+            if role not in ("system", "developer", "user", "assistant", "tool"):
+                found.append(f"{where} has role {role!r}")
+                continue
+            if role != "tool":
+                found.extend(
+                    f"messages[{at}] calls {call}, not answered before {where}"
+                    for call, at in open_calls.items()
+                )
+                open_calls = {}
+            if role == "tool":
+                call = str(message.get("tool_call_id"))
+                if call not in open_calls:
+                    found.append(f"{where} answers {call}, not a call of the assistant just before")
+                open_calls.pop(call, None)
+            elif role == "assistant":
+                calls = message.get("tool_calls") or []
+                if not calls and not message.get("content"):
+                    found.append(f"{where} is an assistant message with neither content nor calls")
+                for call in calls:
+                    ident = str(call.get("id") if isinstance(call, dict) else None)
+                    if ident in seen:
+                        found.append(f"{where} repeats tool call id {ident}")
+                    seen.add(ident)
+                    open_calls[ident] = i
+            elif role == "user" and not message.get("content"):
+                found.append(f"{where} has no content")
+        found.extend(
+            f"messages[{at}] calls {call}, not answered" for call, at in open_calls.items()
+        )
+        return found
 
 
-def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
-    given = named(headers)
-    if given is not None:
-        return given
-    found = fingerprint(units)
-    return ("openai-chat", found) if found else None
-
-
-def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
-    """The request's messages grouped into runs, with their spans; raises ValueError (or
-    KeyError, TypeError) on a body that is not a Chat Completions request."""
-    reader = runs.Reader(runs.kept(body, previous), _item)
-    array: Span | None = None
-
-    def read_messages(text: str, at: int) -> tuple[object, int]:
-        nonlocal array
-        _, array = array_items(text, at, reader)
-        return None, array.end
-
-    top, _ = object_members(body, 0, {"messages": read_messages})
-    fields = {m.key: m.value for m in top}
-    if array is None:
-        raise ValueError("no messages")
-    tools = fields.get("tools")
-    model = fields.get("model")
-    messages = runs.grouped(reader.items)
-    found = find_compaction(messages)
-    return WireRequest(
-        messages=messages,
-        messages_span=array,
-        model=model if isinstance(model, str) else "",
-        has_tools=bool(isinstance(tools, list) and tools),
-        thinking_signed=False,
-        summarise=found.summarise,
-        instruction=found.instruction,
-        summary=found.summary,
-    )
+WIRE = OpenAIChat()
 
 
 def _item(body: str, at: int) -> tuple[runs.Item, int]:
@@ -125,23 +193,6 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
-def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
-    """The assistant message of a finished answer (a stream of chunks that ended with a
-    finish_reason, or a JSON completion), as the next request will carry it; else None."""
-    if content_type.startswith("text/event-stream"):
-        message = _streamed(raw.decode("utf-8"))
-    elif content_type.startswith("application/json"):
-        completion = json.loads(raw)
-        choices = completion.get("choices") if isinstance(completion, dict) else None
-        message = choices[0].get("message") if isinstance(choices, list) and choices else None
-    else:
-        return None
-    if not isinstance(message, dict) or not (message.get("content") or message.get("tool_calls")):
-        return None
-    item, _ = _item(compact({**message, "role": "assistant"}), 0)
-    return WireMessage("assistant", Span(0, 0), item.blocks)
-
-
 def _streamed(text: str) -> dict[str, Any] | None:
     """The message the chunks built (choice 0), or None unless a finish_reason came."""
     content: list[str] = []
@@ -183,69 +234,3 @@ def _streamed(text: str) -> dict[str, Any] | None:
 def summary_item(role: str, texts: tuple[str, ...]) -> str:
     """A message holding the summaries as one string: every OpenAI-compatible server takes it."""
     return compact({"role": role, "content": "\n\n".join(texts)})
-
-
-def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
-    return runs.render(body, request.messages, plan, summary_item)
-
-
-def problems(payload: object) -> list[str]:
-    """What Chat Completions would refuse in this request body (decoded JSON), in words: an
-    unknown role, a user message or a result without content, an assistant message with
-    neither text nor calls, a call id repeated, a `tool` message that does not answer a call
-    of the assistant message just before its run, a call not answered by the run of `tool`
-    messages right after it."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
-        return ["the body is not an object with a messages array"]
-    found: list[str] = []
-    messages: list[Any] = payload["messages"]
-    seen: set[str] = set()
-    open_calls: dict[str, int] = {}  # the calls the current run of tool messages may answer
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        role = message.get("role") if isinstance(message, dict) else None
-        if role not in ("system", "developer", "user", "assistant", "tool"):
-            found.append(f"{where} has role {role!r}")
-            continue
-        if role != "tool":
-            found.extend(
-                f"messages[{at}] calls {call}, not answered before {where}"
-                for call, at in open_calls.items()
-            )
-            open_calls = {}
-        if role == "tool":
-            call = str(message.get("tool_call_id"))
-            if call not in open_calls:
-                found.append(f"{where} answers {call}, not a call of the assistant just before")
-            open_calls.pop(call, None)
-        elif role == "assistant":
-            calls = message.get("tool_calls") or []
-            if not calls and not message.get("content"):
-                found.append(f"{where} is an assistant message with neither content nor calls")
-            for call in calls:
-                ident = str(call.get("id") if isinstance(call, dict) else None)
-                if ident in seen:
-                    found.append(f"{where} repeats tool call id {ident}")
-                seen.add(ident)
-                open_calls[ident] = i
-        elif role == "user" and not message.get("content"):
-            found.append(f"{where} has no content")
-    found.extend(f"messages[{at}] calls {call}, not answered" for call, at in open_calls.items())
-    return found
-
-
-def decode_body(body: str) -> object:
-    return json.loads(body)
-
-
-WIRE = WireFormat(
-    name="openai-chat",
-    path=CHAT_PATH,
-    parse=parse,
-    named=named,
-    answer_of=answer_of,
-    conversation_of=conversation_of,
-    render=render,
-    problems=problems,
-    decode=decode_body,
-)

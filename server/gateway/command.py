@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 from frs import StoreError
 from frs.autopilot import AFTER, KEEP, PAYBACK, Autopilot
 from frs.model import Scope
-from frs.nudges import DEFAULT_STEP
+from frs.wire.nudges import DEFAULT_STEP
 from server.gateway.anthropic import WIRE as ANTHROPIC
 from server.gateway.chat import WIRE as OPENAI_CHAT
 from server.gateway.proxy import (
@@ -75,6 +75,14 @@ KEPT_BODIES = 32
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The options of `frs-mcp gateway`; `--db` and `--log-level` come from the main parser."""
+    _add_addresses(p)
+    _add_rewriting(p)
+    _add_limits(p)
+    _add_guards(p)
+
+
+def _add_addresses(p: argparse.ArgumentParser) -> None:
+    """Where it listens and where it forwards."""
     p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     p.add_argument(
         "--port",
@@ -95,6 +103,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"where OpenAI requests go (default $FRS_OPENAI_UPSTREAM, else {DEFAULT_OPENAI})",
     )
+
+
+def _add_rewriting(p: argparse.ArgumentParser) -> None:
+    """What it changes in a request: reminders, the autopilot's squashes, rewriting at all."""
     p.add_argument(
         "--no-nudges",
         action="store_true",
@@ -142,6 +154,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="record only: forward every request exactly as the host sent it",
     )
+
+
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    """How much a host may send and how long each side may take."""
     p.add_argument(
         "--max-body",
         type=int,
@@ -181,6 +197,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="close a socket whose host has read nothing of an answer this long "
         f"(default {SocketLimits().write_timeout:g})",
     )
+
+
+def _add_guards(p: argparse.ArgumentParser) -> None:
+    """Who may call it: the token, the tenants, the names hosts may use."""
     p.add_argument("--token", default=None, help="gateway token (default $FRS_TOKEN)")
     p.add_argument("--tokens", metavar="FILE", default=None, help="tenants: NAME SECRET a line")
     p.add_argument(
@@ -324,11 +344,11 @@ async def _serve(
         settings,
         upstreams,
         tenants,
-        not args.no_rewrite,
-        nudges,
-        args.upstream_timeout,
-        args.connect_timeout,
-        autopilot,
+        rewrite=not args.no_rewrite,
+        nudge_step=nudges,
+        upstream_timeout=args.upstream_timeout,
+        connect_timeout=args.connect_timeout,
+        autopilot=autopilot,
     ) as gateway:
         app = guarded(gateway, args.host, port, tuple(args.allowed_host))
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"

@@ -1,7 +1,7 @@
 """What the gateway does with a request it can read: match it, rewrite it, record it.
 
 `Recorder.prepare` parses the body with the request's wire format, finds the conversation's
-session, plans the squashes (`frs.rewriting`) and renders them; the bytes it returns are the
+session, plans the squashes (`frs.wire.rewriting`) and renders them; the bytes it returns are the
 host's own unless a squash applies and the rewrite passes the wire's checks. `Prepared.record`
 runs after the answer has streamed back: it records what the request added. Each
 conversation has a lock, so two requests of one conversation never match or record at once.
@@ -25,7 +25,6 @@ import anyio
 from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.env import Env, utc_now
 from frs.errors import StaleRevision
-from frs.host_compactions import SEALED
 from frs.host_threads import (
     StoredThread,
     add_call,
@@ -38,16 +37,17 @@ from frs.host_threads import (
     squash_kinds,
     window_from,
 )
-from frs.matching import Unit, answer_unit, fit, new_units, title_of, units_of
 from frs.model import GatewayCall, NewMessage, Nudge, SessionId
-from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.owners import Caller, thread_key
 from frs.recording import Recorded
-from frs.rewriting import mark_of, pinned_messages, plan_rewrite
 from frs.squashes import compress_ranges
 from frs.text import estimate_tokens
 from frs.turns import TURN_SECONDS, end_turn, take_turn, turn_held
-from frs.wire import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from frs.wire.compactions import SEALED
+from frs.wire.matching import Unit, answer_unit, fit, new_units, title_of, units_of
+from frs.wire.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
+from frs.wire.requests import Insertion, Parsed, RewritePlan, WireMessage, WireRequest, reused
+from frs.wire.rewriting import mark_of, pinned_messages, plan_rewrite
 from server.gateway.callers import system_of
 from server.gateway.wires import WireFormat, refusal_of
 
@@ -88,7 +88,7 @@ class _Conversation:
     #: (frozen bytes), is checked from where it differs on (`server.gateway.wires`).
     checked: tuple[str, Parsed] | None = None  # (wire name, the rewrite)
     #: The conversation has asked the API to drop stale thinking, and asks on every later
-    #: request that carries thinking (`frs.rewriting`).
+    #: request that carries thinking (`frs.wire.rewriting`).
     bound: bool = False
 
 
@@ -606,7 +606,7 @@ def _compaction_of(
 
 
 def _pinned_keys(request: WireRequest, units: Sequence[Unit]) -> frozenset[str]:
-    """The keys of the units in messages a squash keeps in place (`frs.rewriting`)."""
+    """The keys of the units in messages a squash keeps in place (`frs.wire.rewriting`)."""
     kept = pinned_messages(request)
     return frozenset(unit.key for unit in units if unit.message in kept) if kept else frozenset()
 

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from frs.conversations import from_headers
-from frs.host_compactions import find as find_compaction
-from frs.matching import Unit, canonical, fingerprint
-from frs.wire import (
+from frs.wire.compactions import find as find_compaction
+from frs.wire.matching import canonical
+from frs.wire.requests import (
     BlockKind,
     Parsed,
     RewritePlan,
@@ -76,56 +77,101 @@ _USER_PARTS = frozenset({"input_text", "input_image", "input_file", "input_audio
 _ASSISTANT_PARTS = frozenset({"output_text", "refusal"})
 
 
-def named(headers: Mapping[str, str]) -> tuple[str, str] | None:
-    """The conversation a request names in a header (`frs.conversations.HOST_KEYS`: Codex's
-    `session-id`, the id its MCP tool calls carry in `_meta`)."""
-    found = from_headers(headers)
-    return (found.interface, found.id) if found else None
+class OpenAIResponses(WireFormat):
+    """The Responses wire (`/v1/responses`): Codex CLI's."""
+
+    name = "openai-responses"
+    path = RESPONSES_PATH
+
+    def named(self, headers: Mapping[str, str]) -> tuple[str, str] | None:
+        """The conversation a request names in a header (`frs.conversations.HOST_KEYS`: Codex's
+        `session-id`, the id its MCP tool calls carry in `_meta`)."""
+        found = from_headers(headers)
+        return (found.interface, found.id) if found else None
+
+    def parse(
+        self, body: str, headers: Mapping[str, str], previous: Parsed | None = None
+    ) -> WireRequest:
+        """The request's items grouped into messages, with their spans; raises ValueError (or
+        KeyError, TypeError) on a body that is not a Responses request with an input array."""
+        reader = runs.Reader(runs.kept(body, previous), _item)
+        array: Span | None = None
+
+        def read_input(text: str, at: int) -> tuple[object, int]:
+            nonlocal array
+            if text[at : at + 1] != "[":
+                return decode(text, at)  # a plain string: nothing the gateway can record
+            _, array = array_items(text, at, reader)
+            return None, array.end
+
+        top, _ = object_members(body, 0, {"input": read_input})
+        fields = {m.key: m.value for m in top}
+        if "input" not in fields:
+            raise ValueError("no input")
+        tools = fields.get("tools")
+        model = fields.get("model")
+        untouchable = "previous_response_id" if fields.get("previous_response_id") else None
+        if CHATGPT_HEADER in {name.lower() for name in headers}:
+            untouchable = "a ChatGPT subscription"
+        messages = runs.grouped(reader.items)
+        found = find_compaction(messages)
+        return WireRequest(
+            messages=messages,
+            messages_span=array,
+            model=model if isinstance(model, str) else "",
+            has_tools=bool(isinstance(tools, list) and tools),
+            untouchable=untouchable if array is not None else "input is not an array",
+            thinking_signed=False,
+            summarise=found.summarise,
+            instruction=found.instruction,
+            summary=found.summary,
+        )
+
+    def answer_of(self, raw: bytes, content_type: str) -> WireMessage | None:
+        """The model's output items of a finished answer (a stream that reached
+        response.completed, or a JSON response) as the assistant run the next request will carry;
+        None for anything else (an error, a failed or cut stream: the next request brings it)."""
+        if content_type.startswith("text/event-stream"):
+            output = _streamed(raw.decode("utf-8"))
+        elif content_type.startswith("application/json"):
+            response = json.loads(raw)
+            ok = isinstance(response, dict) and response.get("status") in ("completed", None)
+            output = response.get("output") if ok and response.get("object") == "response" else None
+        else:
+            return None
+        if not isinstance(output, list) or not output:
+            return None
+        items = [_item(text, 0)[0] for text in (compact(item) for item in output)]
+        if any(item.side != "assistant" for item in items):
+            return None
+        return WireMessage("assistant", Span(0, 0), tuple(b for item in items for b in item.blocks))
+
+    def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
+        return runs.render(body, request.messages, plan, summary_item)
+
+    def problems(self, payload: object) -> list[str]:
+        """What the Responses API would refuse in this request body (decoded JSON), in words:
+        items that are not objects or of an unknown role, messages with no content or parts of the
+        wrong side, a call without its call_id or repeated, an output that answers no call made
+        before it, a call no output answers, a reasoning item not followed by the model's item it
+        belongs to (another reasoning item, a user message or an output are not), a call in a
+        namespace or of a deferred tool that neither `tools` nor a tool_search_output before it
+        defines (Codex's MCP tools are defined only by the tool search's output)."""
+        if not isinstance(payload, dict) or "input" not in payload:
+            return ["the body is not an object with an input"]
+        tools = payload.get("tools")
+        check = _Check(*_defined(tools if isinstance(tools, list) else []))
+        items = payload["input"]
+        if isinstance(items, str):
+            return []
+        if not isinstance(items, list):
+            return ["input is neither a string nor an array"]
+        for i, item in enumerate(items):
+            check.item(i, item, items)
+        return check.unanswered()
 
 
-def conversation_of(headers: Mapping[str, str], units: Sequence[Unit]) -> tuple[str, str] | None:
-    given = named(headers)
-    if given is not None:
-        return given
-    found = fingerprint(units)
-    return ("openai-responses", found) if found else None
-
-
-def parse(body: str, headers: Mapping[str, str], previous: Parsed | None = None) -> WireRequest:
-    """The request's items grouped into messages, with their spans; raises ValueError (or
-    KeyError, TypeError) on a body that is not a Responses request with an input array."""
-    reader = runs.Reader(runs.kept(body, previous), _item)
-    array: Span | None = None
-
-    def read_input(text: str, at: int) -> tuple[object, int]:
-        nonlocal array
-        if text[at : at + 1] != "[":
-            return decode(text, at)  # a plain string: nothing the gateway can record
-        _, array = array_items(text, at, reader)
-        return None, array.end
-
-    top, _ = object_members(body, 0, {"input": read_input})
-    fields = {m.key: m.value for m in top}
-    if "input" not in fields:
-        raise ValueError("no input")
-    tools = fields.get("tools")
-    model = fields.get("model")
-    untouchable = "previous_response_id" if fields.get("previous_response_id") else None
-    if CHATGPT_HEADER in {name.lower() for name in headers}:
-        untouchable = "a ChatGPT subscription"
-    messages = runs.grouped(reader.items)
-    found = find_compaction(messages)
-    return WireRequest(
-        messages=messages,
-        messages_span=array,
-        model=model if isinstance(model, str) else "",
-        has_tools=bool(isinstance(tools, list) and tools),
-        untouchable=untouchable if array is not None else "input is not an array",
-        thinking_signed=False,
-        summarise=found.summarise,
-        instruction=found.instruction,
-        summary=found.summary,
-    )
+WIRE = OpenAIResponses()
 
 
 def _item(body: str, at: int) -> tuple[runs.Item, int]:
@@ -226,26 +272,6 @@ def _digest(item: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(dict(item)).encode()).hexdigest()[:32]
 
 
-def answer_of(raw: bytes, content_type: str) -> WireMessage | None:
-    """The model's output items of a finished answer (a stream that reached
-    response.completed, or a JSON response) as the assistant run the next request will carry;
-    None for anything else (an error, a failed or cut stream: the next request brings it)."""
-    if content_type.startswith("text/event-stream"):
-        output = _streamed(raw.decode("utf-8"))
-    elif content_type.startswith("application/json"):
-        response = json.loads(raw)
-        ok = isinstance(response, dict) and response.get("status") in ("completed", None)
-        output = response.get("output") if ok and response.get("object") == "response" else None
-    else:
-        return None
-    if not isinstance(output, list) or not output:
-        return None
-    items = [_item(text, 0)[0] for text in (compact(item) for item in output)]
-    if any(item.side != "assistant" for item in items):
-        return None
-    return WireMessage("assistant", Span(0, 0), tuple(b for item in items for b in item.blocks))
-
-
 def _streamed(text: str) -> list[Any] | None:
     """The output of the stream's response.completed event; None unless it came."""
     for event in text.split("\n\n"):
@@ -267,78 +293,75 @@ def summary_item(role: str, texts: tuple[str, ...]) -> str:
     return compact({"type": "message", "role": role, "content": content})
 
 
-def render(body: str, request: WireRequest, plan: RewritePlan) -> str:
-    return runs.render(body, request.messages, plan, summary_item)
+@dataclass(slots=True)
+class _Check:
+    """The Responses API's rules read over one request's input, item by item (`problems`):
+    what it found so far, the calls made (and where), those answered, the tools defined."""
 
+    defined: set[str]  # callable names: functions, namespaces, tools a search loaded
+    deferred: set[str]  # deferred tools: callable once a tool_search_output defines them
+    found: list[str] = field(default_factory=list)
+    calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # call_id -> (at, kind)
+    answered: set[str] = field(default_factory=set)
 
-def problems(payload: object) -> list[str]:
-    """What the Responses API would refuse in this request body (decoded JSON), in words:
-    items that are not objects or of an unknown role, messages with no content or parts of the
-    wrong side, a call without its call_id or repeated, an output that answers no call made
-    before it, a call no output answers, a reasoning item not followed by the model's item it
-    belongs to (another reasoning item, a user message or an output are not), a call in a
-    namespace or of a deferred tool that neither `tools` nor a tool_search_output before it
-    defines (Codex's MCP tools are defined only by the tool search's output)."""
-    if not isinstance(payload, dict) or "input" not in payload:
-        return ["the body is not an object with an input"]
-    tools = payload.get("tools")
-    defined, deferred = _defined(tools if isinstance(tools, list) else [])
-    items = payload["input"]
-    if isinstance(items, str):
-        return []
-    if not isinstance(items, list):
-        return ["input is neither a string nor an array"]
-    found: list[str] = []
-    calls: dict[str, tuple[int, str]] = {}
-    answered: set[str] = set()
-    for i, item in enumerate(items):
+    def item(self, i: int, item: object, items: list[Any]) -> None:
         where = f"input[{i}]"
         if not isinstance(item, dict):
-            found.append(f"{where} is not an object")
-            continue
+            self.found.append(f"{where} is not an object")
+            return
         kind = str(item.get("type", "message"))
         if kind == "message":
-            found.extend(_message_problems(where, item))
+            self.found.extend(_message_problems(where, item))
         elif kind in CALLS:
-            call = item.get("call_id")
-            if not isinstance(call, str) or not call:
-                found.append(f"{where} is a {kind} without a call_id")
-                continue
-            if call in calls:
-                found.append(f"{where} repeats call_id {call}")
-            calls[call] = (i, kind)
-            if kind == "function_call" and not (
-                isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)
-            ):
-                found.append(f"{where} is a function_call without its name or arguments")
-            namespace = item.get("namespace")
-            spaced = isinstance(namespace, str) and bool(namespace)
-            tool = namespace if spaced else item.get("name")
-            if (spaced or tool in deferred) and tool not in defined:
-                found.append(
-                    f"{where} calls {tool}, which no tool and no tool_search_output before "
-                    "it defines"
-                )
+            self._call(i, where, item, kind)
         elif kind in OUTPUTS:
-            if kind == "tool_search_output":
-                defined |= _defined(item.get("tools") or [])[0]
-            call = str(item.get("call_id"))
-            made = calls.get(call)
-            if made is None or made[1] != OUTPUTS[kind]:
-                found.append(f"{where} answers call_id {call}, not called before it")
-            answered.add(call)
+            self._output(where, item, kind)
         elif kind == "reasoning":
             if not isinstance(item.get("summary"), list):
-                found.append(f"{where} is a reasoning item without its summary")
+                self.found.append(f"{where} is a reasoning item without its summary")
             following = items[i + 1] if i + 1 < len(items) else None
             if not _model_item(following):
-                found.append(f"{where} is a reasoning item without the item that followed it")
-    found.extend(
-        f"input[{i}] calls call_id {call}, not answered after it"
-        for call, (i, _) in calls.items()
-        if call not in answered
-    )
-    return found
+                self.found.append(f"{where} is a reasoning item without the item that followed it")
+
+    def _call(self, i: int, where: str, item: Mapping[str, Any], kind: str) -> None:
+        call = item.get("call_id")
+        if not isinstance(call, str) or not call:
+            self.found.append(f"{where} is a {kind} without a call_id")
+            return
+        if call in self.calls:
+            self.found.append(f"{where} repeats call_id {call}")
+        self.calls[call] = (i, kind)
+        if kind == "function_call" and not (
+            isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)
+        ):
+            self.found.append(f"{where} is a function_call without its name or arguments")
+        namespace = item.get("namespace")
+        spaced = isinstance(namespace, str) and bool(namespace)
+        tool = namespace if spaced else item.get("name")
+        if (spaced or tool in self.deferred) and tool not in self.defined:
+            self.found.append(
+                f"{where} calls {tool}, which no tool and no tool_search_output before it defines"
+            )
+
+    def _output(self, where: str, item: Mapping[str, Any], kind: str) -> None:
+        if kind == "tool_search_output":
+            self.defined |= _defined(item.get("tools") or [])[0]
+        call = str(item.get("call_id"))
+        made = self.calls.get(call)
+        if made is None or made[1] != OUTPUTS[kind]:
+            self.found.append(f"{where} answers call_id {call}, not called before it")
+        self.answered.add(call)
+
+    def unanswered(self) -> list[str]:
+        """What was found, and then every call no output answered."""
+        return [
+            *self.found,
+            *(
+                f"input[{i}] calls call_id {call}, not answered after it"
+                for call, (i, _) in self.calls.items()
+                if call not in self.answered
+            ),
+        ]
 
 
 def _defined(tools: object) -> tuple[set[str], set[str]]:
@@ -376,20 +399,3 @@ def _model_item(item: object) -> bool:
     if kind == "message":
         return item.get("role") == "assistant"
     return kind in CALLS or kind in MODEL_ITEMS
-
-
-def decode_body(body: str) -> object:
-    return json.loads(body)
-
-
-WIRE = WireFormat(
-    name="openai-responses",
-    path=RESPONSES_PATH,
-    parse=parse,
-    named=named,
-    answer_of=answer_of,
-    conversation_of=conversation_of,
-    render=render,
-    problems=problems,
-    decode=decode_body,
-)

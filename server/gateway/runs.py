@@ -4,7 +4,7 @@ The Responses API's `input` and Chat Completions' `messages` are flat lists: a c
 output are items of their own, not blocks of an assistant and a user message. The gateway
 groups each run of the model's items (its messages, calls, reasoning) into one assistant
 message and each run of the host's (outputs, user messages) into one user message, so the
-domain's rules (`frs.rewriting`: whole messages, whole call/result pairs, the open tool loop)
+domain's rules (`frs.wire.rewriting`: whole messages, whole call/result pairs, the open tool loop)
 hold as they do for Anthropic; instructions, developer messages, compaction items and any
 item the gateway does not know stand alone as "system" messages, which are never recorded,
 replaced or moved. A message's span runs from its first item's `{` to its last item's `}`.
@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from frs.wire import (
+from frs.wire.requests import (
     Parsed,
     RewritePlan,
     Span,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from frs.wire import Span
+from frs.wire.requests import Span
 
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"

@@ -8,42 +8,71 @@ short.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from frs.matching import Unit, canonical
-from frs.wire import Parsed, RewritePlan, WireMessage, WireRequest, reused
+from frs.wire.matching import Unit, canonical, fingerprint
+from frs.wire.requests import Parsed, RewritePlan, WireMessage, WireRequest, reused
 
 
-@dataclass(frozen=True, slots=True)
-class WireFormat:
-    """One provider's wire, as the gateway core uses it (`server.gateway.anthropic`)."""
+class WireFormat(ABC):
+    """One provider's wire, as the gateway core uses it: a class per wire
+    (`server.gateway.anthropic.AnthropicMessages`, `server.gateway.responses.OpenAIResponses`,
+    `server.gateway.chat.OpenAIChat`), each module holding one instance, `WIRE`."""
 
-    name: str
-    path: str  # the path whose POSTs it reads (every other path is forwarded unread)
-    #: Reads a body; `Parsed` is the conversation's previous request, reused where repeated.
-    parse: Callable[[str, Mapping[str, str], Parsed | None], WireRequest]
-    #: The conversation a request names in its headers (before its body is read), if any.
-    named: Callable[[Mapping[str, str]], tuple[str, str] | None]
-    #: The assistant message a finished answer holds (its bytes, its content type), if any.
-    answer_of: Callable[[bytes, str], WireMessage | None]
-    #: The conversation of a request: the one it names, else one its messages identify.
-    conversation_of: Callable[[Mapping[str, str], Sequence[Unit]], tuple[str, str] | None]
-    render: Callable[[str, WireRequest, RewritePlan], str]
-    #: The rules a rewritten body must keep: what the provider would refuse, in words.
-    problems: Callable[[object], list[str]]
-    decode: Callable[[str], object]
+    name: ClassVar[str]  # also the interface a conversation it identifies by content is kept in
+    path: ClassVar[str]  # the path whose POSTs it reads (every other path is forwarded unread)
     #: True when what `problems` asks of a message depends only on its neighbours (and on
     #: the first message being a user's): a rewrite that repeats the last one passed is then
     #: checked from its last repeated assistant message on (`_from_repeat`), else whole.
-    local_rules: bool = False
+    local_rules: ClassVar[bool] = False
     #: Asks the API to drop thinking whose prefix a rewrite changed (`RewritePlan.drop_block`):
-    #: (the host's body, the rewrite, the request) -> the rewrite asking; None: the wire's
+    #: (the host's body, the rewrite, the request) -> the rewrite asking. A wire whose
+    #: reasoning binds to a prefix defines it as a method; None (the default): the wire's
     #: reasoning binds to no prefix. `beta` is the header value the asking needs.
     bind: Callable[[str, str, WireRequest], str] | None = None
-    beta: str | None = None
+    beta: ClassVar[str | None] = None
+
+    @abstractmethod
+    def named(self, headers: Mapping[str, str]) -> tuple[str, str] | None:
+        """The conversation a request names in its headers (before its body is read), if any."""
+
+    @abstractmethod
+    def parse(
+        self, body: str, headers: Mapping[str, str], previous: Parsed | None = None
+    ) -> WireRequest:
+        """Reads a body; `previous` is the conversation's previous request, reused where
+        repeated. Raises ValueError (or KeyError, TypeError) on a body not of this wire."""
+
+    @abstractmethod
+    def answer_of(self, raw: bytes, content_type: str) -> WireMessage | None:
+        """The assistant message a finished answer holds (its bytes, its content type), if any."""
+
+    @abstractmethod
+    def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
+        """The body with the plan applied as splices of its own text."""
+
+    @abstractmethod
+    def problems(self, payload: object) -> list[str]:
+        """The rules a rewritten body must keep: what the provider would refuse, in words."""
+
+    def conversation_of(
+        self, headers: Mapping[str, str], units: Sequence[Unit]
+    ) -> tuple[str, str] | None:
+        """(interface, conversation) of a request: the one it names (`named`), else the
+        first user message's fingerprint under the wire's name; None when there is neither."""
+        given = self.named(headers)
+        if given is not None:
+            return given
+        found = fingerprint(units)
+        return (self.name, found) if found else None
+
+    def decode(self, body: str) -> object:
+        """A body as `problems` reads it."""
+        return json.loads(body)
 
 
 def refusal_of(

@@ -1,6 +1,6 @@
 """`frs.hooks`: a host's transcript recorded into its conversation's session, once.
 
-The units are the gateway's (`frs.matching`), built here from wire messages as a host's
+The units are the gateway's (`frs.wire.matching`), built here from wire messages as a host's
 transcript reader builds them; the store is the real SQLite one.
 """
 
@@ -17,9 +17,9 @@ from frs.hooks import (
     find_recorded,
     record_transcript,
 )
-from frs.matching import Unit, units_of
 from frs.text import estimate_tokens
-from frs.wire import Span, WireBlock, WireMessage, WireRequest
+from frs.wire.matching import Unit, units_of
+from frs.wire.requests import Span, WireBlock, WireMessage, WireRequest
 from tests.frs.conftest import open_service
 
 SPAN = Span(0, 0)

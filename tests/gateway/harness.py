@@ -80,8 +80,8 @@ def text_reply(text: str = "done") -> Reply:
 #: The rules each wire's requests must keep, checked on every request the upstream receives.
 VALIDATORS: dict[str, Callable[[object], list[str]]] = {
     "/v1/messages": problems,
-    "/v1/responses": responses.problems,
-    "/v1/chat/completions": chat.problems,
+    "/v1/responses": responses.WIRE.problems,
+    "/v1/chat/completions": chat.WIRE.problems,
 }
 
 

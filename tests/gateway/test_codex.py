@@ -24,7 +24,7 @@ import pytest
 from frs import ReasoningService
 from frs.host_threads import find_thread
 from frs.model import Scope as FrsScope
-from server.gateway.responses import problems
+from server.gateway.responses import WIRE
 from tests.gateway.test_claude_code import gateway_to
 from tests.hosts import codex, pinned
 from tests.hosts.codex import Codex, call
@@ -135,7 +135,7 @@ async def test_codex_through_the_gateway_records_and_sends_the_squash(tmp_path: 
     # Every request the model received keeps the Responses API's rules.
     for exchange in played.log:
         if exchange.path.endswith("/responses") and exchange.method == "POST":
-            assert problems(json.loads(exchange.body)) == [], exchange.step
+            assert WIRE.problems(json.loads(exchange.body)) == [], exchange.step
     # Up to the squash (step 3 makes it), every request reached the model exactly as Codex
     # sent it; from the next one on, the squash is sent, until frs_restore (step 5 calls it).
     squash_step, restore_step = 3, 5

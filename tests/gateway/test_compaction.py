@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from frs import ViewOptions
-from frs.host_compactions import SEALED
 from frs.model import Compaction
 from frs.replies import squashed
+from frs.wire.compactions import SEALED
 from tests.gateway import openai_conversation as oc
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, result, user
 from tests.gateway.harness import Reply, Rig, Seen, rig

@@ -9,8 +9,8 @@ import json
 import anyio
 import pytest
 
-from frs.wire import Parsed, common_prefix
-from server.gateway.anthropic import decode_body, parse
+from frs.wire.requests import Parsed, common_prefix
+from server.gateway.anthropic import WIRE
 from server.gateway.anthropic_rules import problems
 from server.gateway.proxy import Held
 from server.gateway.wires import _from_repeat
@@ -190,24 +190,24 @@ class TestCheckFromTheRepeat:
 
     def test_a_repeating_rewrite_is_checked_from_its_last_repeated_call_on(self):
         first = body(self.conversation(20)).decode()
-        previous = Parsed(first, parse(first, {}))
+        previous = Parsed(first, WIRE.parse(first, {}))
         text = body([*self.conversation(20), said("Done.")]).decode()
-        checked = _from_repeat(text, parse(text, {}, previous), previous)
+        checked = _from_repeat(text, WIRE.parse(text, {}, previous), previous)
         assert len(checked) < len(text) / 4  # most of it was checked before
-        assert problems(decode_body(checked)) == []
+        assert problems(WIRE.decode(checked)) == []
 
     def test_a_fault_after_the_repeat_is_still_found(self):
         first = body(self.conversation(20)).decode()
-        previous = Parsed(first, parse(first, {}))
+        previous = Parsed(first, WIRE.parse(first, {}))
         # The new end calls a tool and, in the next message, answers another one.
         bad = [*self.conversation(20), call("toolu_x", "x"), result("toolu_y", "?")]
         text = body(bad).decode()
-        checked = _from_repeat(text, parse(text, {}, previous), previous)
+        checked = _from_repeat(text, WIRE.parse(text, {}, previous), previous)
         assert len(checked) < len(text)
-        found = problems(decode_body(checked))
+        found = problems(WIRE.decode(checked))
         assert any("toolu_x" in p for p in found)
         assert any("toolu_y" in p for p in found)
 
     def test_with_nothing_checked_before_the_whole_body_is(self):
         text = body(self.conversation(3)).decode()
-        assert _from_repeat(text, parse(text, {}), None) == text
+        assert _from_repeat(text, WIRE.parse(text, {}), None) == text

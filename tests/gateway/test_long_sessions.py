@@ -97,8 +97,8 @@ def _chat_calls(body: Any) -> dict[str, str]:
 
 
 ANTHROPIC = Wire("/v1/messages", anthropic_rules.problems, _anthropic_calls)
-RESPONSES = Wire("/v1/responses", responses.problems, _responses_calls)
-CHAT = Wire("/v1/chat/completions", chat.problems, _chat_calls)
+RESPONSES = Wire("/v1/responses", responses.WIRE.problems, _responses_calls)
+CHAT = Wire("/v1/chat/completions", chat.WIRE.problems, _chat_calls)
 
 
 @dataclass

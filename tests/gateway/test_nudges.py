@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from frs.nudges import Candidates, due, nudge_text
+from frs.wire.nudges import Candidates, due, nudge_text
 from server.gateway.spans import compact
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import rig

@@ -5,16 +5,18 @@ tests' upstream checks each with the wire's validator)."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from frs import ReasoningService
 from frs.host_threads import find_thread
 from frs.model import Scope, Session
+from frs.wire.requests import RewritePlan, WireRequest
 from server.gateway.responses import WIRE as RESPONSES
+from server.gateway.responses import OpenAIResponses
 from tests.gateway import openai_conversation as oc
 from tests.gateway.harness import Reply, Rig, rig
 
@@ -52,6 +54,16 @@ def sent_input(r: Rig, index: int = -1) -> list[dict[str, Any]]:
 
 def compact(item: dict[str, Any]) -> bytes:
     return json.dumps(item).encode()
+
+
+def rendering_with(render: Callable[..., str]) -> OpenAIResponses:
+    """The Responses wire with its `render` replaced."""
+
+    class Rendering(OpenAIResponses):
+        def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
+            return render(body, request, plan)
+
+    return Rendering()
 
 
 class TestResponsesBytes:
@@ -297,7 +309,7 @@ class TestResponsesSquashes:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
             await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
-            r.gateway.wires[RESPONSES.name] = dataclasses.replace(RESPONSES, render=broken)
+            r.gateway.wires[RESPONSES.name] = rendering_with(broken)
             await replay(r, [14])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:14])
             assert r.gateway.traffic.failed == 1
@@ -312,7 +324,7 @@ class TestResponsesSquashes:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
             await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
-            r.gateway.wires[RESPONSES.name] = dataclasses.replace(RESPONSES, render=orphaning)
+            r.gateway.wires[RESPONSES.name] = rendering_with(orphaning)
             await replay(r, [14])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:14])
 
@@ -455,13 +467,13 @@ class TestResponsesOther:
 
 class TestReading:
     def test_the_next_request_takes_over_what_the_previous_one_read(self):
-        from frs.matching import Unit, units_of
-        from frs.wire import Parsed, reused
+        from frs.wire.matching import Unit, units_of
+        from frs.wire.requests import Parsed, reused
         from server.gateway import chat, responses
 
         cases: list[tuple[Any, Any, list[dict[str, Any]], int, int]] = [
-            (responses, oc.body, oc.TASK, 11, 14),
-            (chat, oc.chat_body, oc.CHAT_TASK, 7, 9),
+            (responses.WIRE, oc.body, oc.TASK, 11, 14),
+            (chat.WIRE, oc.chat_body, oc.CHAT_TASK, 7, 9),
         ]
         for wire, make, items, before, after in cases:
             first = make(items[:before]).decode()

@@ -13,17 +13,17 @@ from tests.gateway import openai_conversation as oc
 
 
 def bad_input(items: list[dict[str, Any]]) -> list[str]:
-    return responses.problems({"model": "m", "input": items})
+    return responses.WIRE.problems({"model": "m", "input": items})
 
 
 def bad_messages(messages: list[dict[str, Any]]) -> list[str]:
-    return chat.problems({"model": "m", "messages": messages})
+    return chat.WIRE.problems({"model": "m", "messages": messages})
 
 
 class TestResponses:
     def test_codexs_conversation_has_no_problems(self):
         assert bad_input(oc.TASK) == []
-        assert responses.problems({"model": "m", "input": "just text"}) == []
+        assert responses.WIRE.problems({"model": "m", "input": "just text"}) == []
 
     @pytest.mark.parametrize(
         ("items", "expected"),
@@ -89,7 +89,9 @@ class TestResponses:
         assert expected in bad_input(items)
 
     def test_a_body_without_input_is_refused(self):
-        assert responses.problems({"model": "m"}) == ["the body is not an object with an input"]
+        assert responses.WIRE.problems({"model": "m"}) == [
+            "the body is not an object with an input"
+        ]
 
 
 class TestChat:

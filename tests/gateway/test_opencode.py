@@ -22,7 +22,7 @@ import pytest
 from frs import ReasoningService
 from frs.host_threads import find_thread
 from frs.model import Scope
-from server.gateway.chat import problems
+from server.gateway.chat import WIRE
 from server.mcp.deps import open_deps
 from server.settings import Settings
 from tests.gateway.test_claude_code import gateway_to
@@ -96,7 +96,7 @@ async def test_opencode_through_the_gateway_records_and_sends_the_squash(tmp_pat
     host_bodies = [body for path, body in tap.bodies if path.endswith("/chat/completions")]
     for exchange in played.log:
         if exchange.path.endswith("/chat/completions"):
-            assert problems(json.loads(exchange.body)) == [], exchange.step
+            assert WIRE.problems(json.loads(exchange.body)) == [], exchange.step
     # Up to the squash (made while step 2 is answered), OpenCode's bytes exactly.
     for exchange in steps[:3]:
         assert exchange.body in host_bodies, exchange.step

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frs.matching import units_of
-from frs.nudges import candidates
-from frs.rewriting import LiveSquash, plan_rewrite
+from frs.wire.matching import units_of
+from frs.wire.nudges import candidates
+from frs.wire.rewriting import LiveSquash, plan_rewrite
 from server.gateway import responses
-from server.gateway.anthropic import parse, render
+from server.gateway.anthropic import WIRE
 from server.gateway.anthropic_rules import problems
 from tests.gateway import openai_conversation as oc
 from tests.gateway.conversation import SESSION, call, result, said, user
@@ -203,14 +203,14 @@ class TestResponses:
                 assert SUMMARY in summary
                 assert f"FRS squash {done.squash.alias}" in summary
                 assert sent[5:] == ITEMS[7:n]
-                assert responses.problems(r.upstream.seen[-1].json()) == []
+                assert responses.WIRE.problems(r.upstream.seen[-1].json()) == []
 
     def test_the_validator_refuses_a_namespaced_call_no_tool_search_defined(self):
         payload = json.loads(oc.body([ITEMS[1], *ITEMS[7:10]]))
-        assert responses.problems(payload) == [
+        assert responses.WIRE.problems(payload) == [
             "input[2] calls mcp__frs, which no tool and no tool_search_output before it defines"
         ]
-        assert responses.problems(json.loads(oc.body(ITEMS[:10]))) == []
+        assert responses.WIRE.problems(json.loads(oc.body(ITEMS[:10]))) == []
 
 
 class TestPlacement:
@@ -233,13 +233,13 @@ class TestPlacement:
             user("again"),
         ]
         text = claude_body(messages).decode()
-        request = parse(text, {})
+        request = WIRE.parse(text, {})
         units = units_of(request)
         members = frozenset(u.key for u in units if 1 <= u.message <= 7)
         squash = LiveSquash(1, "SQ.1@00000001", "summary 1", len(members), frozenset(members))
         plan = plan_rewrite(request, units, [squash], {})
         assert plan.applied == (1,)
-        sent = json.loads(render(text, request, plan))
+        sent = json.loads(WIRE.render(text, request, plan))
         assert problems(sent) == []
         out = sent["messages"]
         # The summary joins the user message before the span; the pinned exchange follows,
@@ -256,6 +256,6 @@ class TestPlacement:
         assert json.dumps(out).count("summary 1") == 1
 
     def test_a_reminder_does_not_count_a_tool_search_result_as_squashable(self):
-        request = parse(claude_body([*MESSAGES[:6], user("next")]).decode(), {})
+        request = WIRE.parse(claude_body([*MESSAGES[:6], user("next")]).decode(), {})
         found = candidates(request, units_of(request), ())
         assert found.results == 1  # the test run's; the ToolSearch result stays anyway

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from frs.matching import Unit, new_units, units_of
-from frs.rewriting import LiveSquash, plan_rewrite
-from frs.wire import RewritePlan, Span, Splice, WireRequest, apply_splices
-from server.gateway.anthropic import parse, render
+from frs.wire.matching import Unit, new_units, units_of
+from frs.wire.requests import RewritePlan, Span, Splice, WireRequest, apply_splices
+from frs.wire.rewriting import LiveSquash, plan_rewrite
+from server.gateway.anthropic import WIRE
 from server.gateway.spans import array_items, object_members
 from tests.gateway.conversation import TASK, body, call, result, said, user
 
@@ -22,7 +22,7 @@ def planned(
     sent: dict[int, str] | None = None,
 ) -> tuple[str, WireRequest, list[Unit], RewritePlan]:
     text = body(messages).decode()
-    request = parse(text, {})
+    request = WIRE.parse(text, {})
     units = units_of(request)
     squashes = [
         LiveSquash(n, f"SQ.{n}@0000000{n}", f"summary {n}", len(keys), frozenset(keys))
@@ -61,17 +61,17 @@ class TestSpans:
 
 class TestKeys:
     def test_cache_markers_do_not_change_a_key(self):
-        first = units_of(parse(body(TASK[:3]).decode(), {}))
-        later = units_of(parse(body(TASK[:5]).decode(), {}))
+        first = units_of(WIRE.parse(body(TASK[:3]).decode(), {}))
+        later = units_of(WIRE.parse(body(TASK[:5]).decode(), {}))
         assert [u.key for u in first] == [u.key for u in later[:3]]
 
     def test_a_repeated_message_gets_its_own_key(self):
-        units = units_of(parse(body([user("go"), said("ok"), user("go")]).decode(), {}))
+        units = units_of(WIRE.parse(body([user("go"), said("ok"), user("go")]).decode(), {}))
         assert units[0].key != units[2].key
         assert units[2].key == units[0].key + "#2"
 
     def test_only_what_follows_the_last_stored_unit_is_new(self):
-        units = units_of(parse(body(TASK[:5]).decode(), {}))
+        units = units_of(WIRE.parse(body(TASK[:5]).decode(), {}))
         known = {units[0].key, units[2].key}
         assert [u.key for u in new_units(units, known)] == [u.key for u in units[3:]]
 
@@ -80,14 +80,14 @@ class TestPlacement:
     def test_an_assistant_first_user_last_span_joins_the_user_message_before_it(self):
         text, request, _, plan = planned(TASK[:9], lambda u: [[x.key for x in u[1:5]]])
         assert plan.applied == (1,)
-        sent = json.loads(render(text, request, plan))["messages"]
+        sent = json.loads(WIRE.render(text, request, plan))["messages"]
         assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
         assert sent[0]["content"][-1]["text"].endswith("summary 1")
 
     def test_a_user_first_assistant_last_span_joins_the_user_message_after_it(self):
         messages = [user("a"), said("b"), user("c"), said("d"), user("e")]
         text, request, _, plan = planned(messages, lambda u: [[x.key for x in u[2:4]]])
-        sent = json.loads(render(text, request, plan))["messages"]
+        sent = json.loads(WIRE.render(text, request, plan))["messages"]
         assert [m["role"] for m in sent] == ["user", "assistant", "user"]
         assert sent[2]["content"][0]["text"].endswith("summary 1")
         assert sent[2]["content"][1]["text"] == "e"
@@ -98,7 +98,7 @@ class TestPlacement:
             messages, lambda u: [[u[1].key, u[2].key], [u[3].key, u[4].key]]
         )
         assert len(plan.replacements) == 1
-        sent = json.loads(render(text, request, plan))["messages"]
+        sent = json.loads(WIRE.render(text, request, plan))["messages"]
         assert [m["role"] for m in sent] == ["user", "assistant", "user"]
         assert [b["text"][-9:] for b in sent[0]["content"][1:]] == ["summary 1", "summary 2"]
 
@@ -145,7 +145,7 @@ class TestPlacement:
             [LiveSquash(1, "SQ.1@00000001", "s", 2, frozenset({units[1].key, units[2].key}))],
             {1: mark},
         )
-        sent = json.loads(render(text, request, plan))["messages"]
+        sent = json.loads(WIRE.render(text, request, plan))["messages"]
         kinds = [[b["type"] for b in m["content"]] for m in sent]
         assert kinds[1] == ["text"]  # t2 went
         assert kinds[3] == ["thinking", "text"]  # t3 stayed, signature and all
@@ -161,7 +161,7 @@ class TestHostMessages:
         messages = [user("task"), system, *TASK[1:5], said("ok"), user("next")]
         text, request, _, plan = planned(messages, lambda u: [[x.key for x in u[1:5]]])
         assert plan.applied == (1,)
-        sent = json.loads(render(text, request, plan))["messages"]
+        sent = json.loads(WIRE.render(text, request, plan))["messages"]
         assert [m["role"] for m in sent] == ["user", "system", "assistant", "user"]
         assert sent[0]["content"][-1]["text"].endswith("summary 1")
         assert sent[1] == system
@@ -187,14 +187,14 @@ class TestHostMessages:
 
 class TestReuse:
     def test_a_request_read_after_another_takes_over_the_messages_they_share(self):
-        from frs.wire import Parsed, reused
+        from frs.wire.requests import Parsed, reused
 
         first_text = body(TASK[:5]).decode()
-        first = parse(first_text, {})
+        first = WIRE.parse(first_text, {})
         first_units = units_of(first)
         second_text = body(TASK[:7]).decode()
-        again = parse(second_text, {}, Parsed(first_text, first, tuple(first_units)))
-        fresh = parse(second_text, {})
+        again = WIRE.parse(second_text, {}, Parsed(first_text, first, tuple(first_units)))
+        fresh = WIRE.parse(second_text, {})
         # The messages before the last one of the first request (whose cache marker moved)
         # are the same objects; everything read equals a fresh read.
         assert reused(again, first) == 4
@@ -203,11 +203,11 @@ class TestReuse:
         assert kept == units_of(fresh)
 
     def test_a_body_that_differs_early_is_read_afresh(self):
-        from frs.wire import Parsed, reused
+        from frs.wire.requests import Parsed, reused
 
         first_text = body(TASK[:5]).decode()
-        first = parse(first_text, {})
+        first = WIRE.parse(first_text, {})
         changed = body([user("another task"), *TASK[1:7]]).decode()
-        again = parse(changed, {}, Parsed(first_text, first, ()))
+        again = WIRE.parse(changed, {}, Parsed(first_text, first, ()))
         assert reused(again, first) == 0
-        assert again == parse(changed, {})
+        assert again == WIRE.parse(changed, {})

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from frs import ReasoningService, ViewOptions
 from frs.host_threads import find_thread
 from frs.model import Scope, Session
-from server.gateway.anthropic import WIRE
+from frs.wire.requests import RewritePlan, WireRequest
+from server.gateway.anthropic import AnthropicMessages
 from tests.gateway.conversation import SESSION, TASK, body, call, result, said, user
 from tests.gateway.harness import Rig, rig
 
@@ -291,6 +292,16 @@ class TestSquashes:
             assert r.upstream.seen[-1].body == body(TASK[:9])
 
 
+def rendering_with(render: Callable[..., str]) -> AnthropicMessages:
+    """The Messages wire with its `render` replaced."""
+
+    class Rendering(AnthropicMessages):
+        def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
+            return render(body, request, plan)
+
+    return Rendering()
+
+
 class TestFailures:
     async def test_a_rewrite_that_raises_forwards_the_original(self, tmp_path):
         def broken(*args):
@@ -300,7 +311,7 @@ class TestFailures:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
             await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
-            r.gateway.wires["anthropic"] = dataclasses.replace(WIRE, render=broken)
+            r.gateway.wires["anthropic"] = rendering_with(broken)
             answer = await r.post(body(TASK[:9]), SESSION)
             assert answer.status_code == 200
             assert r.upstream.seen[-1].body == body(TASK[:9])
@@ -316,7 +327,7 @@ class TestFailures:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
             await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
-            r.gateway.wires["anthropic"] = dataclasses.replace(WIRE, render=bad_render)
+            r.gateway.wires["anthropic"] = rendering_with(bad_render)
             await r.post(body(TASK[:9]), SESSION)
             assert r.upstream.seen[-1].body == body(TASK[:9])
 

@@ -13,10 +13,11 @@ whose transcript is never written, and is passed over.
 
 The transcript holds one line per content block of an assistant message, sharing its
 `message.id`: they are put back together, as Claude Code does for each request, and read by the
-gateway's Anthropic wire (`server.gateway.anthropic.parse`), so each message gets the key the
-gateway gives it. Bookkeeping lines (attachments, api-request records, queue operations) are
-skipped, and so are the compaction's summary (`isCompactSummary`), meta lines, synthetic
-assistant lines (errors Claude Code writes itself) and the local-command echoes of `/compact`.
+gateway's Anthropic wire (`server.gateway.anthropic.AnthropicMessages.parse`), so each message
+gets the key the gateway gives it. Bookkeeping lines (attachments, api-request records, queue
+operations) are skipped, and so are the compaction's summary (`isCompactSummary`), meta lines,
+synthetic assistant lines (errors Claude Code writes itself) and the local-command echoes of
+`/compact`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks.hosts import Job, conversation_id
 from server.cli.hooks.transcripts import (
     Deadline,
@@ -111,7 +112,7 @@ def units(lines: Iterable[str], main: bool = True, flushed: bool = True) -> list
     if not flushed and found and found[-1]["role"] == "assistant":
         found.pop()
     body = json.dumps({"messages": found}, ensure_ascii=False)
-    return units_of(anthropic.parse(body, {}))
+    return units_of(anthropic.WIRE.parse(body, {}))
 
 
 def messages(lines: Iterable[str], main: bool = True) -> list[dict[str, Any]]:

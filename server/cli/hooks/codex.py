@@ -8,13 +8,13 @@ hook it has not been told to trust only with `--dangerously-bypass-hook-trust`; 
 says how to trust it.
 
 The rollout's `response_item` lines are the Responses API items Codex sends the model; they are
-read by the gateway's Responses wire (`server.gateway.responses.parse`), so each message gets the
-key the gateway gives it. Developer messages, and the user messages Codex writes itself
-(`<environment_context>`, `<user_instructions>`), are not the conversation: they are read as
-developer messages, which the wire never records. A local compaction writes its own answer
-(reasoning, then an assistant message holding the summary) as ordinary items just before its
-`compacted` line, whose message ends with that summary: those items are the host's summary, not
-a turn, and one developer message stands in their place.
+read by the gateway's Responses wire (`server.gateway.responses.OpenAIResponses.parse`), so each
+message gets the key the gateway gives it. Developer messages, and the user messages Codex
+writes itself (`<environment_context>`, `<user_instructions>`), are not the conversation: they
+are read as developer messages, which the wire never records. A local compaction writes its own
+answer (reasoning, then an assistant message holding the summary) as ordinary items just before
+its `compacted` line, whose message ends with that summary: those items are the host's summary,
+not a turn, and one developer message stands in their place.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks.hosts import Job, conversation_id
 from server.cli.hooks.transcripts import home, kept_file, objects, whole_lines
 from server.gateway import responses
@@ -68,7 +68,7 @@ def answer(digest: str) -> str:
 def units(lines: Iterable[str]) -> list[Unit]:
     """The rollout's conversation as the gateway's units, in order."""
     body = json.dumps({"input": items(lines)}, ensure_ascii=False)
-    return units_of(responses.parse(body, {}))
+    return units_of(responses.WIRE.parse(body, {}))
 
 
 def items(lines: Iterable[str]) -> list[dict[str, Any]]:

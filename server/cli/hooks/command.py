@@ -23,8 +23,8 @@ import anyio
 
 from frs.env import Env
 from frs.hooks import MIN_BUDGET, find_recorded, fitted_parts, record_transcript
-from frs.matching import Unit, fit, title_of
 from frs.model import Limits, Scope
+from frs.wire.matching import Unit, fit, title_of
 from server.cli.hooks import claude_code, codex, config, gemini_cli, opencode
 from server.cli.hooks.hosts import Host, Job
 from server.cli.hooks.transcripts import Deadline, HookRefused

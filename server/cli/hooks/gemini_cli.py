@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks.hosts import Job, conversation_id
 from server.cli.hooks.transcripts import HookRefused, home, kept_file, objects, whole_lines
 from server.gateway import anthropic
@@ -88,7 +88,7 @@ def _before_model(given: Mapping[str, Any]) -> Job | None:
 def units(lines: Iterable[str]) -> list[Unit]:
     """The chat file's conversation as units, in order."""
     body = json.dumps({"messages": messages(lines)}, ensure_ascii=False)
-    return units_of(anthropic.parse(body, {}))
+    return units_of(anthropic.WIRE.parse(body, {}))
 
 
 def messages(lines: Iterable[str]) -> list[dict[str, Any]]:

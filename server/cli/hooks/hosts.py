@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from frs.conversations import MAX_ID_CHARS
-from frs.matching import Unit
+from frs.wire.matching import Unit
 from server.cli.hooks.transcripts import Deadline, HookRefused
 
 Reader = Callable[[Deadline], list[Unit]]

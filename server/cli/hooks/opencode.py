@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from frs.errors import StoreError
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks.hosts import Job
 from server.cli.hooks.transcripts import Deadline, HookRefused, home
 from server.gateway import chat
@@ -92,7 +92,7 @@ def rows(store: Path, session: str, deadline: Deadline) -> Rows:
 
 def units(rows: Rows) -> list[Unit]:
     body = json.dumps({"messages": messages(rows)}, ensure_ascii=False)
-    return units_of(chat.parse(body, {}))
+    return units_of(chat.WIRE.parse(body, {}))
 
 
 def messages(rows: Rows) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from frs.matching import Unit, units_of
+from frs.wire.matching import Unit, units_of
 from server.cli.hooks import claude_code, codex, gemini_cli, opencode
 from server.cli.hooks.transcripts import Deadline
 from server.gateway import anthropic, chat, responses
@@ -124,7 +124,7 @@ class TestClaudeCode:
                 },
             ],
         }
-        gateway = units_of(anthropic.parse(json.dumps(request), {}))
+        gateway = units_of(anthropic.WIRE.parse(json.dumps(request), {}))
         hook = claude_code.units(cc.lines)
         assert [u.key for u in hook[1:]] == [u.key for u in gateway[1:]]
         assert hook[0].key != gateway[0].key
@@ -190,7 +190,7 @@ class TestCodex:
         rollout.call("call_1", "make", "error: missing header foo.h", reasoning="build it")
         sent = [json.loads(line)["payload"] for line in rollout.lines]
         request = {"model": "gpt-5.5", "input": [p for p in sent if "type" in p]}
-        gateway = {u.key for u in units_of(responses.parse(json.dumps(request), {}))}
+        gateway = {u.key for u in units_of(responses.WIRE.parse(json.dumps(request), {}))}
         hook = codex.units(rollout.lines)
         assert {u.key for u in hook} <= gateway
 
@@ -283,7 +283,7 @@ class TestOpenCode:
                 *opencode.messages(rows),
             ],
         }
-        gateway = [u.key for u in units_of(chat.parse(json.dumps(request), {}))]
+        gateway = [u.key for u in units_of(chat.WIRE.parse(json.dumps(request), {}))]
         assert [u.key for u in opencode.units(rows)] == gateway
 
     def test_reading_writes_nothing_to_opencodes_store(self, tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from frs.matching import Unit
-from frs.wire import WireRequest
+from frs.wire.matching import Unit
+from frs.wire.requests import WireRequest
 
 DEFAULT_STEP = 60_000  # tokens sent between two reminders
 
@@ -42,7 +42,7 @@ def candidates(
 ) -> Candidates:
     """Tool results of the turns that are over (before the last user message that is not
     results), not in a squash already sent: what a squash would take first. Results that load
-    tools are not counted: a squash keeps them (`frs.rewriting`). `positions`: where the
+    tools are not counted: a squash keeps them (`frs.wire.rewriting`). `positions`: where the
     recorded ones sit in the view (`StoredThread.positions`)."""
     turn = _turn_start(request)
     kept = {b.tool_id for m in request.messages for b in m.blocks if b.pinned and b.tool_id}

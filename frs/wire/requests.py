@@ -4,7 +4,7 @@ A wire module (`server.gateway.anthropic`, later OpenAI's) parses a request body
 `WireRequest` that keeps, for every message and block, where its text starts and ends in the
 body (`Span`, character offsets into the body decoded as UTF-8), so a change splices only
 the spans it replaces (`apply_splices`) and every other byte reaches the model as the host
-sent it. The domain decides what changes (`frs.rewriting`); the wire module renders the bytes.
+sent it. The domain decides what changes (`frs.wire.rewriting`); the wire module renders the bytes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class WireBlock:
     #: What the model must go on seeing where it is: a result that loads deferred tools
     #: (Anthropic's `tool_reference`s, the Responses API's `tool_search_output`), a file put
     #: into a code-execution container. A squash keeps the exchange holding it in place
-    #: (`frs.rewriting`): without it the model would lose tools it needs, the frs tools too.
+    #: (`frs.wire.rewriting`): without it the model would lose tools it needs, the frs tools too.
     pinned: bool = False
     #: What the block says, hashed so it is stable across requests: no cache markers.
     digest: str = ""
@@ -88,7 +88,7 @@ class WireRequest:
     #: Where the thinking settings object is in the body (its `{` to `}`), if there is one:
     #: where a rewrite adds what it asks of the API (`RewritePlan.drop_block`).
     settings: Span | None = None
-    #: A host's own compaction (`frs.host_compactions`). `summarise`: the request asks the
+    #: A host's own compaction (`frs.wire.compactions`). `summarise`: the request asks the
     #: model for a summary of the conversation; the message at `instruction` (if any) holds
     #: that ask, which is not part of the conversation, nor is the answer. `summary`: the index
     #: of the message holding the summary the host now sends instead of its history.
@@ -105,7 +105,7 @@ class Parsed:
 
     body: str
     request: WireRequest
-    units: tuple[object, ...] = ()  # `frs.matching.Unit`s of `request`
+    units: tuple[object, ...] = ()  # `frs.wire.matching.Unit`s of `request`
 
 
 def common_prefix(a: str, b: str) -> int:

@@ -10,14 +10,14 @@ span), so roles still alternate and tool results still come first after their ca
 spans go as one. The plan depends only on the stored squashes and the messages' keys, so every
 later request renders the same bytes in the same place (a prompt cache breaks once).
 
-Pinned exchanges: a message holding a pinned block (`frs.wire.WireBlock.pinned`: a result that
-loads deferred tools, a container upload), with the call or result it pairs with, stays in
-place, byte for byte, even inside a squashed span: the host's deferred tools (the frs tools
-among them) are callable only while the exchange that loaded them is in the request. The rest
-of the span goes in pieces around it, each placed as above; the first piece carries the summary
-(which says that the exchanges that load tools stay), a later piece that must leave a message
-leaves one pointing at it, and a span that is all pinned still sends its summary after it. A
-squash never vanishes because of a pin.
+Pinned exchanges: a message holding a pinned block (`frs.wire.requests.WireBlock.pinned`: a
+result that loads deferred tools, a container upload), with the call or result it pairs with,
+stays in place, byte for byte, even inside a squashed span: the host's deferred tools (the frs
+tools among them) are callable only while the exchange that loaded them is in the request. The
+rest of the span goes in pieces around it, each placed as above; the first piece carries the
+summary (which says that the exchanges that load tools stay), a later piece that must leave a
+message leaves one pointing at it, and a span that is all pinned still sends its summary after
+it. A squash never vanishes because of a pin.
 
 Thinking: a signed thinking block binds to everything before it (its prefix), so a squash
 makes every thinking block sent after the first message it changes invalid, and the API
@@ -56,11 +56,11 @@ squashed span goes with its whole message.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from frs.matching import Unit
-from frs.wire import Insertion, Replacement, RewritePlan, WireRequest
+from frs.wire.matching import Unit
+from frs.wire.requests import Insertion, Replacement, RewritePlan, WireRequest
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
@@ -73,7 +73,7 @@ class LiveSquash:
     alias: str  # SQ.n@sha8
     summary: str
     covered: int  # original messages it replaced
-    members: frozenset[str]  # their request keys (`frs.matching`), nested squashes unfolded
+    members: frozenset[str]  # their request keys (`frs.wire.matching`), nested squashes unfolded
 
 
 def summary_text(squash: LiveSquash, kept: bool = False) -> str:
@@ -120,7 +120,7 @@ def plan_rewrite(
 ) -> RewritePlan:
     """What to send instead of what the host sent; an empty plan changes nothing.
 
-    `units` are `frs.matching.units_of(request)`; `sent` maps each squash already sent to
+    `units` are `frs.wire.matching.units_of(request)`; `sent` maps each squash already sent to
     its mark (the key of the last unit of the request it was first sent in). A squash applied
     for the first time gets the key of this request's last unit as its mark. `bound`: the
     conversation has asked the API to drop stale thinking before, and so goes on asking.
@@ -140,43 +140,69 @@ def plan_rewrite(
     still = (bound or compacted or restored) and binds and _thinks(request, 0)
     if not squashes:
         return RewritePlan(drop_block=still)
-    where = {unit.key: unit.message for unit in units}
-    keys_of: list[set[str]] = [set() for _ in messages]
-    for unit in units:
-        keys_of[unit.message].add(unit.key)
-    tail = _open_loop(request)
-    turn = _turn_start(request)
-    thinking_now = policy == "wait" and _thinks(request, turn)
-    spans: list[tuple[int, int, LiveSquash]] = []
+    keyed = _Keyed.of(request, units)
+    thinking_now = policy == "wait" and _thinks(request, _turn_start(request))
+    spans: list[_Span] = []
     skipped: list[tuple[int, str]] = []
     waiting: list[int] = []
     for squash in squashes:
-        found = [where.get(key) for key in squash.members]
-        at = [i for i in found if i is not None]
-        if len(at) != len(found) or not at:
-            skipped.append((squash.n, "not all its messages are in this request"))
-            continue
-        lo, hi = min(at), max(at)
-        if hi >= tail:
-            skipped.append((squash.n, "it reaches into the open tool loop"))
-            continue
-        if any(not keys_of[i] <= squash.members for i in range(lo, hi + 1)):
-            skipped.append((squash.n, "it covers only part of a request message"))
-            continue
-        if any(messages[i].role == "system" for i in range(lo, hi + 1)):
-            skipped.append((squash.n, "it would take a system message with it"))
-            continue
-        if any(b.kind == "compaction" for i in range(lo, hi + 1) for b in messages[i].blocks):
-            skipped.append((squash.n, "it would take a compaction block with it"))
-            continue
-        if squash.n not in sent and thinking_now:
+        found = keyed.span_of(squash)
+        if isinstance(found, str):
+            skipped.append((squash.n, found))
+        elif squash.n not in sent and thinking_now:
             waiting.append(squash.n)
-            continue
-        spans.append((lo, hi, squash))
+        else:
+            spans.append(found)
     if not spans:
         return RewritePlan(waiting=tuple(waiting), skipped=tuple(skipped), drop_block=still)
-    plan = _placed(request, spans, units, sent, tuple(waiting), skipped, policy)
+    context = _Context(request, units, sent, policy, tuple(waiting), tuple(skipped))
+    plan = _placed(context, spans)
     return replace(plan, drop_block=plan.drop_block or still)
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """Request messages lo..hi (0-based, inclusive): all a live squash's originals."""
+
+    lo: int
+    hi: int
+    squash: LiveSquash
+
+
+@dataclass(frozen=True, slots=True)
+class _Keyed:
+    """A request's messages by the keys of their units: where a squash's originals are."""
+
+    request: WireRequest
+    where: dict[str, int]  # a unit's key -> its message
+    keys_of: list[set[str]]  # a message -> its units' keys
+    tail: int  # the open tool loop's first message: nothing from there on is replaced
+
+    @classmethod
+    def of(cls, request: WireRequest, units: Sequence[Unit]) -> _Keyed:
+        keys_of: list[set[str]] = [set() for _ in request.messages]
+        for unit in units:
+            keys_of[unit.message].add(unit.key)
+        where = {unit.key: unit.message for unit in units}
+        return cls(request, where, keys_of, _open_loop(request))
+
+    def span_of(self, squash: LiveSquash) -> _Span | str:
+        """The request messages the squash takes, or why it cannot apply to this request."""
+        messages = self.request.messages
+        found = [self.where.get(key) for key in squash.members]
+        at = [i for i in found if i is not None]
+        if len(at) != len(found) or not at:
+            return "not all its messages are in this request"
+        lo, hi = min(at), max(at)
+        if hi >= self.tail:
+            return "it reaches into the open tool loop"
+        if any(not self.keys_of[i] <= squash.members for i in range(lo, hi + 1)):
+            return "it covers only part of a request message"
+        if any(messages[i].role == "system" for i in range(lo, hi + 1)):
+            return "it would take a system message with it"
+        if any(b.kind == "compaction" for i in range(lo, hi + 1) for b in messages[i].blocks):
+            return "it would take a compaction block with it"
+        return _Span(lo, hi, squash)
 
 
 def _thinks(request: WireRequest, start: int) -> bool:
@@ -188,7 +214,7 @@ def _thinks(request: WireRequest, start: int) -> bool:
 
 def pinned_messages(request: WireRequest) -> frozenset[int]:
     """The messages a squash keeps in place: those holding a pinned block
-    (`frs.wire.WireBlock.pinned`), with the messages of the calls they answer and of the
+    (`frs.wire.requests.WireBlock.pinned`), with the messages of the calls they answer and of the
     results that answer their calls (a kept call keeps its result, and so on)."""
     messages = request.messages
     todo = [i for i, m in enumerate(messages) if any(b.pinned for b in m.blocks)]
@@ -221,111 +247,176 @@ class _Piece:
     first: bool  # the squash's first piece: it carries the summary
 
 
-def _pieces(lo: int, hi: int, squash: LiveSquash, pinned: frozenset[int]) -> list[_Piece]:
+def _pieces(span: _Span, pinned: frozenset[int]) -> list[_Piece]:
     runs: list[tuple[int, int]] = []
-    for i in range(lo, hi + 1):
+    for i in range(span.lo, span.hi + 1):
         if i in pinned:
             continue
         if runs and runs[-1][1] == i - 1:
             runs[-1] = (runs[-1][0], i)
         else:
             runs.append((i, i))
-    return [_Piece(a, b, squash, k == 0) for k, (a, b) in enumerate(runs)]
+    return [_Piece(a, b, span.squash, k == 0) for k, (a, b) in enumerate(runs)]
 
 
-def _placed(
-    request: WireRequest,
-    spans: list[tuple[int, int, LiveSquash]],
-    units: Sequence[Unit],
-    sent: Mapping[int, str],
-    waiting: tuple[int, ...],
-    skipped: list[tuple[int, str]],
-    policy: ThinkingPolicy = "wait",
-) -> RewritePlan:
-    messages = request.messages
-    pinned = pinned_messages(request)
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Adjacent pieces lo..hi, of one squash or several: they go as one."""
+
+    lo: int
+    hi: int
+    pieces: tuple[_Piece, ...]
+
+
+def _grouped(spans: Sequence[_Span], pinned: frozenset[int]) -> tuple[list[_Group], list[_Span]]:
+    """The spans' pieces joined where adjacent, and the spans every message of which is pinned
+    (nothing of them can go)."""
     pieces: list[_Piece] = []
-    whole: list[tuple[int, int, LiveSquash]] = []  # spans every message of which is pinned
-    keeps = {s.n for lo, hi, s in spans if any(i in pinned for i in range(lo, hi + 1))}
-    for lo, hi, squash in spans:
-        found = _pieces(lo, hi, squash, pinned)
+    whole: list[_Span] = []
+    for span in spans:
+        found = _pieces(span, pinned)
         if found:
             pieces.extend(found)
         else:
-            whole.append((lo, hi, squash))
-    groups: list[tuple[int, int, list[_Piece]]] = []
+            whole.append(span)
+    groups: list[_Group] = []
     for piece in sorted(pieces, key=lambda p: p.lo):
-        if groups and piece.lo == groups[-1][1] + 1:
-            groups[-1] = (groups[-1][0], piece.hi, [*groups[-1][2], piece])
+        if groups and piece.lo == groups[-1].hi + 1:
+            groups[-1] = _Group(groups[-1].lo, piece.hi, (*groups[-1].pieces, piece))
         else:
-            groups.append((piece.lo, piece.hi, [piece]))
-    replacements: list[Replacement] = []
-    insertions: list[Insertion] = []
-    failed: set[int] = set()
-    changed: dict[int, int] = {}  # squash n -> the first message it changes
-    for lo, hi, members in groups:
-        texts = tuple(summary_text(p.squash, p.squash.n in keeps) for p in members if p.first)
+            groups.append(_Group(piece.lo, piece.hi, (piece,)))
+    return groups, whole
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What placing the spans reads besides them (the request, its units, the squashes sent
+    with their marks, how thinking goes), and what the plan reports of the squashes that did
+    not get that far (`waiting`, `skipped`)."""
+
+    request: WireRequest
+    units: Sequence[Unit]
+    sent: Mapping[int, str]
+    policy: ThinkingPolicy
+    waiting: tuple[int, ...]
+    skipped: tuple[tuple[int, str], ...]
+
+
+@dataclass(slots=True)
+class _Placement:
+    """Where the summaries go, as it is worked out: the plan's replacements and insertions,
+    the first message each squash changes, and the squashes nothing can carry."""
+
+    request: WireRequest
+    keeps: set[int]  # squashes whose span holds a pinned exchange (their summary says so)
+    replacements: list[Replacement] = field(default_factory=list)
+    insertions: list[Insertion] = field(default_factory=list)
+    changed: dict[int, int] = field(default_factory=dict)  # squash n -> first message changed
+    failed: set[int] = field(default_factory=set)
+
+    def carry(self, group: _Group) -> None:
+        """A group goes: one message of its role in its place, else its summaries join the
+        user message that borders it."""
+        messages, members, lo, hi = self.request.messages, group.pieces, group.lo, group.hi
+        texts = tuple(summary_text(p.squash, p.squash.n in self.keeps) for p in members if p.first)
         first, last = messages[lo].role, messages[hi].role
-        before, after = _beside(request, lo, -1), _beside(request, hi, +1)
+        before, after = _beside(self.request, lo, -1), _beside(self.request, hi, +1)
         at = lo
         if first == last and first != "system":
             # A message must stand here; a later piece of a squash says where its summary is.
-            replacements.append(Replacement(lo, hi, first, texts or _continued(members)))
+            self.replacements.append(Replacement(lo, hi, first, texts or _continued(members)))
         elif first == "assistant" and before is not None and messages[before].role == "user":
-            replacements.append(Replacement(lo, hi, None))
+            self.replacements.append(Replacement(lo, hi, None))
             if texts:
-                insertions.append(Insertion(before, "last", texts))
+                self.insertions.append(Insertion(before, "last", texts))
                 at = before
         elif first == "user" and after is not None and messages[after].role == "user":
-            replacements.append(Replacement(lo, hi, None))
+            self.replacements.append(Replacement(lo, hi, None))
             if texts:
-                insertions.append(Insertion(after, "first", texts))
+                self.insertions.append(Insertion(after, "first", texts))
         else:
-            failed.update(p.squash.n for p in members)
-            continue
+            self.failed.update(p.squash.n for p in members)
+            return
         for p in members:
-            changed[p.squash.n] = min(changed.get(p.squash.n, at), at)
-    for lo, hi, squash in whole:
-        # Nothing of it can go: its summary is still sent, after the exchange it kept.
-        text = (summary_text(squash, squash.n in keeps),)
-        if messages[hi].role == "user":
-            insertions.append(Insertion(hi, "last", text))
-            changed[squash.n] = hi
-        elif (before := _beside(request, lo, -1)) is not None and messages[before].role == "user":
-            insertions.append(Insertion(before, "last", text))
-            changed[squash.n] = before
+            self.changed[p.squash.n] = min(self.changed.get(p.squash.n, at), at)
+
+    def carry_pinned(self, span: _Span) -> None:
+        """Nothing of a span can go: its summary is still sent, after the exchange it kept."""
+        messages, squash = self.request.messages, span.squash
+        text = (summary_text(squash, squash.n in self.keeps),)
+        before = _beside(self.request, span.lo, -1)
+        if messages[span.hi].role == "user":
+            self.insertions.append(Insertion(span.hi, "last", text))
+            self.changed[squash.n] = span.hi
+        elif before is not None and messages[before].role == "user":
+            self.insertions.append(Insertion(before, "last", text))
+            self.changed[squash.n] = before
         else:
-            failed.add(squash.n)
-    if failed:
+            self.failed.add(squash.n)
+
+
+def _placed(context: _Context, spans: Sequence[_Span]) -> RewritePlan:
+    """The plan that sends each span's summary in its place; a squash nothing can carry is
+    left out whole (and said why), and the rest placed again without it."""
+    request = context.request
+    pinned = pinned_messages(request)
+    keeps = {s.squash.n for s in spans if any(i in pinned for i in range(s.lo, s.hi + 1))}
+    placement = _Placement(request, keeps)
+    groups, whole = _grouped(spans, pinned)
+    for group in groups:
+        placement.carry(group)
+    for span in whole:
+        placement.carry_pinned(span)
+    if placement.failed:
         # A squash applies whole or not at all: the plan is made again without it.
-        kept_spans = [s for s in spans if s[2].n not in failed]
-        reasons = [(n, "nothing before it can carry its summary") for n in sorted(failed)]
+        kept_spans = [s for s in spans if s.squash.n not in placement.failed]
+        reasons = [(n, "nothing before it can carry its summary") for n in sorted(placement.failed)]
+        context = replace(context, skipped=(*context.skipped, *reasons))
         if not kept_spans:
-            return RewritePlan(waiting=waiting, skipped=(*skipped, *reasons))
-        return _placed(request, kept_spans, units, sent, waiting, [*skipped, *reasons], policy)
-    applied = [s for _, _, s in sorted(spans, key=lambda s: s[0])]
-    if policy == "bind":
+            return RewritePlan(waiting=context.waiting, skipped=context.skipped)
+        return _placed(context, kept_spans)
+    applied = [s.squash for s in sorted(spans, key=lambda s: s.lo)]
+    changed = placement.changed
+    if context.policy == "bind":
         # The kept turns go as the host sent them; the API drops what no longer holds.
         return RewritePlan(
-            replacements=tuple(replacements),
-            insertions=tuple(insertions),
+            replacements=tuple(placement.replacements),
+            insertions=tuple(placement.insertions),
             applied=tuple(s.n for s in applied),
-            waiting=waiting,
-            skipped=tuple(skipped),
+            waiting=context.waiting,
+            skipped=context.skipped,
             drop_block=_thinks(request, min(changed.values()) + 1),
         )
-    gone = {i for r in replacements for i in range(r.first, r.last + 1)}
+    dropped, kept_stale = _stale_thinking(context, applied, placement)
+    return RewritePlan(
+        replacements=tuple(placement.replacements),
+        insertions=tuple(placement.insertions),
+        dropped=dropped,
+        applied=tuple(s.n for s in applied),
+        waiting=context.waiting,
+        skipped=context.skipped,
+        drop_block=kept_stale and context.policy == "strip",
+    )
+
+
+def _stale_thinking(
+    context: _Context, applied: Sequence[LiveSquash], placement: _Placement
+) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """The thinking blocks (message, block) the squashes made stale and that can be left
+    out, and whether a stale one stays (a message of thinking alone cannot lose it)."""
+    messages = context.request.messages
+    gone = {i for r in placement.replacements for i in range(r.first, r.last + 1)}
     last_index = len(messages) - 1
-    where = {unit.key: unit.message for unit in units}
-    fallback = _turn_start(request) - 1
+    where = {unit.key: unit.message for unit in context.units}
+    fallback = _turn_start(context.request) - 1
     dropped: set[tuple[int, int]] = set()
-    kept_stale = False  # a stale block the strip cannot take
-    for squash in applied if policy != "none" else ():
-        mark = sent.get(squash.n)
+    kept_stale = False
+    for squash in applied if context.policy != "none" else ():
+        mark = context.sent.get(squash.n)
         upto = last_index if mark is None else where.get(mark, fallback)
         # Every message after the first one it changes (its kept exchanges too) has a new
         # prefix: the signatures of their thinking no longer hold.
-        for i in range(changed[squash.n] + 1, min(upto, last_index) + 1):
+        for i in range(placement.changed[squash.n] + 1, min(upto, last_index) + 1):
             message = messages[i]
             if i in gone or message.role != "assistant":
                 continue
@@ -335,15 +426,7 @@ def _placed(
                 dropped.update((i, j) for j in thinking)
             elif thinking:
                 kept_stale = True
-    return RewritePlan(
-        replacements=tuple(replacements),
-        insertions=tuple(insertions),
-        dropped=tuple(sorted(dropped)),
-        applied=tuple(s.n for s in applied),
-        waiting=waiting,
-        skipped=tuple(skipped),
-        drop_block=kept_stale and policy == "strip",
-    )
+    return tuple(sorted(dropped)), kept_stale
 
 
 def _continued(members: Sequence[_Piece]) -> tuple[str, ...]:

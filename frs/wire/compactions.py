@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from frs.wire import WireMessage
+from frs.wire.requests import WireMessage
 
 #: The words that open a host's request to its model for a summary of the conversation.
 SUMMARY_REQUESTS = (
@@ -62,7 +62,7 @@ def is_summary(text: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """What a request says of a host's compaction (`frs.wire.WireRequest`'s fields)."""
+    """What a request says of a host's compaction (`frs.wire.requests.WireRequest`'s fields)."""
 
     summarise: bool = False
     instruction: int | None = None

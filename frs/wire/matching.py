@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from frs.model import Limits, NewMessage, ToolCall
 from frs.text import estimate_tokens, message_body, shorten
-from frs.wire import WireBlock, WireMessage, WireRequest
+from frs.wire.requests import WireBlock, WireMessage, WireRequest
 
 #: Block kinds that are not what a message says: thinking is kept apart, and hosts may leave
 #: it out of older turns without the message becoming another.
@@ -40,7 +40,7 @@ class Unit:
 def units_of(request: WireRequest, kept: Sequence[Unit] = (), reused: int = 0) -> list[Unit]:
     """The request's units in transcript order, each with its key. `kept` are the units of
     a previous request whose first `reused` messages this one took over unchanged
-    (`frs.wire.reused`): theirs are taken as they were, only the rest is worked out."""
+    (`frs.wire.requests.reused`): theirs are taken as they were, only the rest is worked out."""
     units = [unit for unit in kept if unit.message < reused]
     seen: dict[str, int] = {}
     names: dict[str, str] = {}
