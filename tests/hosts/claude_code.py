@@ -99,6 +99,19 @@ class ClaudeCode:
             **chosen,
         }
 
+    def command(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`claude ARGS` (say `mcp add ...`) in the workspace, with the run's HOME, no model."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        return subprocess.run(
+            [*pinned.claude(self.root), *args],
+            env=self.env("http://127.0.0.1:9"),  # a port nothing listens on: no model is asked
+            cwd=self.workspace,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+
     def run(
         self,
         model_url: str,

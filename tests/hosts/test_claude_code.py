@@ -99,6 +99,19 @@ def test_tool_search_is_on_by_default_with_a_loopback_base_url(
     assert all(name(tool) in shown for tool in FRS_TOOLS), shown[:2000]
 
 
+def test_claude_mcp_add_writes_the_entry_to_claude_json_not_mcp_json(claude: ClaudeCode) -> None:
+    """The README: `claude mcp add` (scope local) writes ~/.claude.json, under the project."""
+    entry = json.loads(claude_code.config())["mcpServers"]["frs"]
+    claude.workspace.mkdir(parents=True)
+    done = claude.command("mcp", "add", "frs", "--", entry["command"], *entry["args"])
+    assert done.returncode == 0, done.stderr
+    assert not (claude.workspace / ".mcp.json").exists()
+    written = json.loads((claude.home / ".claude.json").read_text(encoding="utf-8"))
+    added = written["projects"][str(claude.workspace)]["mcpServers"]["frs"]
+    assert {key: added[key] for key in entry} == entry
+    assert "frs" not in written.get("mcpServers", {}), "user scope only with --scope user"
+
+
 KEYWORDS = {
     "squash": "frs_compress_range",
     "compress": "frs_compress_range",
