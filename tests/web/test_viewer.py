@@ -83,6 +83,38 @@ class TestPages:
         wal = path.with_name(path.name + "-wal")
         assert not wal.exists() or wal.stat().st_size == 0
 
+    def test_a_database_that_had_no_wal_or_shm_has_none_after_the_viewer_stops(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """Reading a WAL-mode file made SQLite leave an empty -wal and a 32 KB -shm beside it,
+        which a read-only connection cannot remove: the viewer has the engine remove them."""
+        path, ids = sample
+        assert sorted(p.name for p in path.parent.iterdir()) == ["frs.db"]
+        before = path.read_bytes()
+        with viewer(path) as base:
+            for url in ("/", "/?q=zebra", f"/s/{ids.session}", f"/s/{ids.session}/audit"):
+                assert get(base + url)[0] == 200, url
+            assert path.with_name("frs.db-shm").exists(), "a reader needs its WAL index"
+        assert sorted(p.name for p in path.parent.iterdir()) == ["frs.db"]
+        assert path.read_bytes() == before
+
+    async def test_a_server_that_opened_the_file_meanwhile_keeps_its_wal_and_shm(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ = sample
+        async with open_readonly(path) as store:
+            async with store.snapshot() as reader:
+                assert await reader.count_sessions(LOCAL_TENANT) >= 1
+            server = sqlite3.connect(path)  # started after the viewer, still running after it
+            server.execute("select count(*) from sessions").fetchall()
+        with closing(server):
+            assert path.with_name("frs.db-wal").exists()
+            assert path.with_name("frs.db-shm").exists()
+            server.execute("create table later (id integer primary key)")
+            server.execute("insert into later values (1)")
+            server.commit()
+            assert server.execute("select id from later").fetchall() == [(1,)]
+
     def test_the_sessions_list_and_search_by_title_and_by_text(
         self, sample: tuple[Path, Sample]
     ) -> None:
