@@ -107,7 +107,7 @@ def test_claude_mcp_add_writes_the_entry_to_claude_json_not_mcp_json(claude: Cla
     assert done.returncode == 0, done.stderr
     assert not (claude.workspace / ".mcp.json").exists()
     written = json.loads((claude.home / ".claude.json").read_text(encoding="utf-8"))
-    added = written["projects"][str(claude.workspace)]["mcpServers"]["frs"]
+    added = written["projects"][str(claude.workspace.resolve())]["mcpServers"]["frs"]
     assert {key: added[key] for key in entry} == entry
     assert "frs" not in written.get("mcpServers", {}), "user scope only with --scope user"
 
