@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # `make run` needs only frs-mcp and what it imports (pip install -e .); `make test` adds the
-# test extra (pytest, ruff, mypy, the clients the tests drive: ~90 packages, ~400 MB).
+# test extra (pytest, ruff, mypy, the clients the tests drive: ~140 packages, ~600 MB).
 RUN_STAMP := $(VENV)/.installed-run
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 

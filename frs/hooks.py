@@ -98,8 +98,9 @@ async def find_recorded(env: Env, interface: str, conversation: str) -> Recorded
     return Recorded(thread.session, thread.entries, tuple(plan))
 
 
-#: Goals that are a recorder's note to the model, not the user's goal: a digest leaves them out.
-_NOTES = frozenset({HOOKED_GOAL, RECORDED_GOAL})
+#: Goals that are a recorder's note to the model, not the user's goal: a digest leaves them out,
+#: and the viewer shows them as a note.
+RECORDER_NOTES = frozenset({HOOKED_GOAL, RECORDED_GOAL})
 
 
 def compaction_context(recorded: Recorded, budget: int) -> str:
@@ -111,7 +112,7 @@ def compaction_context(recorded: Recorded, budget: int) -> str:
     body = digest(
         recorded.entries,
         title=session.title,
-        goal="" if session.goal in _NOTES else session.goal,
+        goal="" if session.goal in RECORDER_NOTES else session.goal,
         plan=recorded.plan,
         budget=budget,
     )

@@ -48,8 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     hide_session_ids()
     hide_credentials()
     try:
-        # Checked once for every command, before any of them binds a port or opens a file;
-        # the commands resolve the (now absolute) value again to the same path.
+        # Checked and expanded once for every command, before any of them binds a port or opens
+        # a file; the commands take the result as it is (a second expansion would read a `$`
+        # the first one produced as a variable).
         args.db = resolve_database(args.db)
     except DatabaseValueError as exc:
         print(f"frs-mcp: {exc}", file=sys.stderr)
@@ -88,7 +89,7 @@ def _settings(args: argparse.Namespace, level: str) -> Settings:
     """The server's settings from its flags; a flag left out keeps the settings' default."""
     scope = args.scope or os.environ.get("FRS_SCOPE") or None
     options: dict[str, object] = {
-        "database": resolve_database(args.db),
+        "database": args.db,
         "log_level": level,
         "allow_roots": tuple(args.allow_root),
         "scope": scope,

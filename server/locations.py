@@ -7,8 +7,10 @@ config file that cannot do the expansion itself (Claude Desktop's `env` cannot),
 thing is to expand; what a shell would have expanded to nothing (an unset variable) is refused
 by name instead, since `$NOPE/frs.db` would otherwise become `/frs.db`. Any other value a shell
 would read differently (`${A:-b}`, `$(cmd)`), or that no shell user means (spaces at either
-end), is refused too. Every refusal is one line naming the value, where it came from and what to
-do; `cli.main` prints it and exits 2.
+end), is refused too, and so is a path that cannot be a database file (a folder, a pipe, a name
+too long, a link loop). Every refusal is one line naming the value, where it came from and what
+to do; `cli.main` prints it and exits 2. The value is expanded once: `cli.main` hands the result
+to every command, since a second pass would read a `$` the first produced as a variable.
 
 The folder of the default database (`~/.local/share/frs-mcp`, and the one under
 `$XDG_DATA_HOME` where that is set) is created when missing; any other missing folder is
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from contextlib import suppress
 from pathlib import Path
 
@@ -110,13 +113,27 @@ def _creatable() -> set[Path]:
 
 
 def _checked(path: str, given: str, source: str) -> str:
-    """`path` made absolute, if it can be an SQLite file: not a folder, in a folder that is
-    there (or the default database's, which opening creates)."""
+    """`path` made absolute, if it can be an SQLite file: a file or nothing yet (not a folder,
+    a pipe or a link that leads nowhere), in a folder that is there (or the default database's,
+    which opening creates)."""
     file = Path(os.path.abspath(path))
     shown = f"{source} {given!r}" if given != str(file) else source
-    if file.is_dir():
+    try:
+        mode: int | None = file.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:  # too long a name, a link loop, a file where a folder should be
+        raise DatabaseValueError(
+            f"{shown}: cannot look at {file}: {exc.strerror}; fix the path."
+        ) from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise DatabaseValueError(
             f"{shown} is the folder {file}; name a file in it, e.g. {file / 'frs.db'}."
+        )
+    if mode is not None and not stat.S_ISREG(mode):
+        raise DatabaseValueError(
+            f"{shown}: {file} is not a regular file (a pipe, socket or device); name a database "
+            "file."
         )
     folder = file.parent
     try:
@@ -124,9 +141,8 @@ def _checked(path: str, given: str, source: str) -> str:
     except OSError as exc:
         raise DatabaseValueError(f"{shown}: cannot look into {folder}: {exc.strerror}.") from None
     if not there and folder not in _creatable():
-        what = "is not a folder" if folder.exists() else "does not exist"
         raise DatabaseValueError(
-            f"{shown}: the folder {folder} {what}; create it first (mkdir -p {folder}) or fix "
-            "the path. frs-mcp creates only the default database's folder."
+            f"{shown}: the folder {folder} does not exist; create it first (mkdir -p {folder}) "
+            "or fix the path. frs-mcp creates only the default database's folder."
         )
     return str(file)

@@ -1,8 +1,10 @@
 """The store a command opens from its settings, and the service over it: a SQLite file, or a
 PostgreSQL server for a postgresql:// URL.
 
-Every command that reaches the sessions opens them here: the MCP server (`server.mcp.deps`,
+The commands that serve or move sessions open them here: the MCP server (`server.mcp.deps`,
 which adds the listeners and the tenants' pool shares), the gateway, `import` and `export`.
+The viewer opens its own, read-only (`server.web.command`), and so does `frs-mcp hook`
+(`server.cli.hooks.command`), whose process loads nothing it does not need.
 Nothing here imports the MCP SDK, so a command that serves no MCP never loads it (a second
 or so of every start: `tests/server/test_startup.py`).
 """

@@ -1,4 +1,5 @@
-"""storage: SQLite persistence for frs (aiosqlite): schema, migrations, the store."""
+"""storage: persistence for frs, SQLite (aiosqlite) here and PostgreSQL (asyncpg, the extra
+postgres) in `storage.postgres`: schemas, migrations, the stores behind `frs.ports`."""
 
 from storage.db import Database, connect_database, open_database
 from storage.files import LocalFiles

@@ -4,6 +4,10 @@ SQLite opens the file with `mode=ro`, so a write would fail in the engine itself
 code above asks. A stdio server writing beside it is the common case: in WAL mode a reader sees
 the last committed state and never blocks the writer. A schema this frs-mcp does not know, or
 one it would first have to migrate, is refused with what to do, since migrating is a write.
+
+Reading a WAL-mode file makes SQLite create its `-wal` and `-shm` beside it, and a read-only
+connection cannot remove them when it closes. Where the viewer found none, it leaves none: on
+closing, the engine's own last-connection cleanup removes them (`_leave_as_found`).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
@@ -84,10 +88,10 @@ async def _open(file: Path, immutable: bool = False) -> aiosqlite.Connection:
     return conn
 
 
-def _uri(path: Path) -> str:
-    """A `file:` URI that opens `path` read-only; `quote` keeps `?` and `#` in a name from
-    being read as the URI's query or fragment."""
-    return f"file:{quote(str(path))}?mode=ro"
+def _uri(path: Path, mode: str = "ro") -> str:
+    """A `file:` URI that opens `path` read-only (or in `mode`); `quote` keeps `?` and `#` in
+    a name from being read as the URI's query or fragment."""
+    return f"file:{quote(str(path))}?mode={mode}"
 
 
 async def _check_version(conn: aiosqlite.Connection, path: Path) -> None:
@@ -152,6 +156,9 @@ async def open_readonly(path: str | os.PathLike[str]) -> AsyncIterator[ReadOnlyS
     refused = header is not None and (
         header.user_version != len(MIGRATIONS) or header.application_id not in (0, APPLICATION_ID)
     )
+    # Neither there: no connection has the file open in WAL mode now (one that had would
+    # have made them), so whatever the viewer's reads add beside it is the viewer's to remove.
+    found_none = not any(_beside(file, suffix).exists() for suffix in _WAL_FILES)
     conn = await _open(file, immutable=refused)
     try:
         await _check_version(conn, file)
@@ -172,3 +179,31 @@ async def open_readonly(path: str | os.PathLike[str]) -> AsyncIterator[ReadOnlyS
     finally:
         with anyio.CancelScope(shield=True):
             await conn.close()
+            if found_none:
+                await anyio.to_thread.run_sync(_leave_as_found, file)
+
+
+_WAL_FILES = ("-wal", "-shm")
+
+
+def _beside(file: Path, suffix: str) -> Path:
+    return file.with_name(file.name + suffix)
+
+
+def _leave_as_found(file: Path) -> None:
+    """Remove the empty `-wal` and the `-shm` the viewer's reads made beside `file`: one read on
+    a read-write connection, whose close is SQLite's own last-connection cleanup. Under the
+    engine's locks, it removes them only if no other connection (a server started since) has
+    the file open, and the WAL is empty, so nothing of the database itself is written."""
+    wal = _beside(file, "-wal")
+    try:
+        if wal.stat().st_size != 0:  # a server wrote since: the files are its, not ours
+            return
+        conn = sqlite3.connect(_uri(file, "rw"), uri=True)
+    except (OSError, sqlite3.Error):
+        return  # gone already, or not ours to open for writing: leave them
+    try:
+        with suppress(sqlite3.Error):  # opening the WAL is what makes the close tidy it
+            conn.execute("pragma schema_version").fetchall()
+    finally:
+        conn.close()

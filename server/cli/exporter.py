@@ -18,7 +18,7 @@ import anyio
 
 from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
 from server.mcp.progress import Progress
-from server.settings import Settings, resolve_database
+from server.settings import Settings
 from server.stores import open_service
 from storage import DatabaseRefused
 from storage.postgres import is_postgres, redact
@@ -114,7 +114,7 @@ def write(exported: Exported, out: TextIO) -> None:
 def run(args: argparse.Namespace) -> int:
     """`frs-mcp export` with its parsed options; the exit code."""
     scope = getattr(args, "scope", None) or os.environ.get("FRS_SCOPE") or None
-    settings = Settings(database=resolve_database(args.db), scope=scope)
+    settings = Settings(database=args.db, scope=scope)  # resolved once, by `cli.main`
     if (
         settings.database != ":memory:"
         and not is_postgres(settings.database)

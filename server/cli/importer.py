@@ -13,7 +13,7 @@ from frs import FrsError
 from frs.transcripts import parse_transcript
 from frs.views.render import plural
 from server.mcp.progress import Progress
-from server.settings import Settings, resolve_database
+from server.settings import Settings
 from server.stores import open_service
 from storage import DatabaseRefused
 
@@ -53,7 +53,7 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     """`frs-mcp import` with its parsed options; the exit code."""
     scope = getattr(args, "scope", None) or os.environ.get("FRS_SCOPE") or None
-    settings = Settings(database=resolve_database(args.db), scope=scope)
+    settings = Settings(database=args.db, scope=scope)  # resolved once, by `cli.main`
     try:
         # `frs-mcp import` is a command of its own, not the stdio server: its answer is stdout.
         print(anyio.run(run_import, settings, args.file, args.session_title), file=sys.stdout)

@@ -44,7 +44,7 @@ from server.http.listening import CannotListen, listen
 from server.http.serving import Serving, serve
 from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
-from server.settings import Settings, resolve_database
+from server.settings import Settings
 from server.stores import open_service
 from storage import DatabaseRefused
 from storage.postgres import redact
@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         sock = listen(args.host, args.port, bool(tenants), args.allowed_host)
     except CannotListen as exc:
         return _fail(str(exc))
-    settings = Settings(database=resolve_database(args.db))
+    settings = Settings(database=args.db)  # resolved once, by `cli.main`
     with sock:
         try:
             anyio.run(_serve, settings, args, upstreams, tenants, sock)

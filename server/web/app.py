@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
@@ -85,86 +85,102 @@ async def _session(reader: ThreadReader, request: Request) -> Session:
     return session
 
 
-# One handler per page, each a few lines closing over the store: longer than 50 lines
-# together, read one route at a time.
-def build_viewer(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIApp:
-    """The viewer over `store`, from `/`; mount it elsewhere with `Mount`. A search runs on
+class Handlers:
+    """The viewer's pages, one handler per route, over one store; a search runs on
     `store.searching` for at most `search_seconds`, one at a time per tenant."""
-    searching: set[str] = set()  # tenants with a search under way
 
-    async def search(tenant: str, query: str) -> list[Session]:
-        if tenant in searching:
+    def __init__(self, store: Readable, search_seconds: float = SEARCH_SECONDS) -> None:
+        self.store = store
+        self.search_seconds = search_seconds
+        self.searching: set[str] = set()  # tenants with a search under way
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/", self.sessions),
+            Route("/s/{sid}", self.thread),
+            Route("/s/{sid}/sq/{n:int}", self.squash),
+            Route("/s/{sid}/md", self.copy),
+            Route("/s/{sid}/audit", self.trail),
+            Route("/s/{sid}/at/{alias}", self.permalink),
+            Route("/favicon.ico", _no_icon),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+
+    async def search(self, tenant: str, query: str) -> list[Session]:
+        if tenant in self.searching:
             raise HTTPException(
                 429, "A search of yours is still running: wait for its page, then search again."
             )
-        searching.add(tenant)
+        self.searching.add(tenant)
         try:
-            async with store.searching(search_seconds) as reader:
+            async with self.store.searching(self.search_seconds) as reader:
                 return await reader.search_sessions(tenant, query, SESSIONS_SHOWN)
         except SearchTooSlow as exc:
             raise HTTPException(400, str(exc)) from None
         finally:
-            searching.discard(tenant)
+            self.searching.discard(tenant)
 
-    async def sessions(request: Request) -> Response:
+    async def sessions(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()[:SEARCH_CHARS]
         offset = (_number(request, "offset", 0) or 1) - 1 if "offset" in request.query_params else 0
         tenant = _tenant(request)
-        async with store.snapshot() as reader:
+        async with self.store.snapshot() as reader:
             total = await reader.count_sessions(tenant)
             found = [] if query else await reader.list_sessions(tenant, SESSIONS_SHOWN, offset)
         if query:
-            found = await search(tenant, query)
+            found = await self.search(tenant, query)
         return HTMLResponse(pages.sessions_page(found, query, total, offset))
 
-    async def thread(request: Request) -> Response:
+    async def thread(self, request: Request) -> Response:
         before = _number(request, "before")
-        async with store.snapshot() as reader:
+        async with self.store.snapshot() as reader:
             session = await _session(reader, request)
             view = await load_page(reader, session, before)
         return HTMLResponse(pages.thread_page(view))
 
-    async def squash(request: Request) -> Response:
+    async def squash(self, request: Request) -> Response:
         start = _number(request, "from", 1) or 1
-        async with store.snapshot() as reader:
+        async with self.store.snapshot() as reader:
             session = await _session(reader, request)
             n = int(request.path_params["n"])
             summary, opened = await _squash_opened(reader, session, n, start)
         return HTMLResponse(pages.squash_page(session, opened, summary))
 
-    async def copy(request: Request) -> Response:
-        async with store.snapshot() as reader:
+    async def copy(self, request: Request) -> Response:
+        async with self.store.snapshot() as reader:
             session = await _session(reader, request)
             text = await _markdown(reader, session, request)
         return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
 
-    async def trail(request: Request) -> Response:
-        async with store.snapshot() as reader:
+    async def trail(self, request: Request) -> Response:
+        async with self.store.snapshot() as reader:
             session = await _session(reader, request)
             squashes = await reader.squashes(session.id)
             changes = await reader.change_log(session.id, audit.CHANGES_SHOWN)
         return HTMLResponse(audit.audit_page(session, squashes, changes))
 
-    async def permalink(request: Request) -> Response:
-        async with store.snapshot() as reader:
+    async def permalink(self, request: Request) -> Response:
+        async with self.store.snapshot() as reader:
             session = await _session(reader, request)
             before = await _page_of(reader, session, request.path_params["alias"])
         alias = request.path_params["alias"]
         url = pages.session_url(session, before=before) + f"#{alias}"
         return RedirectResponse(url, status_code=303)
 
-    routes = [
-        Route("/", sessions),
-        Route("/s/{sid}", thread),
-        Route("/s/{sid}/sq/{n:int}", squash),
-        Route("/s/{sid}/md", copy),
-        Route("/s/{sid}/audit", trail),
-        Route("/s/{sid}/at/{alias}", permalink),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ]
+
+def build_viewer(store: Readable, search_seconds: float = SEARCH_SECONDS) -> ASGIApp:
+    """The viewer over `store`, from `/`; mount it elsewhere with `Mount`. A search runs on
+    `store.searching` for at most `search_seconds`, one at a time per tenant."""
+    routes = Handlers(store, search_seconds).routes()
     handlers = {HTTPException: _refused, StoreError: _unreadable}
     app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
     return Mounted(app)
+
+
+async def _no_icon(request: Request) -> Response:
+    """Pages name their icon (`/static/favicon.svg`); a browser that asks `/favicon.ico` first
+    gets no content rather than a 404 in its console."""
+    return Response(status_code=204)
 
 
 async def _refused(request: Request, exc: HTTPException) -> Response:

@@ -56,7 +56,7 @@ def _change(change: Change) -> Html:
     kind = change.change.split(" ", 1)[0]
     marked = kind in ("squashed", "restored")
     counters = (
-        f" · {change.live_count:,} entries, {tokens(change.live_tokens or 0)} live"
+        f" · {plural(change.live_count, 'entry')}, {tokens(change.live_tokens or 0)} tokens live"
         if change.live_count is not None
         else ""
     )

@@ -26,7 +26,6 @@ from server.http.serving import Serving, serve
 from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
 from server.mcp.pool import PoolShare, pool_share
-from server.settings import resolve_database
 from server.web.app import SEARCH_SECONDS, Readable, viewer_of
 from server.web.login import CookieLogin
 from storage import SchemaTooNew
@@ -106,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         sock = listen(args.host, args.port, bool(tenants), args.allowed_host)
     except CannotListen as exc:
         return _fail(str(exc))
-    database = resolve_database(args.db)
+    database: str = args.db  # resolved once, by `cli.main`
     with sock:
         try:
             anyio.run(_serve, database, args, tenants, sock)

@@ -66,6 +66,7 @@ def page(title: str, body: Iterable[object], nav: Iterable[object] = ()) -> Html
         void("meta", name="viewport", content="width=device-width, initial-scale=1"),
         tag("title", title, " · frs-mcp"),
         void("link", rel="stylesheet", href=url("/static/viewer.css")),
+        void("link", rel="icon", type="image/svg+xml", href=url("/static/favicon.svg")),
         tag("script", src=url("/static/viewer.js"), defer=True),
     )
     logout = (

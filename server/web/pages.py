@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from urllib.parse import quote, urlencode
 
 from frs.annotations import annotate_call
+from frs.hooks import RECORDER_NOTES
 from frs.host_threads import SquashCalls
 from frs.model import GatewayCall, Limits, Message, PlanStep, Session
 from frs.text import minify_json
@@ -64,7 +65,13 @@ def sessions_page(sessions: Sequence[Session], query: str, total: int, offset: i
                 "tr",
                 *(
                     tag("th", name)
-                    for name in ("Title", "Interface", "Messages", "Live / recorded", "Changed")
+                    for name in (
+                        "Title",
+                        "Interface",
+                        "Messages",
+                        "Live / recorded tokens",
+                        "Changed",
+                    )
                 ),
             ),
         ),
@@ -141,11 +148,14 @@ def thread_page(view: ThreadPage) -> Html:
 
 
 def _about(session: Session) -> Html:
+    # The gateway and the hooks keep a note to the model where a session started by hand keeps
+    # the user's goal.
+    label = "Note" if session.goal in RECORDER_NOTES else "Goal"
     facts = [
-        session.goal and f"Goal: {session.goal}",
+        session.goal and f"{label}: {session.goal}",
         " · ".join(x for x in (session.interface, session.conversation) if x),
         f"{plural(session.recorded, 'message')} in {plural(session.live_count, 'entry')}",
-        f"live {tokens(session.live_tokens)} of {tokens(session.recorded_tokens)} recorded",
+        f"live {tokens(session.live_tokens)} of {tokens(session.recorded_tokens)} recorded tokens",
         f"revision {session.revision}",
     ]
     return tag("p", " · ".join(f for f in facts if f), class_="about")

@@ -12,13 +12,17 @@ a connection idle in a transaction.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from importlib import metadata
+from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import anyio
 
@@ -38,7 +42,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_POOL = 10
 CONNECT_TIMEOUT = 10.0
-INSTALL = "pip install 'frs-mcp[postgres]'"
 
 
 def is_postgres(database: str) -> bool:
@@ -202,12 +205,41 @@ async def _keep(conn: Any) -> None:
     round trip per call, for session state this store never sets."""
 
 
+def install_command(prefix: str, source: str | None, editable: bool) -> str:
+    """The command that adds the `postgres` extra to the environment at `prefix`, installed
+    from the clone at `source` (None: unknown). frs-mcp is not on the package index yet, so
+    `pip install 'frs-mcp[postgres]'` finds nothing: each route installs the clone again."""
+    parts = Path(prefix).parts
+    if "uv" in parts and "tools" in parts:
+        command = "uv tool install --reinstall '.[postgres]'"
+    elif "pipx" in parts and "venvs" in parts:
+        command = "pipx install --force '.[postgres]'"
+    else:
+        command = f"{Path(prefix) / 'bin' / 'pip'} install {'-e ' if editable else ''}'.[postgres]'"
+    where = f"cd {source} && " if source else "in the frs-mcp clone, "
+    return where + command
+
+
+def installed_from() -> tuple[str | None, bool]:
+    """The folder this distribution was installed from and whether editably (PEP 610's
+    direct_url.json); (None, False) when that is unknown."""
+    try:
+        direct = json.loads(metadata.distribution("frs-mcp").read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None, False
+    url = urlsplit(str(direct.get("url", "")))
+    source = unquote(url.path) if url.scheme == "file" and url.path else None
+    return source, bool(direct.get("dir_info", {}).get("editable"))
+
+
 def _import_asyncpg() -> Any:
     try:
         import asyncpg
     except ImportError:
+        install = install_command(sys.prefix, *installed_from())
         raise StoreUnavailable(
-            f"--db names a PostgreSQL server, but its driver is not installed: {INSTALL}"
+            "the database is a PostgreSQL server, but its driver (asyncpg, the extra postgres) "
+            f"is not installed where frs-mcp runs; add it: {install}"
         ) from None
     return asyncpg
 

@@ -3,9 +3,10 @@ by the README's Claude Code snippet.
 
 Each run gets a HOME of its own (Claude Code keeps its settings, transcripts and --resume state
 under ~/.claude), no telemetry, error reports, auto-update or other non-essential traffic, the
-model at ANTHROPIC_BASE_URL and a made-up API key. Claude Code turns its MCP tool search off
-for a base URL that is not Anthropic's; ENABLE_TOOL_SEARCH=true turns it back on, so the model
-sees the frs tools as Anthropic's API users do: names only, until ToolSearch loads them.
+model at ANTHROPIC_BASE_URL and a made-up API key. The pinned version keeps its MCP tool search
+on with that base URL (a loopback one) and no ENABLE_TOOL_SEARCH (`test_claude_code`); the runs
+set ENABLE_TOOL_SEARCH=true or false all the same, so that a test says which it means: on, the
+model sees the frs tools' names only, until ToolSearch loads them; off, every schema up front.
 """
 
 from __future__ import annotations
@@ -83,17 +84,33 @@ class ClaudeCode:
     home: Path
     workspace: Path
 
-    def env(self, model_url: str, tool_search: bool = True) -> dict[str, str]:
+    def env(self, model_url: str, tool_search: bool | None = True) -> dict[str, str]:
+        """The run's environment; `tool_search` None leaves ENABLE_TOOL_SEARCH unset (Claude
+        Code's own default), else sets it to true or false."""
         keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
         env = {key: os.environ[key] for key in keep if key in os.environ}
+        chosen = {} if tool_search is None else {"ENABLE_TOOL_SEARCH": str(tool_search).lower()}
         return {
             **env,
             **QUIET,
             "HOME": str(self.home),
             "ANTHROPIC_BASE_URL": model_url,
             "ANTHROPIC_API_KEY": "sk-ant-scripted-model",
-            "ENABLE_TOOL_SEARCH": "true" if tool_search else "false",
+            **chosen,
         }
+
+    def command(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`claude ARGS` (say `mcp add ...`) in the workspace, with the run's HOME, no model."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        return subprocess.run(
+            [*pinned.claude(self.root), *args],
+            env=self.env("http://127.0.0.1:9"),  # a port nothing listens on: no model is asked
+            cwd=self.workspace,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
 
     def run(
         self,
@@ -101,7 +118,7 @@ class ClaudeCode:
         prompt: str,
         *extra: str,
         mcp: str | None = None,
-        tool_search: bool = True,
+        tool_search: bool | None = True,
         env: Mapping[str, str] | None = None,
         timeout: float = TIMEOUT,
         hooks: str | None = None,

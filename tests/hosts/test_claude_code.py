@@ -70,8 +70,8 @@ def test_the_scenario_in_claude_code(claude: ClaudeCode, model_server: ModelServ
 def test_the_scenario_with_tool_search_off_shows_every_frs_tool_upfront(
     claude: ClaudeCode, model_server: ModelServer
 ) -> None:
-    """Claude Code turns tool search off for a base URL that is not Anthropic's (a gateway,
-    a proxy): the model then gets every frs tool's schema in the first request."""
+    """ENABLE_TOOL_SEARCH=false turns Claude Code's tool search off: the model then gets every
+    frs tool's schema in the first request."""
     scenario = Scenario(call)
     script = model_server.play(scenario.script())
     run = claude.run(model_server.url, "Find the flaky test's cause.", tool_search=False)
@@ -81,6 +81,35 @@ def test_the_scenario_with_tool_search_off_shows_every_frs_tool_upfront(
     frs = [tool for tool in first.tools if tool.name.startswith(claude_code.PREFIX)]
     assert sorted(tool.name for tool in frs) == sorted(name(tool) for tool in FRS_TOOLS)
     assert not [tool for tool in frs if tool.raw.get("defer_loading")]
+
+
+def test_tool_search_is_on_by_default_with_a_loopback_base_url(
+    claude: ClaudeCode, model_server: ModelServer
+) -> None:
+    """The README's claim: the pinned Claude Code, pointed at a model on 127.0.0.1 (as at the
+    gateway) with no ENABLE_TOOL_SEARCH, offers ToolSearch and defers the frs tools."""
+    script = model_server.play(Script([Turn("Done.")]))
+    run = claude.run(model_server.url, "Hello.", tool_search=None)
+    assert run.returncode == 0, run.describe() + "\n" + script.describe()
+    assert model_server.url.startswith("http://127.0.0.1:")
+    first = script.seen_at(0)
+    assert "ToolSearch" in first.tool_names()
+    assert not [t for t in first.tool_names() if t.startswith(claude_code.PREFIX)]
+    shown = json.dumps(first.body["messages"])
+    assert all(name(tool) in shown for tool in FRS_TOOLS), shown[:2000]
+
+
+def test_claude_mcp_add_writes_the_entry_to_claude_json_not_mcp_json(claude: ClaudeCode) -> None:
+    """The README: `claude mcp add` (scope local) writes ~/.claude.json, under the project."""
+    entry = json.loads(claude_code.config())["mcpServers"]["frs"]
+    claude.workspace.mkdir(parents=True)
+    done = claude.command("mcp", "add", "frs", "--", entry["command"], *entry["args"])
+    assert done.returncode == 0, done.stderr
+    assert not (claude.workspace / ".mcp.json").exists()
+    written = json.loads((claude.home / ".claude.json").read_text(encoding="utf-8"))
+    added = written["projects"][str(claude.workspace.resolve())]["mcpServers"]["frs"]
+    assert {key: added[key] for key in entry} == entry
+    assert "frs" not in written.get("mcpServers", {}), "user scope only with --scope user"
 
 
 KEYWORDS = {

@@ -9,9 +9,11 @@ default database's) are refused before anything is created.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,34 @@ class TestResolving:
         assert f"mkdir -p {home / 'typo'}" in str(refused.value)
         assert not (home / "typo").exists()
 
+    @pytest.mark.parametrize(
+        ("make", "says"),
+        [
+            (lambda p: p.mkdir(), "is the folder"),
+            (lambda p: os.mkfifo(p), "is not a regular file (a pipe, socket or device)"),
+            (lambda p: p.symlink_to(p), "Too many levels of symbolic links; fix the path."),
+        ],
+        ids=["folder", "pipe", "link-loop"],
+    )
+    def test_a_path_that_cannot_be_a_database_file_is_refused(
+        self, home: Path, make: Callable[[Path], object], says: str
+    ) -> None:
+        # A pipe would hang the SQLite open; a link loop ended in a traceback.
+        make(home / "frs.db")
+        with pytest.raises(DatabaseValueError, match=re.escape(says)):
+            resolve_database(str(home / "frs.db"))
+
+    def test_a_name_too_long_for_the_system_is_refused_not_raised(self, home: Path) -> None:
+        with pytest.raises(DatabaseValueError, match="File name too long; fix the path"):
+            resolve_database(str(home / ("a" * 300) / "frs.db"))
+
+    def test_a_file_where_a_folder_should_be_is_refused(self, home: Path) -> None:
+        (home / "notes").write_text("")
+        with pytest.raises(DatabaseValueError) as refused:
+            resolve_database(str(home / "notes" / "frs.db"))
+        assert "Not a directory; fix the path." in str(refused.value)
+        assert "mkdir" not in str(refused.value), "mkdir -p on a file cannot help"
+
     @pytest.mark.parametrize("named", [False, True], ids=["default", "named"])
     def test_the_default_databases_missing_folder_is_allowed(self, home: Path, named: bool) -> None:
         # README: the default file (and its folder) is created on first use, given or not.
@@ -167,6 +197,35 @@ class TestCommands:
             f"create it first (mkdir -p {tmp_path / 'typo'}) or fix the path. frs-mcp creates "
             "only the default database's folder.\n"
         )
+
+    @pytest.mark.parametrize(
+        "command",
+        [[], ["export", "latest"], ["import", "chat.jsonl"]],
+        ids=["serve", "export", "import"],
+    )
+    def test_a_variable_holding_a_dollar_is_expanded_once(
+        self, tmp_path: Path, command: list[str]
+    ) -> None:
+        # FRS_DB='$D/x.db' with D=/tmp/a$b is /tmp/a$b/x.db; a second expansion read `$b` as
+        # a variable (a traceback naming --db). Every command opens the file expanded once.
+        folder = tmp_path / "a$b"
+        folder.mkdir()
+        (tmp_path / "chat.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+        done = run(command, tmp_path, FRS_DB="$D/x.db", D=str(folder), HOME=str(tmp_path))
+        assert "Traceback" not in done.stderr, done.stderr
+        assert "$b" not in done.stderr.replace(str(folder), ""), done.stderr
+        if command[:1] == ["export"]:  # export opens only a database that is there
+            assert done.stderr == f"frs-mcp export: no database at {folder / 'x.db'}\n"
+        else:
+            assert done.returncode == 0, done.stderr
+            assert (folder / "x.db").is_file()
+
+    def test_a_bad_frs_db_names_frs_db_in_every_command(self, tmp_path: Path) -> None:
+        for command in ([], ["export", "latest"], ["web", "--port", "0"]):
+            done = run(command, tmp_path, FRS_DB="typo/frs.db", HOME=str(tmp_path))
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.startswith("frs-mcp: FRS_DB 'typo/frs.db': the folder"), done.stderr
+        assert list(tmp_path.iterdir()) == []
 
     def test_the_log_says_created_then_opened_with_the_absolute_path(self, tmp_path: Path) -> None:
         # A host starts servers without a shell: $HOME in FRS_DB, a cwd of its own choosing.

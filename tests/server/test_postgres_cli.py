@@ -20,6 +20,7 @@ import pytest
 from frs import NewMessage, ReasoningService
 from server.settings import resolve_database
 from storage.postgres import PgStore, open_postgres
+from storage.postgres.database import install_command, installed_from
 from tests.command import REPO, frs_mcp
 from tests.pg import Cluster
 from tests.web.conftest import viewer
@@ -100,7 +101,31 @@ class TestClearErrors:
         )
         assert done.returncode == 2
         line = one_line_error(done.stderr)
-        assert "driver is not installed: pip install 'frs-mcp[postgres]'" in line
+        # Not `pip install 'frs-mcp[postgres]'`: frs-mcp is not on the package index yet.
+        assert "frs-mcp[postgres]" not in line
+        assert "its driver (asyncpg, the extra postgres) is not installed" in line
+        assert line.endswith(install_command(sys.prefix, *installed_from())), line
+
+
+class TestInstallCommand:
+    """The driver's install line, for each route the README installs frs-mcp by."""
+
+    def test_a_uv_tool_is_installed_again_from_its_clone_with_the_extra(self) -> None:
+        got = install_command("/home/u/.local/share/uv/tools/frs-mcp", "/home/u/frs-mcp", False)
+        assert got == "cd /home/u/frs-mcp && uv tool install --reinstall '.[postgres]'"
+
+    def test_a_pipx_install_is_forced_again_with_the_extra(self) -> None:
+        got = install_command("/home/u/.local/share/pipx/venvs/frs-mcp", "/home/u/frs-mcp", False)
+        assert got == "cd /home/u/frs-mcp && pipx install --force '.[postgres]'"
+
+    def test_a_venv_uses_its_own_pip_and_keeps_an_editable_install_editable(self) -> None:
+        venv = "/home/u/frs-mcp/.venv"
+        assert install_command(venv, "/home/u/frs-mcp", True) == (
+            "cd /home/u/frs-mcp && /home/u/frs-mcp/.venv/bin/pip install -e '.[postgres]'"
+        )
+        assert install_command(venv, None, False) == (
+            "in the frs-mcp clone, /home/u/frs-mcp/.venv/bin/pip install '.[postgres]'"
+        )
 
 
 async def write_session(dsn: str) -> str:

@@ -3,12 +3,14 @@ sent against what went upstream, and the share the squashes saved."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 import pytest
 
 from frs.autopilot import Autopilot
+from frs.hooks import RECORDER_NOTES
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import rig
 from tests.gateway.test_autopilot import Loop
@@ -61,6 +63,18 @@ async def test_a_gateway_sessions_page_shows_its_calls_sent_against_forwarded(
     assert newest[4] == saved
     assert newest[5] == "SQ.1"
     assert re.findall(r"<td>(.*?)</td>", rows[-1])[4:6] == ["0%", "—"]
+
+
+async def test_the_gateways_note_is_shown_as_a_note_not_as_the_goal(tmp_path: Path) -> None:
+    async with rig(tmp_path) as r:
+        await r.post(body(TRANSCRIPT[:1]), SESSION)
+        session = await session_of(r)
+    assert session.goal in RECORDER_NOTES
+    with viewer(r.database) as base:
+        status, _, page = get(f"{base}/s/{session.id}")
+    assert status == 200
+    assert f"Note: {html.escape(session.goal)}" in page, page[:3000]
+    assert "Goal:" not in page
 
 
 async def test_a_session_the_gateway_never_saw_shows_no_calls(tmp_path: Path) -> None:

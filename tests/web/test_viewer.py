@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import queue
+import re
 import socket
 import sqlite3
 import subprocess
@@ -82,6 +83,78 @@ class TestPages:
         # written: the write-ahead log, if SQLite made one, is empty.
         wal = path.with_name(path.name + "-wal")
         assert not wal.exists() or wal.stat().st_size == 0
+
+    def test_a_database_that_had_no_wal_or_shm_has_none_after_the_viewer_stops(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        """Reading a WAL-mode file made SQLite leave an empty -wal and a 32 KB -shm beside it,
+        which a read-only connection cannot remove: the viewer has the engine remove them."""
+        path, ids = sample
+        assert sorted(p.name for p in path.parent.iterdir()) == ["frs.db"]
+        before = path.read_bytes()
+        with viewer(path) as base:
+            for url in ("/", "/?q=zebra", f"/s/{ids.session}", f"/s/{ids.session}/audit"):
+                assert get(base + url)[0] == 200, url
+            assert path.with_name("frs.db-shm").exists(), "a reader needs its WAL index"
+        assert sorted(p.name for p in path.parent.iterdir()) == ["frs.db"]
+        assert path.read_bytes() == before
+
+    async def test_a_server_that_opened_the_file_meanwhile_keeps_its_wal_and_shm(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, _ = sample
+        async with open_readonly(path) as store:
+            async with store.snapshot() as reader:
+                assert await reader.count_sessions(LOCAL_TENANT) >= 1
+            server = sqlite3.connect(path)  # started after the viewer, still running after it
+            server.execute("select count(*) from sessions").fetchall()
+        with closing(server):
+            assert path.with_name("frs.db-wal").exists()
+            assert path.with_name("frs.db-shm").exists()
+            server.execute("create table later (id integer primary key)")
+            server.execute("insert into later values (1)")
+            server.commit()
+            assert server.execute("select id from later").fetchall() == [(1,)]
+
+    async def test_counts_agree_with_their_words_and_token_figures_say_tokens(
+        self, tmp_path: Path
+    ) -> None:
+        """ "1 entries" once stood in the change log, and the sessions list's live/recorded
+        column had no unit."""
+        path = tmp_path / "frs.db"
+        async with open_database(path) as db:
+            service = ReasoningService(SqliteStore(db), Limits())
+            sid = (await service.start_session("One by one")).session.id
+            await service.record([NewMessage("user", "first")], sid)
+            await service.record([NewMessage("user", "second")], sid)
+        with viewer(path) as base:
+            _, _, trail = get(f"{base}/s/{sid}/audit")
+            _, _, listed = get(base + "/")
+            _, _, thread = get(f"{base}/s/{sid}")
+        counted = re.findall(r" · ([\d,]+) (entry|entries), \S+ tokens live", trail)
+        assert ("1", "entry") in counted, trail
+        assert ("2", "entries") in counted, trail
+        assert all((n == "1") == (word == "entry") for n, word in counted), counted
+        assert "<th>Live / recorded tokens</th>" in listed
+        assert re.search(r"live \S+ of \S+ recorded tokens", thread), thread[:3000]
+        assert "Goal:" not in thread  # started without one
+
+    def test_the_icon_is_named_by_every_page_and_favicon_ico_is_not_a_404(
+        self, sample: tuple[Path, Sample]
+    ) -> None:
+        path, ids = sample
+        with viewer(path) as base:
+            _, _, listed = get(base + "/")
+            _, _, thread = get(f"{base}/s/{ids.session}")
+            icon = get(base + "/static/favicon.svg")
+            asked = get(base + "/favicon.ico")
+        link = '<link rel="icon" type="image/svg+xml" href="/static/favicon.svg">'
+        assert link in listed
+        assert link in thread
+        assert icon[0] == 200
+        assert icon[1]["content-type"].startswith("image/svg+xml")
+        assert icon[2].startswith("<svg ")
+        assert asked[0] == 204
 
     def test_the_sessions_list_and_search_by_title_and_by_text(
         self, sample: tuple[Path, Sample]
