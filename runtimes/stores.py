@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from frs import Env
 from frs.model import Limits
 from frs.ports import Store
+from runtimes.internals import register_before_thread_exit
 from storage import Database, SqliteStore, connect_database
 from storage.postgres import PgStore, connect_postgres, is_postgres
 
@@ -66,10 +66,8 @@ async def connect_store(db: str | os.PathLike[str]) -> Connected:
 
 
 # aiosqlite runs each connection on a thread the interpreter waits for at exit: a runtime
-# that never closes its session would hang there. Before that wait (threading's own exit
-# hooks run first; `atexit` runs after it, too late), the threads of every database still
-# open are told to stop. The hook is private to `threading` (concurrent.futures uses it), so
-# it is looked up, not assumed.
+# that never closes its session would hang there. Before that wait, the threads of every
+# database still open are told to stop (`runtimes.internals.register_before_thread_exit`).
 _OPEN: set[Database] = set()
 _HOOKED: list[bool] = []
 
@@ -81,11 +79,7 @@ def _stop_open_databases() -> None:
 
 def _stop_at_exit(database: Database) -> None:
     if not _HOOKED:
-        register: Callable[[Callable[[], None]], None] | None = getattr(
-            threading, "_register_atexit", None
-        )
-        if register is not None:
-            register(_stop_open_databases)
+        register_before_thread_exit(_stop_open_databases)
         _HOOKED.append(True)
     _OPEN.add(database)
 
