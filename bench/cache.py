@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.threads import TextPool, build_database
-from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs import Env, NewMessage, SessionId, ToolCall, ViewOptions, recording, viewing
 from frs.text import estimate_tokens
 from storage import SqliteStore, open_database
 
@@ -64,15 +64,15 @@ def turn(pool: TextPool, k: int) -> list[NewMessage]:
 
 
 async def _trial(
-    service: ReasoningService, session: SessionId, pool: TextPool, start: int
+    env: Env, session: SessionId, pool: TextPool, start: int
 ) -> dict[str, tuple[float, float, int]]:
     """Per view: kept share after 1 and after 10 appends, and the view's estimated tokens."""
-    before = {name: await service.view(options, session) for name, options in VIEWS.items()}
-    await service.record(turn(pool, start), session)
-    one = {name: await service.view(options, session) for name, options in VIEWS.items()}
+    before = {name: await viewing.view(env, options, session) for name, options in VIEWS.items()}
+    await recording.record(env, turn(pool, start), session)
+    one = {name: await viewing.view(env, options, session) for name, options in VIEWS.items()}
     for k in range(start + 1, start + 10):
-        await service.record(turn(pool, k), session)
-    ten = {name: await service.view(options, session) for name, options in VIEWS.items()}
+        await recording.record(env, turn(pool, k), session)
+    ten = {name: await viewing.view(env, options, session) for name, options in VIEWS.items()}
     return {
         name: (
             kept(before[name], one[name]) / len(before[name].encode()),
@@ -93,15 +93,15 @@ async def measure_size(folder: Path, pool: TextPool, size: int, trials: int) -> 
             copy = folder / f"cache-{size}-trial.db"
             shutil.copyfile(base, copy)
             async with open_database(copy) as db:
-                service = ReasoningService(SqliteStore(db))
+                env = Env(SqliteStore(db))
                 for k in range(trial):  # the phase: this trial starts `trial` appends later
-                    await service.record(turn(pool, 1000 + k), session)
-                rows.append(await _trial(service, session, pool, 2000 + 10 * trial))
+                    await recording.record(env, turn(pool, 1000 + k), session)
+                rows.append(await _trial(env, session, pool, 2000 + 10 * trial))
     else:
         async with open_database(base) as db:
-            service = ReasoningService(SqliteStore(db))
+            env = Env(SqliteStore(db))
             for trial in range(trials):
-                rows.append(await _trial(service, session, pool, 10 * trial))
+                rows.append(await _trial(env, session, pool, 10 * trial))
     views = {}
     for name in VIEWS:
         after_1 = [row[name][0] for row in rows]

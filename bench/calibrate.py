@@ -40,7 +40,7 @@ from bench.session import Counter as Prompts
 from bench.session import fit_replay
 from bench.simplex import minimize
 from bench.tokenizer import verified
-from frs import ReasoningService, SessionId, ViewOptions
+from frs import Env, SessionId, ViewOptions, recording, sessions, viewing
 from frs.text import CLASSES, TOKEN_UNIT, class_pairs, estimate_tokens, message_body
 from frs.views.render import Entry, one_line
 from storage import SqliteStore, open_database
@@ -123,34 +123,32 @@ async def render_corpus(
     texts: list[Raw] = []
     budgeted: list[Budgeted] = []
     async with open_database(folder / "calibrate.db") as db:
-        service = ReasoningService(SqliteStore(db), clock=lambda: _CLOCK)
+        env = Env(SqliteStore(db), clock=lambda: _CLOCK)
         for transcript in corpus:
-            session = (await service.start_session(title=transcript.name)).session
+            session = (await sessions.start(env, title=transcript.name)).session
             sid = session.id
             news = [line.to_new() for line in transcript.lines]
-            await service.record(news, sid)
+            await recording.record(env, news, sid)
             for new in news:
                 body = message_body(new.content, new.tool_calls)
                 texts.append(("message", content_class(body), transcript.name, body))
             for name, options in _FIT_VIEWS.items():
                 # Without the footer, whose token figure is the installed estimator's: the
                 # fit must not depend on the weights it replaces.
-                view = (await service.view(options, sid)).rsplit("\n", 1)[0]
+                view = (await viewing.view(env, options, sid)).rsplit("\n", 1)[0]
                 texts.append(("view", name, transcript.name, view))
-            texts.append(
-                ("view", "one-line cards", transcript.name, await _one_lines(service, sid))
-            )
+            texts.append(("view", "one-line cards", transcript.name, await _one_lines(env, sid)))
             for budget in BUDGETS:
-                view = await service.view(ViewOptions(budget_tokens=budget), sid)
+                view = await viewing.view(env, ViewOptions(budget_tokens=budget), sid)
                 budgeted.append((transcript.name, budget, view))
-            budgeted.append((transcript.name, 0, await service.view(ViewOptions(), sid)))
+            budgeted.append((transcript.name, 0, await viewing.view(env, ViewOptions(), sid)))
     return texts, budgeted
 
 
-async def _one_lines(service: ReasoningService, sid: SessionId) -> str:
+async def _one_lines(env: Env, sid: SessionId) -> str:
     """The thread as one-line cards, the shortest form a budgeted view shows an entry in."""
-    async with service.store.snapshot() as reader:
-        session = await reader.find_session(service.scope.tenant, sid)
+    async with env.store.snapshot() as reader:
+        session = await reader.find_session(env.scope.tenant, sid)
         assert session is not None
         entries = await reader.entries_at(sid, 1, session.live_count)
     return "\n".join(
@@ -327,8 +325,8 @@ async def holdout(texts: Sequence[Text]) -> list[str]:
             lines.append(f"{source:38} {kind}s: {len(under)} of {len(chosen)} undercounted{worst}")
         with _installed(weights), tempfile.TemporaryDirectory() as folder:
             async with open_database(Path(folder) / "holdout.db") as db:
-                service = ReasoningService(SqliteStore(db), clock=lambda: _CLOCK)
-                fits = await fit_replay(service, transcripts[source], prompts)
+                env = Env(SqliteStore(db), clock=lambda: _CLOCK)
+                fits = await fit_replay(env, transcripts[source], prompts)
         uses = [use for by in fits.values() for name in ENCODINGS for use in by["use"][name]]
         if uses:
             over = sum(use > 1 for use in uses)

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from bench.machine import load_average
 from bench.servers import free_port, http_server, memory_kib
-from frs import NewMessage, ReasoningService
+from frs import Env, NewMessage, recording, sessions
 from frs.model import Limits
 from server.mcp.events import PACE
 from storage import SqliteStore, open_database
@@ -57,10 +57,10 @@ def _mib(kib: int) -> float:
 
 async def _big_session(db: Path) -> str:
     async with open_database(db) as opened:
-        service = ReasoningService(SqliteStore(opened), Limits())
-        sid = (await service.start_session("Big one")).session.id
-        await service.record(
-            [NewMessage("user", f"{n} " + "x" * 100_000) for n in range(EXPORT_MESSAGES)]
+        env = Env(SqliteStore(opened), Limits())
+        sid = (await sessions.start(env, "Big one")).session.id
+        await recording.record(
+            env, [NewMessage("user", f"{n} " + "x" * 100_000) for n in range(EXPORT_MESSAGES)]
         )
     return str(sid)
 

@@ -1,7 +1,7 @@
 """The third-party transcript corpus (tests/data/corpus), read as the benchmark needs it.
 
 Each JSONL line is one message in the corpus's common format (see its README). A transcript can
-be handed to `ReasoningService.record` as `NewMessage`s, to `frs_record` as JSON objects, or
+be handed to `frs.recording.record` as `NewMessage`s, to `frs_record` as JSON objects, or
 rendered as the OpenAI chat-format request a host would send to a model.
 """
 

@@ -34,7 +34,7 @@ import httpx2
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from frs import ReasoningService
+from frs import Env, squashes
 from frs.host_threads import find_thread
 from frs.model import Scope
 from server.gateway.anthropic_rules import problems
@@ -168,9 +168,9 @@ async def measure(
                 if mode == "squash":
                     thread = await find_thread(gateway.recorder.env, "claude-code", "bench")
                     assert thread is not None
-                    service = ReasoningService(gateway.recorder.env.store, scope=Scope())
-                    await service.compress_range(
-                        2, 21, "Ten steps: all ok.", session_id=thread.session.id
+                    env = Env(gateway.recorder.env.store, scope=Scope())
+                    await squashes.compress_range(
+                        env, 2, 21, "Ten steps: all ok.", session_id=thread.session.id
                     )
                 times = []
                 for k in range(1, calls + 1):

@@ -31,7 +31,7 @@ import httpx2
 from bench.corpus import Call, Line, Transcript
 from bench.session import READ, WRITE, Counter, Distiller, Tally, distilled_summary
 from bench.tokenizer import Tokenizer
-from frs import FrsError, ReasoningService, SessionId
+from frs import Env, FrsError, SessionId, sessions, squashes
 from frs.host_threads import find_thread
 from frs.model import Scope
 from frs.wire.nudges import DEFAULT_STEP
@@ -146,8 +146,10 @@ class Policy:
     squashed: int = 0
     refused: int = 0
 
-    async def step(self, service: ReasoningService, sid: SessionId) -> None:
-        entries = [e for e in (await service.live_thread(sid)).entries if e.number is not None]
+    async def step(self, env: Env, sid: SessionId) -> None:
+        entries = [
+            e for e in (await sessions.live_thread(env, sid)).entries if e.number is not None
+        ]
         task = next((i for i, e in enumerate(entries) if e.role == "user"), None)
         if task is None:
             return
@@ -171,8 +173,13 @@ class Policy:
             for e in entries[start:end]
         ]
         try:
-            await service.compress_range(
-                start + 1, end, distilled_summary(stretch), numbering="position", session_id=sid
+            await squashes.compress_range(
+                env,
+                start + 1,
+                end,
+                distilled_summary(stretch),
+                numbering="position",
+                session_id=sid,
             )
             self.squashed += 1
         except FrsError:
@@ -185,14 +192,14 @@ async def send(
     """Send each body through the gateway (the policy applied before each); what the
     upstream received for each."""
     headers = {**HEADERS, "x-claude-code-session-id": name}
-    service = ReasoningService(gateway.recorder.env.store, scope=Scope())
+    env = Env(gateway.recorder.env.store, scope=Scope())
     first = len(upstream.seen)
     async with served(gateway) as url, httpx2.AsyncClient(timeout=120) as client:
         for body in bodies:
             if policy is not None:
                 thread = await find_thread(gateway.recorder.env, "claude-code", name)
                 if thread is not None:
-                    await policy.step(service, thread.session.id)
+                    await policy.step(env, thread.session.id)
             answer = await client.post(url + "/v1/messages", content=body, headers=headers)
             if answer.status_code != 200:
                 raise RuntimeError(f"gateway-replay: {name}: status {answer.status_code}")

@@ -59,9 +59,8 @@ from bench.fidelity import facts_of
 from bench.gateway_replay import Policy, call_ids, call_input
 from bench.session import READ, WRITE, Counter, Tally
 from bench.tokenizer import Tokenizer
-from frs import ReasoningService, SessionId
+from frs import Env, SessionId, pages
 from frs.autopilot import Autopilot
-from frs.env import Env
 from frs.host_threads import find_thread, squash_calls
 from frs.mentions import paths
 from frs.model import Scope
@@ -701,7 +700,7 @@ async def run_mode(
             httpx2.AsyncClient(timeout=300) as client,
         ):
             env = gateway.recorder.env
-            service = ReasoningService(env.store, scope=Scope())
+            service = Env(env.store, scope=Scope())
 
             async def before() -> None:
                 if policy is not None:
@@ -718,7 +717,7 @@ async def run_mode(
 
 
 async def _stored(
-    env: Env, service: ReasoningService, name: str, received: Sequence[Received]
+    env: Env, service: Env, name: str, received: Sequence[Received]
 ) -> tuple[list[dict[str, Any]], int, dict[int, str]]:
     """The conversation's squashes and forwarded calls as the gateway stored them, and the
     originals of every squash a forwarded request names."""
@@ -737,7 +736,7 @@ async def _stored(
     named = {int(n) for r in received for n in _ALIAS.findall(r.body.decode("utf-8", "replace"))}
     originals = {}
     for n in sorted(named & {s["n"] for s in squashes}):
-        page = await service.get_alias(f"SQ.{n}", max_chars=10**9, session_id=sid)
+        page = await pages.get_alias(service, f"SQ.{n}", max_chars=10**9, session_id=sid)
         originals[n] = " ".join(page.text.split())
     return squashes, len(calls), originals
 

@@ -31,7 +31,7 @@ from bench.latency import call
 from bench.servers import stdio_client
 from bench.stats import Samples, ratio
 from bench.threads import TextPool
-from frs import NewMessage, ReasoningService, Role, ViewOptions
+from frs import Env, NewMessage, Role, ViewOptions, recording, sessions, viewing
 from storage import SqliteStore, open_database
 
 NODE_DIR = REPO / ".cache" / "bench-node"
@@ -108,8 +108,8 @@ async def sqlite_session(
         open_database(folder / "frs-api.db") as db,
         stdio_client(folder / "frs-mcp.db") as client,
     ):
-        service = ReasoningService(SqliteStore(db))
-        api_sid = (await service.start_session(title="peers")).session.id
+        service = Env(SqliteStore(db))
+        api_sid = (await sessions.start(service, title="peers")).session.id
         rng = random.Random(5)
         for start in range(0, items, batch):
             pairs = [_item(texts, i) for i in range(start, min(items, start + batch))]
@@ -122,7 +122,7 @@ async def sqlite_session(
             jobs: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
                 ("SQLiteSession", partial(sdk.add_items, sdk_items)),
                 ("FRSSession", partial(adapter.add_items, sdk_items)),
-                ("frs API", partial(service.record, news, api_sid)),
+                ("frs API", partial(recording.record, service, news, api_sid)),
                 ("frs MCP", partial(call, client, "frs_record", mcp_args)),
             ]
             rng.shuffle(jobs)
@@ -149,7 +149,7 @@ async def sqlite_session(
         round_ops: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
             ("SQLiteSession get_items(limit=50)", lambda: sdk.get_items(limit=50)),
             ("FRSSession get_items(limit=50)", lambda: adapter.get_items(limit=50)),
-            ("frs API view(last=50)", lambda: service.view(ViewOptions(last=50), api_sid)),
+            ("frs API view(last=50)", lambda: viewing.view(service, ViewOptions(last=50), api_sid)),
             ("frs API store.last_entries(50)", last_entries),
             ("reference: aiosqlite round trip (select 1)", hop_aiosqlite),
             ("reference: asyncio.to_thread round trip (select 1)", hop_thread),
@@ -167,7 +167,9 @@ async def sqlite_session(
             ),
             (
                 "frs API record(1)",
-                lambda: service.record([NewMessage(role=one_role, content=one_text)], api_sid),
+                lambda: recording.record(
+                    service, [NewMessage(role=one_role, content=one_text)], api_sid
+                ),
             ),
             (
                 "frs MCP frs_record(1)",
@@ -265,8 +267,8 @@ async def sqlite_session(
 async def _start_session(db: Path, title: str) -> str:
     """A new session in `db`, made through the Python API before a server opens the file."""
     async with open_database(db) as database:
-        service = ReasoningService(SqliteStore(database))
-        return str((await service.start_session(title=title)).session.id)
+        service = Env(SqliteStore(database))
+        return str((await sessions.start(service, title=title)).session.id)
 
 
 def _installed_version() -> str | None:

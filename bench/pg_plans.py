@@ -18,7 +18,17 @@ import asyncpg
 
 from bench.latency import SUMMARY
 from bench.threads import STEP
-from frs import Message, NewMessage, ReasoningService, SessionId, ViewOptions
+from frs import (
+    Env,
+    Message,
+    NewMessage,
+    SessionId,
+    ViewOptions,
+    pages,
+    recording,
+    squashes,
+    viewing,
+)
 from frs.raw import Raw
 from storage.postgres import PgDatabase, PgReader, PgStore, PgTx, open_postgres
 
@@ -95,26 +105,26 @@ async def explain_hot_statements(dsn: str, sid: SessionId, size: int) -> dict[st
     mid = (size // 2 // STEP) * STEP + 1
     async with open_postgres(dsn, size=2) as db:
         store = _TracingStore(db)
-        service = ReasoningService(store)
+        env = Env(store)
         operations: list[tuple[str, Any]] = [
-            ("view last=50", lambda: service.view(ViewOptions(last=50), sid)),
+            ("view last=50", lambda: viewing.view(env, ViewOptions(last=50), sid)),
             (
                 "view roles=user last=5",
-                lambda: service.view(ViewOptions(roles=("user",), last=5), sid),
+                lambda: viewing.view(env, ViewOptions(roles=("user",), last=5), sid),
             ),
-            ("view budget 4000", lambda: service.view(ViewOptions(budget_tokens=4_000), sid)),
-            ("get_alias M.n", lambda: service.get_alias(f"M.{mid + 2}", session_id=sid)),
-            ("record 1", lambda: service.record([NewMessage("user", "plan check")], sid)),
+            ("view budget 4000", lambda: viewing.view(env, ViewOptions(budget_tokens=4_000), sid)),
+            ("get_alias M.n", lambda: pages.get_alias(env, f"M.{mid + 2}", session_id=sid)),
+            ("record 1", lambda: recording.record(env, [NewMessage("user", "plan check")], sid)),
         ]
         for name, make in operations:
             store.op[0] = name
             await make()
         store.op[0] = "compress_range + restore"
-        done = await service.compress_range(mid, mid + 9, SUMMARY, session_id=sid)
-        await service.restore(done.squash.alias, sid)
+        done = await squashes.compress_range(env, mid, mid + 9, SUMMARY, session_id=sid)
+        await squashes.restore(env, done.squash.alias, sid)
         store.op[0] = "compress_last + restore"
-        done = await service.compress_last(5, SUMMARY, sid)
-        await service.restore(done.squash.alias, sid)
+        done = await squashes.compress_last(env, 5, SUMMARY, sid)
+        await squashes.restore(env, done.squash.alias, sid)
     return await _explain(dsn, store.seen)
 
 

@@ -17,7 +17,19 @@ from typing import Any
 
 from bench.latency import SUMMARY
 from bench.tokens import view_fields, view_options
-from frs import Message, NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs import (
+    Env,
+    Message,
+    NewMessage,
+    SessionId,
+    ToolCall,
+    ViewOptions,
+    pages,
+    recording,
+    sessions,
+    squashes,
+    viewing,
+)
 from frs.raw import Raw
 from storage import SqliteStore, open_database
 from storage.db import Database
@@ -136,40 +148,42 @@ async def run(db: Path, session: str, size: int, log: Callable[[str], None]) -> 
     mid = 5 * ((size // 2) // 5) + 1
     async with open_database(db) as database:
         store = _TracingStore(database)
-        service = ReasoningService(store)
+        env = Env(store)
         store.op = "start_session"
-        scratch = (await service.start_session(title="plans scratch")).session.id
+        scratch = (await sessions.start(env, title="plans scratch")).session.id
 
         async def step(name: str, action: Callable[[], Any]) -> None:
             store.op = name
             await action()
 
-        await step("view last 50", lambda: service.view(ViewOptions(last=50), sid))
+        await step("view last 50", lambda: viewing.view(env, ViewOptions(last=50), sid))
         await step(
             "view window from a position",
-            lambda: service.view(ViewOptions(start=mid, end=mid + 49), sid),
+            lambda: viewing.view(env, ViewOptions(start=mid, end=mid + 49), sid),
         )
         await step(
             "view by lane (roles=[user], last=5)",
-            lambda: service.view(ViewOptions(roles=("user",), last=5), sid),
+            lambda: viewing.view(env, ViewOptions(roles=("user",), last=5), sid),
         )
         if "budget_tokens" in view_fields():
             options = view_options(budget_tokens=4_000)
-            await step("view budget_tokens=4000", lambda: service.view(options, sid))
+            await step("view budget_tokens=4000", lambda: viewing.view(env, options, sid))
         store.op = "compress_range (pair partners)"
-        squash = await service.compress_range(mid, mid + 9, SUMMARY, session_id=sid)
+        squash = await squashes.compress_range(env, mid, mid + 9, SUMMARY, session_id=sid)
         store.op = "restore"
-        await service.restore(f"SQ.{squash.squash.n}", session_id=sid)
+        await squashes.restore(env, f"SQ.{squash.squash.n}", session_id=sid)
         store.op = "compress_last"
-        squash = await service.compress_last(5, SUMMARY, session_id=sid)
+        squash = await squashes.compress_last(env, 5, SUMMARY, session_id=sid)
         store.op = "restore"
-        await service.restore(f"SQ.{squash.squash.n}", session_id=sid)
+        await squashes.restore(env, f"SQ.{squash.squash.n}", session_id=sid)
         await step(
-            "get_alias (message by number)", lambda: service.get_alias(f"M.{mid}", session_id=sid)
+            "get_alias (message by number)",
+            lambda: pages.get_alias(env, f"M.{mid}", session_id=sid),
         )
         store.op = "record"
         call = ToolCall("p1", "bash", "{}")
-        await service.record(
+        await recording.record(
+            env,
             [
                 NewMessage(role="user", content="plans"),
                 NewMessage(role="assistant", content="run", tool_calls=(call,)),
@@ -177,8 +191,8 @@ async def run(db: Path, session: str, size: int, log: Callable[[str], None]) -> 
             scratch,
         )
         # A result recorded in a later call than its tool call: pairing looks the call up.
-        await service.record(
-            [NewMessage(role="tool", content="ok", name="bash", tool_call_id="p1")], scratch
+        await recording.record(
+            env, [NewMessage(role="tool", content="ok", name="bash", tool_call_id="p1")], scratch
         )
     explained = explain(db, list(store.seen.values()))
     log("plans: done")

@@ -27,7 +27,7 @@ from bench.pg_plans import explain_hot_statements
 from bench.servers import stdio_params
 from bench.stats import Samples, ratio
 from bench.threads import STEP, TextPool
-from frs import ReasoningService, SessionId
+from frs import Env, SessionId, recording, sessions
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, open_postgres
 from tests.haproxy import free_port, haproxy
@@ -54,16 +54,18 @@ async def build(
     ids: dict[str, SessionId] = {}
     async with open_database(folder / "pg-bench.db") as db, open_postgres(dsn) as pg:
         services = {
-            "sqlite": ReasoningService(SqliteStore(db)),
-            "postgres": ReasoningService(PgStore(pg)),
+            "sqlite": Env(SqliteStore(db)),
+            "postgres": Env(PgStore(pg)),
         }
-        for backend, service in services.items():
-            ids[backend] = (await service.start_session(title=f"bench {size}")).session.id
+        for backend, env in services.items():
+            ids[backend] = (await sessions.start(env, title=f"bench {size}")).session.id
         indexing = Samples()
         for k, chunk in enumerate(pool.batches(size, BATCH, tag="pg-")):
             order = list(BACKENDS) if k % 2 else list(reversed(BACKENDS))
             for backend in order:
-                await samples[backend].time(partial(services[backend].record, chunk, ids[backend]))
+                await samples[backend].time(
+                    partial(recording.record, services[backend], chunk, ids[backend])
+                )
                 if backend == "postgres" and pg.indexer is not None:
                     # What the batch queued for search, indexed now, timed apart: the indexer
                     # would do it at the writes' next pause, inside the other backend's time.

@@ -457,7 +457,7 @@ def _peers(section: dict[str, Any]) -> list[str]:
     else:
         out += [
             f"OpenAI Agents SDK {sdk['openai_agents']} `SQLiteSession` (file database) against"
-            f" frs through its Python API (`ReasoningService` + `storage.open_database`), through"
+            f" frs through its Python API (the `frs` use cases + `storage.open_database`), through"
             " its adapter for the SDK (`runtimes.openai_agents.FRSSession`, the same `Session`"
             f" protocol) and through MCP over stdio. {sdk['items']:,} items loaded on each side"
             f" in batches of {sdk['batch']:,} (the four interleaved batch by batch), then"
@@ -723,7 +723,7 @@ def _postgres(section: dict[str, Any]) -> list[str]:
         "",
         *_table(["operation", "SQLite p50 ms", "PostgreSQL p50 ms", "ratio", "≤ 1.5×"], rows),
         "",
-        "Recording 1,000-message batches through `ReasoningService.record` (one transaction"
+        "Recording 1,000-message batches through `frs.recording.record` (one transaction"
         " each, in process):",
         "",
         *_table(["backend", "p50 ms", "p99 ms", "batches/s", "messages/s"], batch_rows),

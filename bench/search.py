@@ -36,7 +36,8 @@ import asyncpg
 from bench.corpus import load_corpus
 from bench.stats import ratio
 from bench.threads import TextPool
-from frs import NewMessage, ReasoningService, ViewOptions
+from frs import Env, NewMessage, ViewOptions, sessions, viewing
+from frs import recording as frs_recording
 from frs.model import Scope, SessionId
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, open_postgres
@@ -85,22 +86,24 @@ def _queries(pool: TextPool) -> dict[str, str]:
 async def _fill(store: Any, pool: TextPool, megabytes: float) -> dict[str, int]:
     """`megabytes` of messages in SESSIONS sessions of the searching tenant, and a 100-message
     thread of the viewing one."""
-    searcher = ReasoningService(store, scope=Scope(tenant=SEARCHER))
+    searcher = Env(store, scope=Scope(tenant=SEARCHER))
     count = size = step = 0
     per_session = megabytes * MB / SESSIONS
     for n in range(SESSIONS):
-        session = (await searcher.start_session(f"bench search {n}")).session
+        session = (await sessions.start(searcher, f"bench search {n}")).session
         held = 0
         while held < per_session:
             batch = pool.messages(100, first_step=step, tag=f"s{n}-")
             step += 20
-            await searcher.record(batch, session.id)
+            await frs_recording.record(searcher, batch, session.id)
             held += sum(len(m.content.encode()) for m in batch)
             count += len(batch)
         size += held
-    viewer = ReasoningService(store, scope=Scope(tenant=VIEWER))
-    await viewer.start_session("the other tenant")
-    await viewer.record([NewMessage("user", f"a short note {n}") for n in range(100)])
+    viewer = Env(store, scope=Scope(tenant=VIEWER))
+    await sessions.start(viewer, "the other tenant")
+    await frs_recording.record(
+        viewer, [NewMessage("user", f"a short note {n}") for n in range(100)]
+    )
     return {"messages": count, "bytes": size}
 
 
@@ -143,8 +146,8 @@ async def _compare(
         }
         log(f"search {name!r}: {out[name]}")
     long = _queries(pool)["200 chars, absent"]
-    viewer = ReasoningService(store, scope=Scope(tenant=VIEWER))
-    alone = await _timed(lambda: viewer.view(ViewOptions(last=10)), rounds * 4)
+    viewer = Env(store, scope=Scope(tenant=VIEWER))
+    alone = await _timed(lambda: viewing.view(viewer, ViewOptions(last=10)), rounds * 4)
     out["view alone_ms"] = alone
     for name, search in ways.items():
         waits: list[float] = []
@@ -155,7 +158,7 @@ async def _compare(
             await anyio.sleep(0.05)
             for _ in range(rounds * 4):
                 started = time.perf_counter()
-                await viewer.view(ViewOptions(last=10))
+                await viewing.view(viewer, ViewOptions(last=10))
                 waits.append((time.perf_counter() - started) * 1000)
             stop.set()
         out[f"view beside search {name}"] = {
@@ -220,17 +223,17 @@ async def _pg_backfill(dsn: str) -> dict[str, Any]:
 
 
 async def _record_corpus(store: Any) -> None:
-    service = ReasoningService(store)
+    env = Env(store)
     for transcript in load_corpus():
-        await service.start_session(transcript.name)
-        await service.record([line.to_new() for line in transcript.lines])
+        await sessions.start(env, transcript.name)
+        await frs_recording.record(env, [line.to_new() for line in transcript.lines])
 
 
 async def _record_thread(store: Any, pool: TextPool, size: int) -> None:
-    service = ReasoningService(store)
-    session = (await service.start_session(f"thread of {size:,}")).session
+    env = Env(store)
+    session = (await sessions.start(env, f"thread of {size:,}")).session
     for batch in pool.batches(size, 1_000, tag="t-"):
-        await service.record(batch, session.id)
+        await frs_recording.record(env, batch, session.id)
 
 
 #: How PostgreSQL kept search's index, as the write-cost table names them, and the statements
@@ -261,7 +264,7 @@ async def record_cost(
     steps: dict[str, list[float]] = {way: [] for way in ways}
     indexing: dict[str, list[float]] = {way: [] for way in ways}
     async with AsyncExitStack() as stack:
-        opened: dict[str, tuple[ReasoningService, SessionId, Any]] = {}
+        opened: dict[str, tuple[Env, SessionId, Any]] = {}
         for way in ways:
             if way == "sqlite":
                 db: Any = await stack.enter_async_context(open_database(folder / "record.db"))
@@ -275,15 +278,15 @@ async def record_cost(
                     for statement in PG_WAYS[way]:
                         await conn.execute(statement)
                 store, indexer = PgStore(pg), pg.indexer
-            service = ReasoningService(store)
-            opened[way] = (service, (await service.start_session("recording")).session.id, indexer)
+            env = Env(store)
+            opened[way] = (env, (await sessions.start(env, "recording")).session.id, indexer)
 
         async def record(
             way: str, messages: list[NewMessage], into: dict[str, list[float]]
         ) -> None:
-            service, session, indexer = opened[way]
+            env, session, indexer = opened[way]
             started = time.perf_counter()
-            await service.record(messages, session)
+            await frs_recording.record(env, messages, session)
             into[way].append(time.perf_counter() - started)
             if indexer is not None:
                 started = time.perf_counter()

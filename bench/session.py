@@ -31,7 +31,7 @@ from typing import Any
 from bench.corpus import Line, Transcript
 from bench.fidelity import Facts, facts, facts_of, fidelity
 from bench.tokenizer import Tokenizer
-from frs import FrsError, ReasoningService, SessionId, ViewOptions
+from frs import Env, FrsError, SessionId, ViewOptions, recording, sessions, squashes, viewing
 from frs.annotations import annotate_call
 from frs.model import ToolCall
 from storage import SqliteStore, open_database
@@ -155,7 +155,7 @@ class Distiller:
     squashed: int = 0
     refused: int = 0
 
-    async def step(self, service: ReasoningService, sid: SessionId, lines: Sequence[Line]) -> None:
+    async def step(self, env: Env, sid: SessionId, lines: Sequence[Line]) -> None:
         if not self.done:
             task = next((i for i, line in enumerate(lines) if line.role == "user"), None)
             if task is None:
@@ -170,8 +170,13 @@ class Distiller:
         # Live before the stretch: the messages up to the task, and one summary per squash.
         first = self.task + self.squashed + 1
         try:
-            await service.compress_range(
-                first, first + end - self.done - 1, summary, numbering="position", session_id=sid
+            await squashes.compress_range(
+                env,
+                first,
+                first + end - self.done - 1,
+                summary,
+                numbering="position",
+                session_id=sid,
             )
             self.squashed += 1
         except FrsError:
@@ -201,13 +206,11 @@ def distilled_summary(lines: Sequence[Line]) -> str:
     return "\n".join(parts)[:7_900]
 
 
-async def replay(
-    service: ReasoningService, transcript: Transcript, counter: Counter
-) -> dict[str, Any]:
+async def replay(env: Env, transcript: Transcript, counter: Counter) -> dict[str, Any]:
     """Every call of one transcript under every strategy."""
     lines = transcript.lines
-    plain = (await service.start_session(title=transcript.name)).session.id
-    squashed = (await service.start_session(title=transcript.name)).session.id
+    plain = (await sessions.start(env, title=transcript.name)).session.id
+    squashed = (await sessions.start(env, title=transcript.name)).session.id
     distiller = Distiller()
     tallies = {name: Tally() for name in STRATEGIES}
     recorded = 0
@@ -216,18 +219,20 @@ async def replay(
         nonlocal recorded
         if upto > recorded:
             new = [line.to_new() for line in lines[recorded:upto]]
-            await service.record(new, plain)
-            await service.record(new, squashed)
+            await recording.record(env, new, plain)
+            await recording.record(env, new, squashed)
             recorded = upto
-            await distiller.step(service, squashed, lines[:upto])
+            await distiller.step(env, squashed, lines[:upto])
 
     async def prompts() -> dict[str, list[str]]:
         return {
             "raw": [chat_segment(line) for line in lines[:recorded]],
             "masked": masked_prompt(lines[:recorded]),
-            "view": view_segments(await service.view(VIEWS["view"], plain)),
-            "distilled": view_segments(await service.view(VIEWS["distilled"], squashed)),
-            "distilled 4000": view_segments(await service.view(VIEWS["distilled 4000"], squashed)),
+            "view": view_segments(await viewing.view(env, VIEWS["view"], plain)),
+            "distilled": view_segments(await viewing.view(env, VIEWS["distilled"], squashed)),
+            "distilled 4000": view_segments(
+                await viewing.view(env, VIEWS["distilled 4000"], squashed)
+            ),
         }
 
     for index, line in enumerate(lines):
@@ -298,11 +303,11 @@ async def run(
     counter = next(iter(counters.values()))
     rows, fits = [], []
     async with open_database(folder / "session.db") as db:
-        service = ReasoningService(SqliteStore(db))
+        env = Env(SqliteStore(db))
         for transcript in corpus:
             started = time.perf_counter()
-            rows.append(await replay(service, transcript, counter))
-            fits.append(await fit_replay(service, transcript, counters))
+            rows.append(await replay(env, transcript, counter))
+            fits.append(await fit_replay(env, transcript, counters))
             log(f"session: {transcript.name} in {time.perf_counter() - started:.1f} s")
     known = [facts(t) for t in corpus]
     return {
@@ -335,18 +340,18 @@ def kept_bytes(before: str, after: str) -> int:
 
 
 async def fit_replay(
-    service: ReasoningService, transcript: Transcript, counters: dict[str, Counter]
+    env: Env, transcript: Transcript, counters: dict[str, Counter]
 ) -> dict[str, Any]:
     """The thread after every message, viewed at each budget: how much of the budget each
     fitted view uses in real tokens, and the kept prefix from each view to the one ten appends
     later (both fitted)."""
-    sid = (await service.start_session(title=transcript.name)).session.id
+    sid = (await sessions.start(env, title=transcript.name)).session.id
     views: dict[int, list[str]] = {budget: [] for budget in FIT_BUDGETS}
     for line in transcript.lines:
-        await service.record([line.to_new()], sid)
+        await recording.record(env, [line.to_new()], sid)
         for budget in FIT_BUDGETS:
             options = ViewOptions() if budget == 20_000 else ViewOptions(budget_tokens=budget)
-            views[budget].append(await service.view(options, sid))
+            views[budget].append(await viewing.view(env, options, sid))
     out: dict[str, Any] = {}
     for budget, texts in views.items():
         uses: dict[str, list[float]] = {name: [] for name in counters}

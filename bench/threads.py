@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.corpus import Transcript
-from frs import NewMessage, ReasoningService, SessionId, ToolCall
+from frs import Env, NewMessage, SessionId, ToolCall, recording
+from frs import sessions as frs_sessions
 from storage import SqliteStore, open_database
 
 STEP = 5
@@ -89,13 +90,13 @@ async def build_database(
     path: Path, pool: TextPool, size: int, sessions: int = 1, batch: int = 1_000
 ) -> list[SessionId]:
     """Create `sessions` sessions of `size` messages each in a new database file at `path`,
-    through the Python API (`ReasoningService.record`, `batch` messages per transaction)."""
+    through the Python API (`frs.recording.record`, `batch` messages per transaction)."""
     ids: list[SessionId] = []
     async with open_database(path) as db:
-        service = ReasoningService(SqliteStore(db))
+        env = Env(SqliteStore(db))
         for index in range(sessions):
-            session = (await service.start_session(title=f"bench {size} #{index}")).session
+            session = (await frs_sessions.start(env, title=f"bench {size} #{index}")).session
             for chunk in pool.batches(size, batch, tag=f"s{index}-"):
-                await service.record(chunk, session.id)
+                await recording.record(env, chunk, session.id)
             ids.append(session.id)
     return ids

@@ -23,7 +23,8 @@ from bench.latency import call
 from bench.servers import stdio_client
 from bench.stats import Samples
 from bench.threads import TextPool
-from frs import ReasoningService
+from frs import Env
+from frs import sessions as frs_sessions
 from storage import SqliteStore, open_database
 
 BATCHES = (1, 100, 1_000)
@@ -39,9 +40,9 @@ async def prepare(db: Path, titles: tuple[str, ...]) -> tuple[dict[str, str], di
                 journal = (await cursor.fetchone() or ("?",))[0]
             async with conn.execute("pragma synchronous") as cursor:
                 sync = (await cursor.fetchone() or (-1,))[0]
-        service = ReasoningService(SqliteStore(database))
+        env = Env(SqliteStore(database))
         sessions = {
-            title: str((await service.start_session(title=title)).session.id) for title in titles
+            title: str((await frs_sessions.start(env, title=title)).session.id) for title in titles
         }
     settings = {
         "journal_mode": str(journal).upper(),

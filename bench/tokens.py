@@ -18,7 +18,7 @@ from typing import Any
 from bench.corpus import Line, Transcript
 from bench.servers import NOT_AVAILABLE
 from bench.tokenizer import Tokenizer
-from frs import FrsError, ReasoningService, SessionId, ViewOptions
+from frs import Env, FrsError, SessionId, ViewOptions, recording, sessions, squashes, viewing
 from frs.text import estimate_tokens
 from storage import SqliteStore, open_database
 
@@ -75,15 +75,13 @@ def runs(transcript: Transcript) -> list[tuple[int, int, list[Line]]]:
     return out
 
 
-async def _distill(
-    service: ReasoningService, sid: SessionId, transcript: Transcript
-) -> dict[str, Any]:
+async def _distill(env: Env, sid: SessionId, transcript: Transcript) -> dict[str, Any]:
     squashed, kept, refused = 0, 0, []
     completed = runs(transcript)[:-1]
     for first, last, members in completed:
         try:
-            await service.compress_range(
-                first, last, fixed_summary(members), numbering="absolute", session_id=sid
+            await squashes.compress_range(
+                env, first, last, fixed_summary(members), numbering="absolute", session_id=sid
             )
             squashed += 1
         except FrsError as exc:
@@ -126,11 +124,11 @@ async def run(
 
     rows = []
     async with open_database(folder / "tokens.db") as db:
-        service = ReasoningService(SqliteStore(db))
+        env = Env(SqliteStore(db))
         for transcript in corpus:
-            session = (await service.start_session(title=transcript.name)).session
+            session = (await sessions.start(env, title=transcript.name)).session
             sid = session.id
-            await service.record([line.to_new() for line in transcript.lines], sid)
+            await recording.record(env, [line.to_new() for line in transcript.lines], sid)
             row: dict[str, Any] = {
                 "transcript": transcript.name,
                 "messages": len(transcript.lines),
@@ -142,21 +140,23 @@ async def run(
                         for line in transcript.lines
                     )
                 ),
-                "view": both(await service.view(ViewOptions(), sid)),
+                "view": both(await viewing.view(env, ViewOptions(), sid)),
             }
             if has_merge:
-                row["merge_runs"] = both(await service.view(view_options(merge_runs=True), sid))
+                row["merge_runs"] = both(
+                    await viewing.view(env, view_options(merge_runs=True), sid)
+                )
             if has_budget:
                 row["budget"] = {}
                 for budget in BUDGETS:
                     options = view_options(budget_tokens=budget)
-                    text = await service.view(options, sid)
+                    text = await viewing.view(env, options, sid)
                     counted: dict[str, Any] = both(text)
                     counted["over"] = counted["est"] > budget
                     counted["bpe"] = {check.name: check.count(text) for check in checks}
                     row["budget"][str(budget)] = counted
-            row["distill"] = await _distill(service, sid, transcript)
-            row["distilled"] = both(await service.view(ViewOptions(), sid))
+            row["distill"] = await _distill(env, sid, transcript)
+            row["distilled"] = both(await viewing.view(env, ViewOptions(), sid))
             rows.append(row)
     log("tokens: done")
     totals: dict[str, Any] = {}

@@ -25,7 +25,7 @@ import anyio
 from bench.corpus import REPO
 from bench.stats import Samples, ratio
 from bench.threads import STEP, TextPool, build_database
-from frs import ReasoningService
+from frs import Env, squashes
 from frs.model import LOCAL_TENANT, SessionId
 from server.web.pages import thread_page
 from server.web.thread import load_page
@@ -43,13 +43,13 @@ async def _squash_the_newest(path: Path, session: SessionId) -> None:
     """Squash every other whole step among the newest, from the end back (earlier positions
     stay put), then one squash holding two of those summaries and the step between them."""
     async with open_database(path) as db:
-        service = ReasoningService(SqliteStore(db))
+        env = Env(SqliteStore(db))
         live = SIZE
         for k in range(SQUASHES):
             start = live - STEP * (2 * k + 2) + 1
-            await service.compress_range(start, start + STEP - 1, SUMMARY, session_id=session)
+            await squashes.compress_range(env, start, start + STEP - 1, SUMMARY, session_id=session)
         first = live - STEP * (2 * SQUASHES) + 1  # the oldest of those summaries
-        await service.compress_range(first, first + STEP + 1, SUMMARY, session_id=session)
+        await squashes.compress_range(env, first, first + STEP + 1, SUMMARY, session_id=session)
 
 
 def _get(port: int, path: str) -> Callable[[], int]:

@@ -1,10 +1,12 @@
 """frs: the Focused Reasoning System domain; pure Python, no I/O.
 
-A runtime embeds it by giving `ReasoningService` a store (``storage.SqliteStore``) and calling
-the same use cases the MCP tools call.
+An edge embeds it by giving an `Env` a store (``storage.SqliteStore``) and calling the use-case
+functions the MCP tools call, each taking the `Env` first (`frs.sessions`, `frs.recording`,
+`frs.squashes`, `frs.focus`, `frs.sources`, `frs.plans`, `frs.pages`, `frs.viewing`).
 """
 
 from frs.aliases import AliasRef, Page, parse_alias
+from frs.env import Env
 from frs.errors import (
     AliasNotFound,
     AlreadyRestored,
@@ -45,7 +47,6 @@ from frs.model import (
 )
 from frs.plans import PlanUpdated
 from frs.recording import Recorded, Removed
-from frs.service import ReasoningService
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
 from frs.sources import SourceChanged, SourceStates
 from frs.squashes import Restored, Squashed
@@ -60,6 +61,7 @@ __all__ = [
     "Checkpoint",
     "Conflict",
     "CoveredByLaterSquash",
+    "Env",
     "FrsError",
     "InvalidAlias",
     "InvalidContent",
@@ -76,7 +78,6 @@ __all__ = [
     "PlanStep",
     "PlanUpdated",
     "PositionOutOfRange",
-    "ReasoningService",
     "Recorded",
     "Removed",
     "Restored",

@@ -1,7 +1,7 @@
 """Checks: what may be recorded, named and squashed; pure rules, no I/O, no state.
 
 A squash replaces whole live entries by one summary that must be shorter than what it replaces;
-it may not separate a tool call from its result (checked in the service, which looks up the
+it may not separate a tool call from its result (checked in the use case, which looks up the
 partners); a stale `expected_revision` refuses any change.
 """
 

@@ -1,21 +1,25 @@
 """What every use case runs against: the store, the limits, the clock and the file reader.
 
-The use-case modules (`frs.sessions`, `frs.recording`, `frs.squashes`, `frs.focus`,
-`frs.pages`, `frs.sources`, `frs.plans`) take an `Env` as their first argument;
-`frs.service.ReasoningService` holds one and gathers them behind one API.
+The one door into the domain: every edge (the MCP tools, the gateway, the runtimes, the
+commands) builds an `Env` and calls the use-case functions, which take it as their first
+argument: `frs.sessions`, `frs.recording`, `frs.squashes`, `frs.focus`, `frs.pages`,
+`frs.sources`, `frs.plans`, `frs.viewing`. `Env.for_scope` is the same `Env` for another caller.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frs.errors import SourceRefused
 from frs.model import Limits, Scope, SessionId
 from frs.ports import FileReader, Store
+
+if TYPE_CHECKING:
+    from frs.views import Frame
 
 Clock = Callable[[], str]
 #: Runs CPU-bound work (a large batch's checks, hashes and token estimates) and gives its
@@ -65,15 +69,43 @@ class Chosen:
             table.popitem(last=False)
 
 
+class Frames:
+    """The views' frames (plan, checkpoints, open layers) by (session, revision), the newest
+    `kept`: every change to them bumps the revision, which a view reads in the same snapshot,
+    so a kept frame is never stale."""
+
+    def __init__(self, kept: int = 64) -> None:
+        self.kept = kept
+        self._frames: OrderedDict[tuple[SessionId, int], Frame] = OrderedDict()
+
+    def get(self, key: tuple[SessionId, int]) -> Frame | None:
+        return self._frames.get(key)
+
+    def keep(self, key: tuple[SessionId, int], frame: Frame) -> None:
+        self._frames[key] = frame
+        if len(self._frames) > self.kept:
+            self._frames.popitem(last=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Env:
+    """What a use case runs against, in one caller's scope: a use case that takes
+    `session_id` finds only that tenant's sessions and uses the caller's current session when
+    it is None; one that writes creates a first session if there is none."""
+
     store: Store
-    limits: Limits
+    limits: Limits = field(default_factory=Limits)
     clock: Clock = utc_now
     files: FileReader | None = None  # None: no file may be read (sources are inline only)
     scope: Scope = field(default_factory=Scope)  # the caller: its tenant's sessions only
-    chosen: Chosen = field(default_factory=Chosen)  # shared by every scope of one service
+    chosen: Chosen = field(default_factory=Chosen)  # shared by every scope of one edge
     offload: Offload = inline
+    frames: Frames = field(default_factory=Frames)  # shared by every scope of one edge
+
+    def for_scope(self, scope: Scope) -> Env:
+        """The same Env for another caller: `scope`'s tenant's sessions only, its current
+        session. Shares the store, the frames and the connections' choices."""
+        return replace(self, scope=scope)
 
     def file_reader(self) -> FileReader:
         """The file reader; raises SourceRefused when this server reads no files."""

@@ -178,6 +178,19 @@ async def squash_log(env: Env, session_id: SessionId | None = None) -> SquashLog
         return SquashLog(session, tuple(await reader.squashes(session.id)))
 
 
+async def get_session(env: Env, session_id: SessionId) -> Session:
+    """The session with this id; raises SessionNotFound. A read: it never creates one."""
+    async with env.store.snapshot() as reader:
+        return await get(env, reader, session_id)
+
+
+async def find_current_session(env: Env) -> Session | None:
+    """The caller's current session; None when there is none yet. A read: it never creates
+    one."""
+    async with env.store.snapshot() as reader:
+        return await find_current(env, reader)
+
+
 async def find_current(env: Env, reader: ThreadReader) -> Session | None:
     """The caller's current session: its connection's choice, else its scope's, else its
     conversation's session (a scope narrowed to a conversation) or its tenant's default

@@ -61,6 +61,22 @@ class Restored:
     revision: int
 
 
+async def compress_range(
+    env: Env,
+    start: int,
+    end: int,
+    summary: str,
+    numbering: Numbering | None = None,
+    session_id: SessionId | None = None,
+    expected_revision: int | None = None,
+) -> Squashed:
+    """Replace the entries at positions (or, absolute, numbers) start..end by a summary."""
+    (done,) = await compress_ranges(
+        env, [(start, end, summary)], numbering, session_id, expected_revision
+    )
+    return done
+
+
 async def compress_ranges(
     env: Env,
     ranges: Sequence[tuple[int, int, str]],

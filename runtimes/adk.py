@@ -60,6 +60,7 @@ from runtimes.core import (
     newest_recorded_id,
     summary_role,
     summary_text,
+    unrecorded,
 )
 
 __all__ = ["INTERFACE", "FRSModelCallback"]
@@ -131,7 +132,7 @@ class FRSModelCallback:
         await self.conversations.close()
 
     async def __aenter__(self) -> FRSModelCallback:
-        await self.conversations.service()
+        await self.conversations.env()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -147,7 +148,9 @@ async def distill(
     live thread back as contents."""
     entries = await conversation.entries()
     keys = keys if keys is not None else content_keys(contents)
-    indexes = after(keys, await newest_recorded_id(conversation, entries), entries)
+    last = await newest_recorded_id(conversation, entries)
+    # A function response after a content's first is recorded as `<key>+<n>`: its content's.
+    indexes = unrecorded(keys, last.split("+", 1)[0] if last else None, entries)
     new = [message for index in indexes for message in to_frs(contents, keys, index)]
     if new:
         await conversation.record(new)
@@ -202,20 +205,6 @@ def fingerprint(content: types.Content) -> str:
                 part[field].pop("id", None)
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def after(keys: Sequence[str], last: str | None, entries: Sequence[Message]) -> list[int]:
-    """The indexes of the contents to record: those after the content keyed `last` (all when
-    None). A request that does not hold it (ADK rewrote it: its own compaction, a rewind)
-    gives the contents whose keys no live entry carries."""
-    if last is None:
-        return list(range(len(keys)))
-    last = last.split("+", 1)[0]
-    for index in range(len(keys) - 1, -1, -1):
-        if keys[index] == last:
-            return list(range(index + 1, len(keys)))
-    live = {entry.interface_message_id for entry in entries}
-    return [index for index, key in enumerate(keys) if key not in live]
 
 
 # -- contents both ways --------------------------------------------------------------------------

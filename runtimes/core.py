@@ -7,7 +7,12 @@ same database finds the same session with ``frs_session(action="start", interfac
 conversation=...)``. It records what the runtime hands in, reads the newest entries back in one
 statement, and offers the five FRS tool operations (`FrsTools`) as plain async methods bound
 to it, each answering with the text the MCP tool answers with; each adapter wraps them in its
-framework's tool form.
+framework's tool form. It reaches the domain as every edge does: the `frs` use cases, with the
+`frs.Env` of its store.
+
+Two ids, one name each: the runtime's own id of a conversation (the SDK's session id, a
+LangGraph thread id, an ADK session id) is its `conversation`; FRS's id of the session that
+keeps it is `frs_session_id()`.
 """
 
 from __future__ import annotations
@@ -17,7 +22,20 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
+from frs import (
+    Env,
+    Message,
+    NewMessage,
+    Recorded,
+    SessionId,
+    ViewOptions,
+    pages,
+    recording,
+    replies,
+    sessions,
+    squashes,
+    viewing,
+)
 from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.errors import StaleRevision
 from frs.host_threads import squash_kinds
@@ -55,19 +73,20 @@ class Conversation:
         self.conversation = conversation
         self.title = title or f"{interface} {conversation}"
         self.autopilot = autopilot
-        self._session_id: SessionId | None = None
+        self._frs_session_id: SessionId | None = None
 
-    async def service(self) -> ReasoningService:
-        return await self.store.service()
+    async def env(self) -> Env:
+        """The `Env` over the store, opening it on the first call."""
+        return await self.store.env()
 
     async def close(self) -> None:
         """Close the store if this conversation opened it; the next call opens it again."""
-        self._session_id = None
+        self._frs_session_id = None
         if self._owned:
             await self.store.close()
 
     async def __aenter__(self) -> Conversation:
-        await self.service()
+        await self.env()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -75,23 +94,24 @@ class Conversation:
 
     # -- the session --------------------------------------------------------------------------
 
-    async def session_id(self) -> SessionId:
-        """The conversation's session, created (and made current) on first use."""
-        service = await self.service()
-        if self._session_id is None:
-            started = await service.start_session(
-                title=self.title, interface=self.interface, conversation=self.conversation
+    async def frs_session_id(self) -> SessionId:
+        """The id of the FRS session that keeps this conversation, created (and made current)
+        on first use."""
+        env = await self.env()
+        if self._frs_session_id is None:
+            started = await sessions.start(
+                env, title=self.title, interface=self.interface, conversation=self.conversation
             )
-            self._session_id = started.session.id
-        return self._session_id
+            self._frs_session_id = started.session.id
+        return self._frs_session_id
 
     async def record(self, messages: Sequence[NewMessage]) -> Recorded | None:
         """Append `messages` in one transaction (None when there are none); then, with an
         autopilot, its turn."""
         if not messages:
             return None
-        service = await self.service()
-        done = await service.record(messages, await self.session_id())
+        env = await self.env()
+        done = await recording.record(env, messages, await self.frs_session_id())
         if self.autopilot is not None:
             await self.squash_on_its_own()
         return done
@@ -103,15 +123,15 @@ class Conversation:
         settings = self.autopilot
         if settings is None:
             return None
-        service = await self.service()
-        sid = await self.session_id()
-        async with service.store.snapshot() as reader:
-            session = await reader.find_session(service.scope.tenant, sid)
+        env = await self.env()
+        sid = await self.frs_session_id()
+        async with env.store.snapshot() as reader:
+            session = await reader.find_session(env.scope.tenant, sid)
             if session is None or session.live_tokens < settings.after:
                 return None
             count = min(session.live_count, AUTOPILOT_WINDOW)
             entries = await reader.last_entries(sid, count, None)
-        restored, automatic = await squash_kinds(service.env, sid)
+        restored, automatic = await squash_kinds(env, sid)
         batch = plan_batch(
             entries,
             None,
@@ -119,14 +139,15 @@ class Conversation:
             settings,
             next_squash=session.next_squash,
             restored=restored,
-            max_chars=service.env.limits.max_summary_chars,
+            max_chars=env.limits.max_summary_chars,
             automatic=automatic,
         )
         if batch is None:
             return None
         ranges = [(run.first, run.last, run.summary) for run in batch.runs]
         try:
-            await service.compress_ranges(
+            await squashes.compress_ranges(
+                env,
                 ranges,
                 numbering="absolute",
                 session_id=sid,
@@ -143,9 +164,9 @@ class Conversation:
         (`Store.newest_entries`). It creates nothing."""
         if count is not None and count <= 0:
             return []
-        service = await self.service()
-        return await service.store.newest_entries(
-            service.scope.tenant, self.interface, self.conversation, count
+        env = await self.env()
+        return await env.store.newest_entries(
+            env.scope.tenant, self.interface, self.conversation, count
         )
 
     async def entries(self, count: int | None = None) -> list[Message]:
@@ -153,10 +174,10 @@ class Conversation:
         one snapshot. It creates nothing (an unknown conversation has none)."""
         if count is not None and count <= 0:
             return []
-        service = await self.service()
-        async with service.store.snapshot() as reader:
+        env = await self.env()
+        async with env.store.snapshot() as reader:
             session = await reader.find_conversation(
-                service.scope.tenant, self.interface, self.conversation
+                env.scope.tenant, self.interface, self.conversation
             )
             if session is None or session.live_count == 0:
                 return []
@@ -165,17 +186,17 @@ class Conversation:
     async def remove_newest(self) -> Message | None:
         """Take the newest entry back out (see `frs.recording.remove_newest`); None when the
         thread is empty. A summary there is refused (InvalidRequest)."""
-        service = await self.service()
-        removed = await service.remove_newest(await self.session_id())
+        env = await self.env()
+        removed = await recording.remove_newest(env, await self.frs_session_id())
         return removed.message if removed else None
 
     async def clear(self) -> None:
         """Start the conversation over: its session is set aside, kept whole (renamed to say
         so, found by id or in frs_session's list), and the next call creates a new one."""
-        service = await self.service()
-        session = await service.get_session(await self.session_id())
-        await service.set_aside(session.id)
-        self._session_id = None
+        env = await self.env()
+        session = await sessions.get_session(env, await self.frs_session_id())
+        await sessions.set_aside(env, session.id)
+        self._frs_session_id = None
 
 
 def summary_role(previous: str | None) -> Literal["user", "assistant"]:
@@ -207,8 +228,8 @@ class FrsTools:
     def __init__(self, conversation: Conversation) -> None:
         self.conversation = conversation
 
-    async def _service(self) -> tuple[ReasoningService, SessionId]:
-        return await self.conversation.service(), await self.conversation.session_id()
+    async def _bound(self) -> tuple[Env, SessionId]:
+        return await self.conversation.env(), await self.conversation.frs_session_id()
 
     async def frs_view_thread(self, last: int | None = None) -> str:
         """Show your conversation as a numbered thread, to pick what to squash.
@@ -219,8 +240,8 @@ class FrsTools:
         Args:
             last: Only the newest `last` entries (positions stay those of the whole thread).
         """
-        service, sid = await self._service()
-        return await service.view(ViewOptions(last=last), sid)
+        env, sid = await self._bound()
+        return await viewing.view(env, ViewOptions(last=last), sid)
 
     async def frs_compress_range(self, start: int, end: int, summary: str) -> str:
         """Squash entries start..end (inclusive) of frs_view_thread into your summary.
@@ -235,8 +256,9 @@ class FrsTools:
             end: Last position to squash, inclusive.
             summary: Your summary; it replaces the range.
         """
-        service, sid = await self._service()
-        return replies.squashed(await service.compress_range(start, end, summary, session_id=sid))
+        env, sid = await self._bound()
+        done = await squashes.compress_range(env, start, end, summary, session_id=sid)
+        return replies.squashed(done)
 
     async def frs_compress_last(self, count: int, summary: str) -> str:
         """Squash the newest `count` entries of the thread into your summary.
@@ -247,8 +269,8 @@ class FrsTools:
             count: How many of the newest entries to squash.
             summary: Your summary of them.
         """
-        service, sid = await self._service()
-        return replies.squashed(await service.compress_last(count, summary, session_id=sid))
+        env, sid = await self._bound()
+        return replies.squashed(await squashes.compress_last(env, count, summary, session_id=sid))
 
     async def get_alias(self, alias: str, offset: int = 0, max_chars: int | None = None) -> str:
         """Read the full text behind an alias: `SQ.n` the originals of a squash, `M.n` one
@@ -259,8 +281,8 @@ class FrsTools:
             offset: Character offset to start reading from (for long texts).
             max_chars: At most this many characters.
         """
-        service, sid = await self._service()
-        page = await service.get_alias(alias, offset, max_chars, session_id=sid)
+        env, sid = await self._bound()
+        page = await pages.get_alias(env, alias, offset, max_chars, session_id=sid)
         return page.render()
 
     async def frs_restore(self, alias: str) -> str:
@@ -269,8 +291,8 @@ class FrsTools:
         Args:
             alias: The squash to undo: SQ.<n>, @sha8 optional.
         """
-        service, sid = await self._service()
-        return replies.restored(await service.restore(alias, session_id=sid))
+        env, sid = await self._bound()
+        return replies.restored(await squashes.restore(env, alias, session_id=sid))
 
     def functions(self) -> list[Callable[..., Any]]:
         """The five tools as bound async functions, in the order a model should meet them."""
@@ -319,9 +341,9 @@ class Conversations:
             self._conversations.popitem(last=False)
         return found
 
-    async def service(self) -> ReasoningService:
-        """The service over the shared store, opening it on the first call."""
-        return await self.store.service()
+    async def env(self) -> Env:
+        """The `Env` over the shared store, opening it on the first call."""
+        return await self.store.env()
 
     async def close(self) -> None:
         """Close the shared store; the next call opens it again."""
@@ -329,7 +351,7 @@ class Conversations:
         await self.store.close()
 
     async def __aenter__(self) -> Conversations:
-        await self.service()
+        await self.env()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -353,8 +375,25 @@ async def newest_recorded_id(conversation: Conversation, entries: Sequence[Messa
                 return entry.interface_message_id
             continue
         if entry.squash_n is not None:
-            sid = await conversation.session_id()  # before the read: it may write
-            service = await conversation.service()
-            async with service.store.snapshot() as reader:
+            sid = await conversation.frs_session_id()  # before the read: it may write
+            env = await conversation.env()
+            async with env.store.snapshot() as reader:
                 pending.extend(await reader.squash_members(sid, entry.squash_n))
     return None
+
+
+def unrecorded(
+    keys: Sequence[str | None], last: str | None, entries: Sequence[Message]
+) -> list[int]:
+    """The indexes of the items of a runtime's history to record, given each item's key (the
+    `interface_message_id` it is recorded with): those after the item keyed `last`, the
+    newest recorded (`newest_recorded_id`; all when None). A history that does not hold it (a
+    run without a checkpointer, whose state is its input; one another middleware or the
+    framework's own compaction rewrote) gives the items whose keys no live entry carries."""
+    if last is None:
+        return list(range(len(keys)))
+    for index in range(len(keys) - 1, -1, -1):
+        if keys[index] == last:
+            return list(range(index + 1, len(keys)))
+    live = {entry.interface_message_id for entry in entries}
+    return [index for index, key in enumerate(keys) if key not in live]

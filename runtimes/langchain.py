@@ -62,6 +62,7 @@ from runtimes.core import (
     newest_recorded_id,
     summary_role,
     summary_text,
+    unrecorded,
 )
 
 __all__ = ["INTERFACE", "FRSMiddleware"]
@@ -96,7 +97,7 @@ class FRSMiddleware(AgentMiddleware):
         await self.conversations.close()
 
     async def __aenter__(self) -> FRSMiddleware:
-        await self.conversations.service()
+        await self.conversations.env()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -149,24 +150,10 @@ async def record_new(
     """Record the messages of `state` after the newest one recorded; how many."""
     if entries is None:
         entries = await conversation.entries()
-    new = after(state, await newest_recorded_id(conversation, entries), entries)
+    last = await newest_recorded_id(conversation, entries)
+    new = [state[i] for i in unrecorded([message.id for message in state], last, entries)]
     await conversation.record([to_frs(message) for message in new])
     return len(new)
-
-
-def after(
-    state: Sequence[AnyMessage], last: str | None, entries: Sequence[Message]
-) -> list[AnyMessage]:
-    """The messages of `state` after the one whose id is `last` (all when None). A state that
-    does not hold it, a run without a checkpointer (the state is the run's input) or one other
-    middleware rewrote, gives the messages whose ids no live entry carries."""
-    if last is None:
-        return list(state)
-    for index in range(len(state) - 1, -1, -1):
-        if state[index].id == last:
-            return list(state[index + 1 :])
-    live = {entry.interface_message_id for entry in entries}
-    return [message for message in state if message.id not in live]
 
 
 # -- messages both ways --------------------------------------------------------------------------

@@ -46,6 +46,10 @@ _SHOWN_FIELDS = ("name", "action", "arguments", "input", "output", "query", "sta
 class FRSSession(SessionABC):
     """The OpenAI Agents SDK `Session` over FRS: ``FRSSession(session_id, db_path)``.
 
+    `session_id` is the SDK's key of the conversation (its `Session` protocol names it so),
+    kept by FRS as the `conversation` of `self.conversation`; FRS's own id of the session that
+    keeps it is ``await session.conversation.frs_session_id()``.
+
     `db_path` is a SQLite file (created if missing) or a ``postgresql://`` URL (the
     ``postgres`` extra). The database opens on first use, in the running event loop; close it
     with ``await session.close()`` (or ``async with FRSSession(...) as session``).
@@ -111,7 +115,7 @@ class FRSSession(SessionABC):
         await self.conversation.close()
 
     async def __aenter__(self) -> FRSSession:
-        await self.conversation.service()
+        await self.conversation.env()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

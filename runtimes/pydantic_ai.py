@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -49,8 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 from frs import FrsError, Message, NewMessage, Role, ToolCall
 from frs.autopilot import Autopilot
 from frs.raw import Raw
-from runtimes.core import Conversation, FrsTools, summary_role, summary_text
-from runtimes.stores import SharedStore
+from runtimes.core import Conversation, Conversations, FrsTools, summary_role, summary_text
 
 __all__ = ["INTERFACE", "MARK", "FRSHistory"]
 
@@ -67,8 +66,10 @@ class FRSHistory(ProcessHistory[Any]):
 
     `db_path` is a SQLite file (created if missing) or a ``postgresql://`` URL. One instance
     serves every conversation of an agent (each run's ``conversation_id`` names its FRS
-    session); pass ``conversation_id=`` to ``agent.run`` to continue one. The store opens on
-    first use in the running event loop; ``await history.close()`` closes it.
+    session); pass ``conversation_id=`` to ``agent.run`` to continue one. It remembers the
+    `keep` conversations used last (`runtimes.core.Conversations`): one dropped is found again
+    by get-or-create. The store opens on first use in the running event loop; ``await
+    history.close()`` closes it.
     """
 
     def __init__(
@@ -76,38 +77,23 @@ class FRSHistory(ProcessHistory[Any]):
         db_path: str | os.PathLike[str] = "frs.db",
         *,
         tools: bool = True,
+        keep: int = 1024,
         autopilot: Autopilot | None = None,
     ) -> None:
         super().__init__(processor=self.process)
-        self.store = SharedStore(db_path)
+        self.conversations = Conversations(db_path, INTERFACE, keep=keep, autopilot=autopilot)
         self.tools = tools
-        self.autopilot = autopilot
-        self.toolset: FunctionToolset[Any] = FunctionToolset(
-            [
-                self.frs_view_thread,
-                self.frs_compress_range,
-                self.frs_compress_last,
-                self.get_alias,
-                self.frs_restore,
-            ]
-        )
-        self._conversations: dict[str, Conversation] = {}
+        self.toolset: FunctionToolset[Any] = frs_toolset(self.conversation)
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
         return self.toolset if self.tools else None
 
     async def close(self) -> None:
-        self._conversations.clear()
-        await self.store.close()
+        await self.conversations.close()
 
     def conversation(self, conversation_id: str | None) -> Conversation:
         """The FRS conversation of a run's `conversation_id`."""
-        key = conversation_id or "default"
-        found = self._conversations.get(key)
-        if found is None:
-            found = Conversation(self.store, INTERFACE, key, autopilot=self.autopilot)
-            self._conversations[key] = found
-        return found
+        return self.conversations.get(conversation_id or "default")
 
     # -- the history processor and the end of a run --------------------------------------------
 
@@ -129,73 +115,47 @@ class FRSHistory(ProcessHistory[Any]):
         await self.conversation(ctx.conversation_id).record(_new_messages(result.all_messages()))
         return result
 
-    # -- the FRS tools (the toolset) -------------------------------------------------------------
 
-    def _tools(self, ctx: RunContext[Any]) -> FrsTools:
-        return FrsTools(self.conversation(ctx.conversation_id))
+def frs_toolset(conversation: Callable[[str | None], Conversation]) -> FunctionToolset[Any]:
+    """The FRS tools (`runtimes.core.FrsTools`, their descriptions too) as Pydantic AI tools,
+    each acting on the conversation of the run it runs in (`conversation`, by the run's
+    ``conversation_id``); an FRS refusal goes back to the model as a retry prompt."""
 
-    async def frs_view_thread(self, ctx: RunContext[Any], last: int | None = None) -> str:
-        """Show your conversation as a numbered thread, to pick what to squash.
+    def bound(ctx: RunContext[Any]) -> FrsTools:
+        return FrsTools(conversation(ctx.conversation_id))
 
-        Each entry is `[n] Role: text`; long ones are cards with an alias (get_alias reads
-        them whole); squashed stretches show as `Summary of K messages (SQ.m@sha8)`.
-
-        Args:
-            last: Only the newest `last` entries (positions stay those of the whole thread).
-        """
+    async def frs_view_thread(ctx: RunContext[Any], last: int | None = None) -> str:
         with _retry_on_refusal():
-            return await self._tools(ctx).frs_view_thread(last)
+            return await bound(ctx).frs_view_thread(last)
 
-    async def frs_compress_range(
-        self, ctx: RunContext[Any], start: int, end: int, summary: str
-    ) -> str:
-        """Squash entries start..end (inclusive) of frs_view_thread into your summary.
-
-        From your next request on you see the summary instead of them; the originals stay
-        retrievable (get_alias) and restorable (frs_restore). Keep decisions, numbers, file
-        names and open questions in the summary. A range may not separate a tool call from
-        its result.
-
-        Args:
-            start: First position to squash (1-based, as frs_view_thread numbers them).
-            end: Last position to squash, inclusive.
-            summary: Your summary; it replaces the range.
-        """
+    async def frs_compress_range(ctx: RunContext[Any], start: int, end: int, summary: str) -> str:
         with _retry_on_refusal():
-            return await self._tools(ctx).frs_compress_range(start, end, summary)
+            return await bound(ctx).frs_compress_range(start, end, summary)
 
-    async def frs_compress_last(self, ctx: RunContext[Any], count: int, summary: str) -> str:
-        """Squash the newest `count` entries of the thread into your summary.
-
-        Args:
-            count: How many of the newest entries to squash.
-            summary: Your summary of them.
-        """
+    async def frs_compress_last(ctx: RunContext[Any], count: int, summary: str) -> str:
         with _retry_on_refusal():
-            return await self._tools(ctx).frs_compress_last(count, summary)
+            return await bound(ctx).frs_compress_last(count, summary)
 
     async def get_alias(
-        self, ctx: RunContext[Any], alias: str, offset: int = 0, max_chars: int | None = None
+        ctx: RunContext[Any], alias: str, offset: int = 0, max_chars: int | None = None
     ) -> str:
-        """Read the full text behind an alias: `SQ.n` the originals of a squash, `M.n` one
-        message; `@sha8` optional.
-
-        Args:
-            alias: The alias, e.g. SQ.2@0b4f2d11 or M.17.
-            offset: Character offset to start reading from (for long texts).
-            max_chars: At most this many characters.
-        """
         with _retry_on_refusal():
-            return await self._tools(ctx).get_alias(alias, offset, max_chars)
+            return await bound(ctx).get_alias(alias, offset, max_chars)
 
-    async def frs_restore(self, ctx: RunContext[Any], alias: str) -> str:
-        """Undo a squash: its originals take the summary's place again.
-
-        Args:
-            alias: The squash to undo: SQ.<n>, @sha8 optional.
-        """
+    async def frs_restore(ctx: RunContext[Any], alias: str) -> str:
         with _retry_on_refusal():
-            return await self._tools(ctx).frs_restore(alias)
+            return await bound(ctx).frs_restore(alias)
+
+    functions: list[Callable[..., Any]] = [
+        frs_view_thread,
+        frs_compress_range,
+        frs_compress_last,
+        get_alias,
+        frs_restore,
+    ]
+    for function in functions:
+        function.__doc__ = getattr(FrsTools, function.__name__).__doc__
+    return FunctionToolset(functions)
 
 
 @contextmanager

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from frs import ReasoningService
+from frs import Env
 from frs.model import Limits
 from frs.ports import Store
+from runtimes.internals import register_before_thread_exit
 from storage import Database, SqliteStore, connect_database
 from storage.postgres import PgStore, connect_postgres, is_postgres
 
@@ -66,10 +66,8 @@ async def connect_store(db: str | os.PathLike[str]) -> Connected:
 
 
 # aiosqlite runs each connection on a thread the interpreter waits for at exit: a runtime
-# that never closes its session would hang there. Before that wait (threading's own exit
-# hooks run first; `atexit` runs after it, too late), the threads of every database still
-# open are told to stop. The hook is private to `threading` (concurrent.futures uses it), so
-# it is looked up, not assumed.
+# that never closes its session would hang there. Before that wait, the threads of every
+# database still open are told to stop (`runtimes.internals.register_before_thread_exit`).
 _OPEN: set[Database] = set()
 _HOOKED: list[bool] = []
 
@@ -81,11 +79,7 @@ def _stop_open_databases() -> None:
 
 def _stop_at_exit(database: Database) -> None:
     if not _HOOKED:
-        register: Callable[[Callable[[], None]], None] | None = getattr(
-            threading, "_register_atexit", None
-        )
-        if register is not None:
-            register(_stop_open_databases)
+        register_before_thread_exit(_stop_open_databases)
         _HOOKED.append(True)
     _OPEN.add(database)
 
@@ -99,15 +93,15 @@ class SharedStore:
         self.db = os.fspath(db)
         self.limits = limits or Limits()
         self._connected: Connected | None = None
-        self._service: ReasoningService | None = None
+        self._env: Env | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening = asyncio.Lock()
 
-    async def service(self) -> ReasoningService:
-        """The service over the open store, opening it on the first call (and again in a new
+    async def env(self) -> Env:
+        """The `Env` over the open store, opening it on the first call (and again in a new
         event loop once the one it was opened in has closed, as `Runner.run_sync` does)."""
         loop = asyncio.get_running_loop()
-        if self._service is not None and loop is not self._loop:
+        if self._env is not None and loop is not self._loop:
             if self._loop is not None and not self._loop.is_closed():
                 raise RuntimeError(
                     f"The FRS database {self.db} is open in another event loop that still "
@@ -116,19 +110,19 @@ class SharedStore:
                 )
             if self._connected is not None:
                 self._connected.abandon()
-            self._connected = self._service = None
+            self._connected = self._env = None
             self._opening = asyncio.Lock()
-        if self._service is not None:
-            return self._service
+        if self._env is not None:
+            return self._env
         async with self._opening:
-            if self._service is None:
+            if self._env is None:
                 self._connected = await connect_store(self.db)
                 self._loop = loop
-                self._service = ReasoningService(self._connected.store, self.limits)
-        return self._service
+                self._env = Env(self._connected.store, self.limits)
+        return self._env
 
     async def close(self) -> None:
         """Close the store; the next call opens it again."""
-        connected, self._connected, self._service = self._connected, None, None
+        connected, self._connected, self._env = self._connected, None, None
         if connected is not None:
             await connected.close()

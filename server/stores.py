@@ -1,4 +1,4 @@
-"""The store a command opens from its settings, and the service over it: a SQLite file, or a
+"""The store a command opens from its settings, and the `frs.Env` over it: a SQLite file, or a
 PostgreSQL server for a postgresql:// URL.
 
 The commands that serve or move sessions open them here: the MCP server (`server.mcp.deps`,
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from frs import ReasoningService
+from frs import Env
 from frs.model import Scope
 from frs.ports import Store
 from server.settings import Settings
@@ -47,13 +47,13 @@ async def open_store(settings: Settings) -> AsyncIterator[Opened]:
         yield Opened(SqliteStore(db), db, files)
 
 
-def service_over(
+def env_over(
     store: Store, settings: Settings, files: LocalFiles, scope: Scope | None = None
-) -> ReasoningService:
-    """The service over `store` with the settings' limits, in `scope` (default: the settings')."""
+) -> Env:
+    """The `Env` over `store` with the settings' limits, in `scope` (default: the settings')."""
     if scope is None:
         scope = Scope(client=settings.scope) if settings.scope else Scope()
-    return ReasoningService(
+    return Env(
         store,
         settings.limits(),
         files=files,
@@ -63,8 +63,8 @@ def service_over(
 
 
 @asynccontextmanager
-async def open_service(settings: Settings) -> AsyncIterator[ReasoningService]:
-    """The service over the database `settings.database` names, for a command that serves no
+async def open_env(settings: Settings) -> AsyncIterator[Env]:
+    """The `Env` over the database `settings.database` names, for a command that serves no
     MCP (no listeners to tell of changes); closed on exit."""
     async with open_store(settings) as opened:
-        yield service_over(opened.store, settings, opened.files)
+        yield env_over(opened.store, settings, opened.files)

@@ -28,6 +28,7 @@ from frs.errors import (
     StoreUnavailable,
 )
 from storage.header import read_header
+from storage.internals import worker_of
 from storage.migrations import (
     MIGRATIONS,
     ForeignDatabase,
@@ -171,7 +172,7 @@ async def _connect(path: str) -> aiosqlite.Connection:
     except BaseException:
         # aiosqlite stops its worker thread without waiting for it; unless we wait, the thread may
         # report to an event loop that is already closed, a traceback after our one-line error.
-        worker = getattr(connecting, "_thread", None)
+        worker = worker_of(connecting)
         if worker is not None and worker.is_alive():
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(worker.join, 5.0)
@@ -280,7 +281,7 @@ async def _connect_read_only(file: Path) -> aiosqlite.Connection:
     try:
         return await connecting
     except BaseException:
-        worker = getattr(connecting, "_thread", None)  # see `_connect`
+        worker = worker_of(connecting)  # see `_connect`
         if worker is not None and worker.is_alive():
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(worker.join, 5.0)

@@ -16,7 +16,7 @@ from frs.text import check_text
 
 @dataclass(frozen=True, slots=True)
 class ViewOptions:
-    """What a view shows, as the tools and `ReasoningService.view` take it; every field
+    """What a view shows, as the tools and `frs.viewing.view` take it; every field
     optional. `check_view_options` rejects what no view can honour."""
 
     numbering: Numbering | None = None  # None: the session's own mode

@@ -16,10 +16,10 @@ from typing import Any, TextIO
 
 import anyio
 
-from frs import FrsError, InvalidRequest, SessionId, SessionNotFound
+from frs import FrsError, InvalidRequest, SessionId, SessionNotFound, sessions, viewing
 from server.mcp.progress import Progress
 from server.settings import Settings
-from server.stores import open_service
+from server.stores import open_env
 from storage import DatabaseRefused
 from storage.postgres import is_postgres, redact
 
@@ -44,28 +44,28 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 async def run_export(settings: Settings, session: str, fmt: str) -> Exported:
-    async with open_service(settings) as service:
+    async with open_env(settings) as env:
         if session == "latest":
-            newest = (await service.list_sessions(1)).sessions
+            newest = (await sessions.page(env, 1)).sessions
             if not newest:
                 raise InvalidRequest(f"{redact(settings.database)} has no session yet.")
             sid: SessionId | None = newest[0].id
         else:
             sid = None if session == "current" else SessionId(session)
         if sid is not None:
-            await service.get_session(sid)  # raises SessionNotFound
-        elif await service.find_current_session() is None:
+            await sessions.get_session(env, sid)  # raises SessionNotFound
+        elif await sessions.find_current_session(env) is None:
             # A read must not create the session it was asked to show.
             raise InvalidRequest(
                 f"{redact(settings.database)} has no current session in scope "
-                f"{service.scope.name}; name one, give the scope of the client that made it "
+                f"{env.scope.name}; name one, give the scope of the client that made it "
                 "(--scope NAME, as frs_session(action='info') shows it), or export 'latest'."
             )
         if fmt == "openai":
-            return await service.export_openai(sid)
+            return await viewing.export_openai(env, sid)
         if fmt == "anthropic":
-            return await service.export_anthropic(sid)
-        return await service.export_text(sid)
+            return await viewing.export_anthropic(env, sid)
+        return await viewing.export_text(env, sid)
 
 
 # The message list's place in the JSON layout, found by writing a stand-in there first.

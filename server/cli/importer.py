@@ -9,12 +9,12 @@ from pathlib import Path
 
 import anyio
 
-from frs import FrsError
+from frs import FrsError, recording, sessions
 from frs.transcripts import parse_transcript
 from frs.views.render import plural
 from server.mcp.progress import Progress
 from server.settings import Settings
-from server.stores import open_service
+from server.stores import open_env
 from storage import DatabaseRefused
 
 BATCH = 500  # messages per transaction
@@ -30,13 +30,13 @@ async def run_import(settings: Settings, file: str, title: str | None) -> str:
     path = Path(file)
     with path.open(encoding="utf-8") as handle:  # noqa: ASYNC230 - a CLI step, nothing else runs
         messages = parse_transcript(handle, settings.limits())
-    async with open_service(settings) as service:
-        session = (await service.start_session(title or path.stem)).session
+    async with open_env(settings) as env:
+        session = (await sessions.start(env, title or path.stem)).session
         progress = Progress(len(messages), "imported", "messages", quiet_below=4 * BATCH)
         done, revision, numbered = 0, 0, 0
         for start in range(0, len(messages), BATCH):
             batch = messages[start : start + BATCH]
-            recorded = await service.record(batch, session.id)
+            recorded = await recording.record(env, batch, session.id)
             done += len(batch)
             numbered += len(recorded.positions)
             revision = recorded.revision

@@ -1,7 +1,7 @@
 """Serving MCP until the process is stopped: over stdio, or over HTTP with the read-only viewer
 at `/ui` (`server.http.transports`).
 
-One process opens one database and one service; every HTTP session and SSE connection shares
+One process opens one database and one `frs.Env`; every HTTP session and SSE connection shares
 them (the SDK enters the server lifespan once per SSE connection, so the lifespan only hands out
 the shared deps).
 """
@@ -42,7 +42,7 @@ async def serve_http(settings: Settings, options: HttpOptions, sock: socket.sock
     source = f"half your tenant's share of --max-connections {cap}"
     async with open_deps(settings, listens, source, options.tenant_count) as deps:
         mcp = build_server(settings, shared=deps)
-        app = build_app(mcp, options, port, viewer_of(deps.service.store))
+        app = build_app(mcp, options, port, viewer_of(deps.env.store))
         serving = Serving(
             sockets=options.sockets,
             max_body=options.max_body_bytes,

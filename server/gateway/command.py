@@ -45,7 +45,7 @@ from server.http.serving import Serving, serve
 from server.http.sockets import SocketLimits
 from server.http.tenants import TokensFileError, tenants_of
 from server.settings import Settings
-from server.stores import open_service
+from server.stores import open_env
 from storage import DatabaseRefused
 from storage.postgres import redact
 
@@ -292,12 +292,12 @@ async def open_gateway(
     # The last bodies the recorders keep, to read a conversation's next request faster, are
     # shared out among the tenants: the memory they hold stays that of one recorder's.
     bodies = max(1, KEPT_BODIES // max(1, len(set((tenants or {}).values()))))
-    async with open_service(settings) as service:
+    async with open_env(settings) as env:
 
         def recorder_for(tenant: str) -> Recorder:
             """A tenant's recorder: its writes go under the tenant, as the gateway's client."""
-            env = service.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT)).env
-            return Recorder(env, nudge_step, autopilot, bodies)
+            scoped = env.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT))
+            return Recorder(scoped, nudge_step, autopilot, bodies)
 
         # `read` bounds the silence before an answer's first byte and between two of its bytes;
         # `pool` a wait for a connection, which the cap on the host's sockets bounds anyway.

@@ -1,4 +1,4 @@
-"""Builds the MCP server: one database and one service per process, shared by every client."""
+"""Builds the MCP server: one database and one `frs.Env` per process, shared by every client."""
 
 from __future__ import annotations
 

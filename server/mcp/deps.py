@@ -1,5 +1,5 @@
-"""What every handler needs, opened once per process: the database, the service and the
-listeners for changes."""
+"""What every handler needs, opened once per process: the database, the `frs.Env` over it
+and the listeners for changes."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 from mcp.server.mcpserver import Context
 
-from frs import ReasoningService
+from frs import Env
 from frs.ports import Store
 from server.mcp.events import MAX_STREAMS_PER_TENANT, TenantEvents
 from server.mcp.pool import PoolShare, pool_share
 from server.mcp.scopes import current_scope, scope_of
 from server.settings import Settings
-from server.stores import Opened, open_store, service_over
+from server.stores import Opened, env_over, open_store
 from storage import Database
 from storage.postgres import Notices, PgDatabase
 
@@ -24,7 +24,7 @@ from storage.postgres import Notices, PgDatabase
 class Deps:
     """Reached in handlers as `ctx.request_context.lifespan_context`."""
 
-    service: ReasoningService
+    env: Env  # the process's: `env_of` narrows it to each caller's scope
     db: Database | PgDatabase
     settings: Settings
     # Who listens for changes (`server.mcp.live`): shared, like the database, by every client
@@ -35,8 +35,8 @@ class Deps:
 DepsContext = Context[Deps]
 
 
-def service(ctx: DepsContext) -> ReasoningService:
-    """The service a handler's request runs against, in the caller's scope: its tenant's
+def env_of(ctx: DepsContext) -> Env:
+    """The `Env` a handler's request runs against, in the caller's scope: its tenant's
     sessions only, its own current session (`server.mcp.scopes`)."""
     rc = ctx.request_context
     deps = rc.lifespan_context
@@ -44,7 +44,7 @@ def service(ctx: DepsContext) -> ReasoningService:
     if scope is None:  # a handler reached without the middleware: the scope without roots
         settings = deps.settings
         scope = scope_of(rc, settings.scope, None, settings.conversation)
-    return deps.service.for_scope(scope)
+    return deps.env.for_scope(scope)
 
 
 @asynccontextmanager
@@ -54,8 +54,8 @@ async def open_deps(
     listens_from: str = "",
     tenants: int = 1,
 ) -> AsyncIterator[Deps]:
-    """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file) and the
-    service, and the task that fans changes out to listeners (`listens` open listen streams
+    """Open the database (PostgreSQL for a postgresql:// URL, else a SQLite file), its `Env`,
+    and the task that fans changes out to listeners (`listens` open listen streams
     per tenant, a share `listens_from` names; on PostgreSQL, with the changes made through the
     other instances on the database); close them on exit. With several `tenants`, each holds at
     most its share of PostgreSQL's pool (`server.mcp.pool.PoolShare`)."""
@@ -72,4 +72,4 @@ def _deps(opened: Opened, settings: Settings, events: TenantEvents, tenants: int
     if tenants > 1 and isinstance(opened.db, PgDatabase):
         size = opened.db.pool.get_max_size()
         store = PoolShare(store, pool_share(size, tenants), size)
-    return Deps(service_over(store, settings, opened.files), opened.db, settings, events)
+    return Deps(env_over(store, settings, opened.files), opened.db, settings, events)

@@ -43,8 +43,9 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from frs import sessions
 from server.internals import announce_resource_list_changes
-from server.mcp.deps import service
+from server.mcp.deps import env_of
 from server.mcp.events import TenantEvents
 from server.mcp.resources import session_uris
 from server.mcp.scopes import current_scope, tenant_of
@@ -84,10 +85,10 @@ async def creates(ctx: DepsContext, session_id: str | None) -> bool:
     before the change, from memory once the connection has a current session."""
     if session_id is not None:
         return False
-    frs = service(ctx)
-    if frs.env.chosen.get(frs.scope) is not None:
+    env = env_of(ctx)
+    if env.chosen.get(env.scope) is not None:
         return False
-    return await frs.find_current_session() is None
+    return await sessions.find_current_session(env) is None
 
 
 async def changed(ctx: DepsContext, session_id: str, change: Change, new: bool = False) -> None:

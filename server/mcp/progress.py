@@ -1,7 +1,7 @@
 """Progress of long work: to an MCP client as `notifications/progress`, and to the terminal
 of `frs-mcp import` and `export` on stderr (stdout carries their result).
 
-The service reports progress from inside its write transaction, where nothing but the database
+A use case reports progress from inside its write transaction, where nothing but the database
 may be awaited (a slow client must not hold the writer's lock). So the callback `with_progress`
 gives it only queues the report; a task sends it, and the call waits for that task to drain
 before it returns, so every report reaches the client ahead of the result.

@@ -10,8 +10,9 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-from frs import SessionId, ViewOptions
-from server.mcp.deps import DepsContext, service
+from frs import SessionId, ViewOptions, pages, viewing
+from frs import sessions as frs_sessions
+from server.mcp.deps import DepsContext, env_of
 from server.mcp.errors import resource_errors
 
 _WHOLE = 2**62  # a resource is read whole; get_alias pages only for tool output caps
@@ -43,7 +44,7 @@ async def sessions(ctx: DepsContext, offset: str = "0") -> dict[str, Any]:
             "from 0 to the total."
         )
     with resource_errors():
-        page = await service(ctx).list_sessions(SESSIONS_PAGE, int(offset))
+        page = await frs_sessions.page(env_of(ctx), SESSIONS_PAGE, int(offset))
     following = page.next_offset
     return {
         "current": page.current,
@@ -71,28 +72,28 @@ async def sessions(ctx: DepsContext, offset: str = "0") -> dict[str, Any]:
 
 async def thread(session_id: str, ctx: DepsContext) -> str:
     with resource_errors():
-        return await service(ctx).view(ViewOptions(), SessionId(session_id))
+        return await viewing.view(env_of(ctx), ViewOptions(), SessionId(session_id))
 
 
 async def messages(session_id: str, ctx: DepsContext) -> list[dict[str, Any]]:
     with resource_errors():
-        return await service(ctx).export_openai(SessionId(session_id))
+        return await viewing.export_openai(env_of(ctx), SessionId(session_id))
 
 
 async def messages_anthropic(session_id: str, ctx: DepsContext) -> dict[str, Any]:
     with resource_errors():
-        return await service(ctx).export_anthropic(SessionId(session_id))
+        return await viewing.export_anthropic(env_of(ctx), SessionId(session_id))
 
 
 async def alias(session_id: str, alias: str, ctx: DepsContext) -> str:
     with resource_errors():
-        page = await service(ctx).get_alias(alias, 0, _WHOLE, SessionId(session_id))
+        page = await pages.get_alias(env_of(ctx), alias, 0, _WHOLE, SessionId(session_id))
     return page.text
 
 
 async def squashes(session_id: str, ctx: DepsContext) -> dict[str, Any]:
     with resource_errors():
-        log = await service(ctx).squash_log(SessionId(session_id))
+        log = await frs_sessions.squash_log(env_of(ctx), SessionId(session_id))
     return {
         "session_id": log.session.id,
         "squashes": [

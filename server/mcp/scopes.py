@@ -13,7 +13,7 @@ tool call's `_meta` (Codex CLI), else the one the host started this stdio proces
 session. An explicit `--scope` keeps the scope as named: no conversation narrows it.
 
 `scope_middleware` works it out once per request, asking for roots once per connection, and
-`current_scope()` hands it to `server.mcp.deps.service`.
+`current_scope()` hands it to `server.mcp.deps.env_of`.
 """
 
 from __future__ import annotations

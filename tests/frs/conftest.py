@@ -1,7 +1,7 @@
-"""Helpers for domain tests: a ReasoningService over the real SQLite store, and message builders.
+"""Helpers for domain tests: an `Env` over the real SQLite store, and message builders.
 
-`open_service` is an async context manager used in the test body (`async with
-open_service(path) as service:`), so the database is opened and closed by the test's own task.
+`open_env` is an async context manager used in the test body (`async with open_env(path) as
+env:`), so the database is opened and closed by the test's own task.
 The clock is fixed, so rendered text is reproducible.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from frs import Limits, Message, NewMessage, ReasoningService, ToolCall, ViewOptions
+from frs import Env, Limits, Message, NewMessage, ToolCall, ViewOptions, viewing
 from frs.facts import Exchange, exchanges
 from frs.text import estimate_tokens, message_body, sha256_hex
 from storage import SqliteStore, open_database
@@ -24,12 +24,12 @@ NOW = "2025-01-01T00:00:00.000000Z"
 
 
 @asynccontextmanager
-async def open_service(
+async def open_env(
     path: str | os.PathLike[str], limits: Limits | None = None
-) -> AsyncIterator[ReasoningService]:
+) -> AsyncIterator[Env]:
     """A service on the SQLite file at `path` (created and migrated), closed on exit."""
     async with open_database(path) as db:
-        yield ReasoningService(SqliteStore(db), limits=limits, clock=lambda: NOW)
+        yield Env(SqliteStore(db), limits=limits or Limits(), clock=lambda: NOW)
 
 
 def user(content: str) -> NewMessage:
@@ -53,9 +53,9 @@ def thinking(content: str) -> NewMessage:
     return NewMessage("assistant", content, kind="thinking")
 
 
-async def view_lines(service: ReasoningService, **options: object) -> list[str]:
+async def view_lines(env: Env, **options: object) -> list[str]:
     """The view without its volatile footer line."""
-    text = await service.view(ViewOptions(**options))  # type: ignore[arg-type]
+    text = await viewing.view(env, ViewOptions(**options))  # type: ignore[arg-type]
     return text.split("\n")[:-1]
 
 

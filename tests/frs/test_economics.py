@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from frs import ReasoningService
+from frs import Env, recording, squashes
 from frs.economics import payback_calls, squash_cost, squash_saving
 from frs.model import NewMessage
 from frs.replies import squashed
@@ -33,13 +33,15 @@ class TestArithmetic:
 class TestReply:
     async def test_the_reply_says_when_a_squash_pays_back_only_after_many_calls(self, tmp_path):
         async with open_database(tmp_path / "frs.db") as db:
-            service = ReasoningService(SqliteStore(db))
-            await service.record([NewMessage("user", "old " * 400)])
-            await service.record([NewMessage("assistant", f"later {i} " * 400) for i in range(40)])
-            old = await service.compress_range(1, 1, "old stuff")
+            env = Env(SqliteStore(db))
+            await recording.record(env, [NewMessage("user", "old " * 400)])
+            await recording.record(
+                env, [NewMessage("assistant", f"later {i} " * 400) for i in range(40)]
+            )
+            old = await squashes.compress_range(env, 1, 1, "old stuff")
             assert old.after_tokens is not None
             assert old.after_tokens > 10_000
             assert "pays back only after ~" in squashed(old)
-            recent = await service.compress_range(40, 41, "the last two")
+            recent = await squashes.compress_range(env, 40, 41, "the last two")
             assert recent.after_tokens == 0
             assert "pays back" not in squashed(recent)

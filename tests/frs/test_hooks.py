@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from frs import sessions
+from frs import sessions, squashes
+from frs import sessions as frs_sessions
 from frs.hooks import (
     HOOKED_GOAL,
     compaction_context,
@@ -20,7 +21,7 @@ from frs.hooks import (
 from frs.text import estimate_tokens
 from frs.wire.matching import Unit, units_of
 from frs.wire.requests import Span, WireBlock, WireMessage, WireRequest
-from tests.frs.conftest import open_service
+from tests.frs.conftest import open_env
 
 SPAN = Span(0, 0)
 HOST = "claude-code"
@@ -54,13 +55,13 @@ class TestRecordTranscript:
     async def test_the_first_import_creates_the_conversations_session_and_records_it_all(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            done = await record_transcript(service.env, HOST, CONVERSATION, transcript(2), "Fix")
+        async with open_env(tmp_path / "frs.db") as env:
+            done = await record_transcript(env, HOST, CONVERSATION, transcript(2), "Fix")
             assert done.recorded == 5
             assert done.session is not None
             assert (done.session.interface, done.session.conversation) == (HOST, CONVERSATION)
             assert done.session.goal == HOOKED_GOAL
-            recorded = await find_recorded(service.env, HOST, CONVERSATION)
+            recorded = await find_recorded(env, HOST, CONVERSATION)
             assert recorded is not None
             assert [m.content for m in recorded.entries] == [
                 "Fix the build",
@@ -73,54 +74,54 @@ class TestRecordTranscript:
     async def test_a_rerun_records_nothing_and_a_grown_transcript_only_its_tail(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await record_transcript(service.env, HOST, CONVERSATION, transcript(1), "Fix")
-            again = await record_transcript(service.env, HOST, CONVERSATION, transcript(1), "Fix")
-            grown = await record_transcript(service.env, HOST, CONVERSATION, transcript(3), "Fix")
+        async with open_env(tmp_path / "frs.db") as env:
+            await record_transcript(env, HOST, CONVERSATION, transcript(1), "Fix")
+            again = await record_transcript(env, HOST, CONVERSATION, transcript(1), "Fix")
+            grown = await record_transcript(env, HOST, CONVERSATION, transcript(3), "Fix")
             assert (again.recorded, grown.recorded) == (0, 4)
-            recorded = await find_recorded(service.env, HOST, CONVERSATION)
+            recorded = await find_recorded(env, HOST, CONVERSATION)
             assert recorded is not None
             assert len(recorded.entries) == 7
 
     async def test_the_session_the_mcp_server_made_for_the_conversation_is_the_one_used(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            made = await sessions.start(service.env, "Mine", "", "position", HOST, CONVERSATION)
-            done = await record_transcript(service.env, HOST, CONVERSATION, transcript(1), "Fix")
+        async with open_env(tmp_path / "frs.db") as env:
+            made = await sessions.start(env, "Mine", "", "position", HOST, CONVERSATION)
+            done = await record_transcript(env, HOST, CONVERSATION, transcript(1), "Fix")
             assert done.session is not None
             assert done.session.id == made.session.id
-            assert (await service.list_sessions()).total == 1
+            assert (await frs_sessions.page(env)).total == 1
 
     async def test_originals_inside_a_squash_are_not_recorded_again(self, tmp_path: Path) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            done = await record_transcript(service.env, HOST, CONVERSATION, transcript(2), "Fix")
+        async with open_env(tmp_path / "frs.db") as env:
+            done = await record_transcript(env, HOST, CONVERSATION, transcript(2), "Fix")
             assert done.session is not None
-            await service.compress_range(
-                2, 5, "Steps 0 and 1 ran make.", session_id=done.session.id
+            await squashes.compress_range(
+                env, 2, 5, "Steps 0 and 1 ran make.", session_id=done.session.id
             )
-            again = await record_transcript(service.env, HOST, CONVERSATION, transcript(2), "Fix")
+            again = await record_transcript(env, HOST, CONVERSATION, transcript(2), "Fix")
             assert again.recorded == 0
 
     async def test_two_imports_at_once_record_each_message_once(self, tmp_path: Path) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
+        async with open_env(tmp_path / "frs.db") as env:
             units = transcript(3)
             first, second = await asyncio.gather(
-                record_transcript(service.env, HOST, CONVERSATION, units, "Fix"),
-                record_transcript(service.env, HOST, CONVERSATION, units, "Fix"),
+                record_transcript(env, HOST, CONVERSATION, units, "Fix"),
+                record_transcript(env, HOST, CONVERSATION, units, "Fix"),
             )
             assert first.recorded + second.recorded == len(units)
-            recorded = await find_recorded(service.env, HOST, CONVERSATION)
+            recorded = await find_recorded(env, HOST, CONVERSATION)
             assert recorded is not None
             assert len(recorded.entries) == len(units)
 
     async def test_a_conversation_with_no_session_is_found_as_none(self, tmp_path: Path) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            assert await find_recorded(service.env, HOST, CONVERSATION) is None
-            nothing = await record_transcript(service.env, HOST, CONVERSATION, [], "Fix")
+        async with open_env(tmp_path / "frs.db") as env:
+            assert await find_recorded(env, HOST, CONVERSATION) is None
+            nothing = await record_transcript(env, HOST, CONVERSATION, [], "Fix")
             assert nothing.session is None
             assert nothing.recorded == 0
-            assert (await service.list_sessions()).total == 0
+            assert (await frs_sessions.page(env)).total == 0
 
 
 class TestCutInParts:
@@ -164,9 +165,9 @@ class TestCutInParts:
 async def test_the_context_is_a_line_naming_the_session_and_the_digest_in_its_budget(
     tmp_path: Path,
 ) -> None:
-    async with open_service(tmp_path / "frs.db") as service:
-        await record_transcript(service.env, HOST, CONVERSATION, transcript(30), "Fix")
-        recorded = await find_recorded(service.env, HOST, CONVERSATION)
+    async with open_env(tmp_path / "frs.db") as env:
+        await record_transcript(env, HOST, CONVERSATION, transcript(30), "Fix")
+        recorded = await find_recorded(env, HOST, CONVERSATION)
     assert recorded is not None
     for budget in (200, 400, 4_000):
         head, body = compaction_context(recorded, budget).split("\n", 1)

@@ -99,7 +99,7 @@ def forbidden_imports(
 class TestFrsImports:
     def test_the_frs_package_has_modules_to_check(self) -> None:
         names = {path.name for path in FRS_DIR.rglob("*.py")}
-        assert {"service.py", "render.py", "ports.py"} <= names
+        assert {"viewing.py", "render.py", "ports.py"} <= names
 
     def test_no_module_under_frs_imports_a_forbidden_package(self) -> None:
         found = [
@@ -111,7 +111,7 @@ class TestFrsImports:
 
     def test_importing_frs_loads_none_of_them(self) -> None:
         script = (
-            "import sys, frs, frs.service, frs.views.render\n"
+            "import sys, frs, frs.viewing, frs.views.render\n"
             f"print(sorted(m for m in {sorted(FORBIDDEN)!r} if m in sys.modules))"
         )
         result = subprocess.run(

@@ -26,17 +26,22 @@ from hypothesis import strategies as st
 from frs import (
     AlreadyRestored,
     CoveredByLaterSquash,
+    Env,
     InvalidRequest,
     NewMessage,
-    ReasoningService,
     SplitsToolCall,
     Squashed,
     SummaryNotSmaller,
     ToolCall,
     ViewOptions,
+    pages,
+    recording,
+    sessions,
+    viewing,
 )
+from frs import squashes as frs_squashes
 from frs.text import estimate_tokens, message_body
-from tests.frs.conftest import open_service
+from tests.frs.conftest import open_env
 
 CALL_IDS = ("c1", "c2", "c3")
 # No `[`, `(`, `\` or `{`: content renders verbatim, so a page can be searched for its lines.
@@ -206,27 +211,27 @@ SUMMARIES = st.one_of(
 
 
 class Scenario:
-    def __init__(self, service: ReasoningService, data: st.DataObject) -> None:
-        self.service = service
+    def __init__(self, env: Env, data: st.DataObject) -> None:
+        self.env = env
         self.data = data
         self.model = Model()
         self.tags = 0
         self.next_squash = 1
 
     async def setup(self) -> None:
-        twin = (await self.service.start_session("T")).session
-        main = (await self.service.start_session("T")).session
+        twin = (await sessions.start(self.env, "T")).session
+        main = (await sessions.start(self.env, "T")).session
         self.twin, self.sid = twin.id, main.id
 
     async def state(self) -> tuple[int, str]:
-        session = await self.service.get_session(self.sid)
-        return session.revision, await self.service.view(ViewOptions(), self.sid)
+        session = await sessions.get_session(self.env, self.sid)
+        return session.revision, await viewing.view(self.env, ViewOptions(), self.sid)
 
     async def check(self) -> str:
         revision, view = await self.state()
         assert revision == self.model.revision
         assert seen_view(view) == self.model.expected_view()
-        session = await self.service.get_session(self.sid)
+        session = await sessions.get_session(self.env, self.sid)
         assert session.live_count == len(self.model.entries)
         return view
 
@@ -235,8 +240,8 @@ class Scenario:
         self.tags += len(batch)
         messages = [message for _, message in batch]
         numbered = sum(message.kind != "thinking" for message in messages)
-        recorded = await self.service.record(messages, self.sid)
-        await self.service.record(messages, self.twin)
+        recorded = await recording.record(self.env, messages, self.sid)
+        await recording.record(self.env, messages, self.twin)
         start = len(self.model.entries) + 1
         assert recorded.positions == tuple(range(start, start + numbered))
         self.model.record(batch)
@@ -260,8 +265,8 @@ class Scenario:
 
         def call() -> Awaitable[Squashed]:
             if last:
-                return self.service.compress_last(end - start + 1, summary, self.sid)
-            return self.service.compress_range(start, end, summary, session_id=self.sid)
+                return frs_squashes.compress_last(self.env, end - start + 1, summary, self.sid)
+            return frs_squashes.compress_range(self.env, start, end, summary, session_id=self.sid)
 
         if smallest == (start, end) and tokens > estimate_tokens(summary):
             done = await call()
@@ -301,19 +306,21 @@ class Scenario:
         squash = self.model.squashes[n]
         if ("s", n) in self.model.entries:
             event("restored")
-            restored = await self.service.restore(f"SQ.{n}", self.sid)
+            restored = await frs_squashes.restore(self.env, f"SQ.{n}", self.sid)
             assert (restored.first, restored.last) == self.model.restore(n)
             return
         before = await self.state()
         refusal = CoveredByLaterSquash if squash.active else AlreadyRestored
         event(f"refused: {refusal.__name__}")
         with pytest.raises(refusal):
-            await self.service.restore(f"SQ.{n}", self.sid)
+            await frs_squashes.restore(self.env, f"SQ.{n}", self.sid)
         assert await self.state() == before
 
     async def originals_stay_reachable(self) -> None:
         for n, squash in self.model.squashes.items():
-            page = await self.service.get_alias(f"SQ.{n}", max_chars=1_000_000, session_id=self.sid)
+            page = await pages.get_alias(
+                self.env, f"SQ.{n}", max_chars=1_000_000, session_id=self.sid
+            )
             assert page.end == page.size
             for kind, key in squash.members:
                 text = (
@@ -327,11 +334,11 @@ class Scenario:
     async def restore_everything(self) -> None:
         for n in sorted(self.model.squashes, reverse=True):
             if self.model.squashes[n].active:
-                restored = await self.service.restore(f"SQ.{n}", self.sid)
+                restored = await frs_squashes.restore(self.env, f"SQ.{n}", self.sid)
                 assert (restored.first, restored.last) == self.model.restore(n)
         await self.check()
-        mine = await self.service.view(ViewOptions(show_thinking=True), self.sid)
-        twin = await self.service.view(ViewOptions(show_thinking=True), self.twin)
+        mine = await viewing.view(self.env, ViewOptions(show_thinking=True), self.sid)
+        twin = await viewing.view(self.env, ViewOptions(show_thinking=True), self.twin)
         assert without_revision(mine) == without_revision(twin)
 
 
@@ -340,8 +347,8 @@ def without_revision(view: str) -> str:
 
 
 async def run_scenario(path: Path, data: st.DataObject) -> None:
-    async with open_service(path) as service:
-        scenario = Scenario(service, data)
+    async with open_env(path) as env:
+        scenario = Scenario(env, data)
         await scenario.setup()
         await scenario.record(most=5)
         await scenario.check()

@@ -1,4 +1,4 @@
-"""The ReasoningService over the real SQLite store: numbering in both modes, the tool-call
+"""The use cases over the real SQLite store: numbering in both modes, the tool-call
 pairing rule, absolute-mode edges, nested squash and restore, thinking, checkpoints, and the
 revision guard. A refused call must leave the revision and the view exactly as they were."""
 
@@ -15,17 +15,23 @@ import pytest
 from frs import (
     AlreadyRestored,
     CoveredByLaterSquash,
+    Env,
     FrsError,
     InvalidRequest,
     NewMessage,
     PlanStep,
     PositionOutOfRange,
-    ReasoningService,
     SplitsToolCall,
     StaleRevision,
     SummaryNotSmaller,
     ViewOptions,
+    pages,
+    plans,
+    recording,
     replies,
+    sessions,
+    squashes,
+    viewing,
 )
 from frs.errors import AliasNotFound, InvalidContent, NothingToSquash
 from frs.recording import OFFLOAD_CHARS
@@ -33,7 +39,7 @@ from storage import SqliteStore, open_database
 from tests.frs.conftest import (
     assistant,
     entry_lines,
-    open_service,
+    open_env,
     thinking,
     tool,
     user,
@@ -53,39 +59,37 @@ WORDS = [
 @asynccontextmanager
 async def service_with(
     tmp_path: Path, messages: list[NewMessage], numbering: str = "position"
-) -> AsyncIterator[ReasoningService]:
+) -> AsyncIterator[Env]:
     """A service whose current session (titled "T") holds `messages`."""
-    async with open_service(tmp_path / "frs.db") as service:
-        await service.start_session("T", numbering=numbering)  # type: ignore[arg-type]
+    async with open_env(tmp_path / "frs.db") as env:
+        await sessions.start(env, "T", numbering=numbering)  # type: ignore[arg-type]
         if messages:
-            await service.record(messages)
-        yield service
+            await recording.record(env, messages)
+        yield env
 
 
-async def state(service: ReasoningService) -> tuple[int, str]:
+async def state(env: Env) -> tuple[int, str]:
     """Revision and full view (with thinking): what a refused call must not change."""
-    session = await service.ensure_session()
-    return session.revision, await service.view(ViewOptions(show_thinking=True))
+    session = await sessions.ensure(env)
+    return session.revision, await viewing.view(env, ViewOptions(show_thinking=True))
 
 
-async def refused(
-    service: ReasoningService, kind: type[FrsError], call: Callable[[], Awaitable[Any]]
-) -> FrsError:
+async def refused(env: Env, kind: type[FrsError], call: Callable[[], Awaitable[Any]]) -> FrsError:
     """Run `call`, expect `kind`, and check that nothing changed."""
-    before = await state(service)
+    before = await state(env)
     with pytest.raises(kind) as caught:
         await call()
-    assert await state(service) == before
+    assert await state(env) == before
     return caught.value
 
 
 class TestNumbering:
     async def test_position_mode_renumbers_after_a_squash(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(c) for c in "ABCD"]) as service:
+        async with service_with(tmp_path, [user(c) for c in "ABCD"]) as env:
             # One letter: a two-letter summary would cost 2 estimated tokens, as much as the
             # two one-letter messages it replaces.
-            squashed = await service.compress_range(2, 3, "B")
-            view = await service.view(ViewOptions())
+            squashed = await squashes.compress_range(env, 2, 3, "B")
+            view = await viewing.view(env, ViewOptions())
         assert squashed.position == 2
         assert squashed.replaced == "positions 2–3"
         assert entry_lines(view) == [
@@ -98,10 +102,10 @@ class TestNumbering:
         )
 
     async def test_absolute_mode_keeps_numbers_and_shows_the_span(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(c) for c in "ABCD"], "absolute") as service:
-            squashed = await service.compress_range(2, 3, "B")
-            absolute = await service.view(ViewOptions())
-            positions = await service.view(ViewOptions(numbering="position"))
+        async with service_with(tmp_path, [user(c) for c in "ABCD"], "absolute") as env:
+            squashed = await squashes.compress_range(env, 2, 3, "B")
+            absolute = await viewing.view(env, ViewOptions())
+            positions = await viewing.view(env, ViewOptions(numbering="position"))
         assert squashed.replaced == "numbers 2–3"
         assert entry_lines(absolute) == [
             "[1] User: A",
@@ -117,22 +121,22 @@ class TestNumbering:
     async def test_new_messages_get_the_next_position_and_a_fresh_number(
         self, tmp_path: Path
     ) -> None:
-        async with service_with(tmp_path, [user(c) for c in "ABCD"]) as service:
-            await service.compress_range(2, 3, "B")
-            recorded = await service.record([user("E")])
-            absolute = await service.view(ViewOptions(numbering="absolute"))
-            summary = await service.get_alias("M.5")
-            e = await service.get_alias("M.6")
+        async with service_with(tmp_path, [user(c) for c in "ABCD"]) as env:
+            await squashes.compress_range(env, 2, 3, "B")
+            recorded = await recording.record(env, [user("E")])
+            absolute = await viewing.view(env, ViewOptions(numbering="absolute"))
+            summary = await pages.get_alias(env, "M.5")
+            e = await pages.get_alias(env, "M.6")
         # The summary took number 5; numbers are never reused, so E is 6 at position 4.
         assert (recorded.positions, recorded.numbers) == ((4,), (6,))
         assert entry_lines(absolute)[-1] == "[6] User: E"
         assert (summary.text, e.text) == ("B", "E")
 
     async def test_a_position_session_can_address_numbers(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(c * 8) for c in "ABCDEF"]) as service:
-            await service.compress_range(2, 3, "BC")
-            squashed = await service.compress_range(4, 5, "DE", numbering="absolute")
-            view = await service.view(ViewOptions())
+        async with service_with(tmp_path, [user(c * 8) for c in "ABCDEF"]) as env:
+            await squashes.compress_range(env, 2, 3, "BC")
+            squashed = await squashes.compress_range(env, 4, 5, "DE", numbering="absolute")
+            view = await viewing.view(env, ViewOptions())
         assert (squashed.position, squashed.replaced) == (3, "numbers 4–5")
         assert entry_lines(view) == [
             "[1] User: AAAAAAAA",
@@ -144,19 +148,19 @@ class TestNumbering:
     async def test_squashing_a_summary_with_its_neighbours_counts_every_original(
         self, tmp_path: Path
     ) -> None:
-        async with service_with(tmp_path, [user(c * 8) for c in "ABCDE"]) as service:
-            await service.compress_range(2, 3, "BC")
-            squashed = await service.compress_range(2, 3, "BCD")
-            view = await service.view(ViewOptions())
+        async with service_with(tmp_path, [user(c * 8) for c in "ABCDE"]) as env:
+            await squashes.compress_range(env, 2, 3, "BC")
+            squashed = await squashes.compress_range(env, 2, 3, "BCD")
+            view = await viewing.view(env, ViewOptions())
         assert (squashed.squash.count, squashed.squash.covered) == (2, 3)
         assert entry_lines(view)[1] == f"[2] Summary of 3 messages ({squashed.squash.alias}): BCD"
         assert view.split("\n")[-1].startswith("· 5 messages in 3 entries · user 2, summary 1 ·")
 
     async def test_windows_in_both_modes(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(c * 8) for c in "ABCDEF"]) as service:
-            squashed = await service.compress_range(2, 4, "BCD")
-            by_position = await service.view(ViewOptions(start=2, end=3))
-            by_number = await service.view(ViewOptions(numbering="absolute", start=3, end=5))
+        async with service_with(tmp_path, [user(c * 8) for c in "ABCDEF"]) as env:
+            squashed = await squashes.compress_range(env, 2, 4, "BCD")
+            by_position = await viewing.view(env, ViewOptions(start=2, end=3))
+            by_number = await viewing.view(env, ViewOptions(numbering="absolute", start=3, end=5))
         summary = f"Summary of 3 messages ({squashed.squash.alias}): BCD"
         assert entry_lines(by_position) == [f"[2] {summary}", "[3] User: EEEEEEEE"]
         assert by_position.split("\n")[-1].startswith(
@@ -195,9 +199,9 @@ class TestToolCallPairs:
     async def test_parallel_calls_stay_with_all_their_results(
         self, tmp_path: Path, start: int, end: int, suggested: tuple[int, int]
     ) -> None:
-        async with service_with(tmp_path, PARALLEL) as service:
+        async with service_with(tmp_path, PARALLEL) as env:
             error = await refused(
-                service, SplitsToolCall, lambda: service.compress_range(start, end, "s")
+                env, SplitsToolCall, lambda: squashes.compress_range(env, start, end, "s")
             )
         assert isinstance(error, SplitsToolCall)
         assert error.suggested == suggested
@@ -207,18 +211,18 @@ class TestToolCallPairs:
         )
 
     async def test_the_suggested_range_is_accepted(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, PARALLEL) as service:
-            squashed = await service.compress_range(2, 4, "searched: found x")
-            view = await service.view(ViewOptions())
+        async with service_with(tmp_path, PARALLEL) as env:
+            squashed = await squashes.compress_range(env, 2, 4, "searched: found x")
+            view = await viewing.view(env, ViewOptions())
         assert squashed.squash.count == 3
         assert len(entry_lines(view)) == 3
 
     async def test_compress_last_names_the_count_that_keeps_pairs_together(
         self, tmp_path: Path
     ) -> None:
-        async with service_with(tmp_path, PARALLEL) as service:
-            error = await refused(service, InvalidRequest, lambda: service.compress_last(2, "s"))
-            squashed = await service.compress_last(4, "searched: found x")
+        async with service_with(tmp_path, PARALLEL) as env:
+            error = await refused(env, InvalidRequest, lambda: squashes.compress_last(env, 2, "s"))
+            squashed = await squashes.compress_last(env, 4, "searched: found x")
         assert str(error) == (
             "count=2 would separate a tool call from its result. The smallest count that keeps "
             "them together is 4 (positions 2–5); squash that instead."
@@ -229,21 +233,21 @@ class TestToolCallPairs:
     async def test_a_repeated_call_id_pairs_with_the_nearest_preceding_call(
         self, tmp_path: Path, batches: list[int]
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.start_session("T")
+        async with open_env(tmp_path / "frs.db") as env:
+            await sessions.start(env, "T")
             done = 0
             for size in batches:
-                await service.record(REPEATED[done : done + size])
+                await recording.record(env, REPEATED[done : done + size])
                 done += size
             for start, end, suggested in [(3, 4, (2, 5)), (5, 6, (4, 6)), (1, 2, (1, 3))]:
-                attempt = partial(service.compress_range, start, end, "s")
-                error = await refused(service, SplitsToolCall, attempt)
+                attempt = partial(squashes.compress_range, env, start, end, "s")
+                error = await refused(env, SplitsToolCall, attempt)
                 assert isinstance(error, SplitsToolCall)
                 assert error.suggested == suggested
             # Each call squashes with its own result alone.
-            await service.compress_range(4, 5, "second run passed")
-            await service.compress_range(2, 3, "first run passed")
-            view = await service.view(ViewOptions())
+            await squashes.compress_range(env, 4, 5, "second run passed")
+            await squashes.compress_range(env, 2, 3, "first run passed")
+            view = await viewing.view(env, ViewOptions())
         assert len(entry_lines(view)) == 4
 
     async def test_a_result_far_from_its_call_pulls_in_everything_between(
@@ -255,22 +259,22 @@ class TestToolCallPairs:
             user("and another note " + "v" * 30),
             tool("k", "slept " + "w" * 30),
         ]
-        async with service_with(tmp_path, thread) as service:
+        async with service_with(tmp_path, thread) as env:
             first = await refused(
-                service, SplitsToolCall, lambda: service.compress_range(2, 4, "s")
+                env, SplitsToolCall, lambda: squashes.compress_range(env, 2, 4, "s")
             )
             second = await refused(
-                service, SplitsToolCall, lambda: service.compress_range(1, 3, "s")
+                env, SplitsToolCall, lambda: squashes.compress_range(env, 1, 3, "s")
             )
-            await service.compress_range(2, 3, "two notes")  # no pair is split
+            await squashes.compress_range(env, 2, 3, "two notes")  # no pair is split
         assert isinstance(first, SplitsToolCall)
         assert isinstance(second, SplitsToolCall)
         assert first.suggested == second.suggested == (1, 4)
 
     async def test_a_result_for_an_unknown_call_pairs_with_nothing(self, tmp_path: Path) -> None:
         thread = [user("hello there"), tool("nobody", "orphan output " + "o" * 40), user("bye")]
-        async with service_with(tmp_path, thread) as service:
-            squashed = await service.compress_range(2, 2, "orphan")
+        async with service_with(tmp_path, thread) as env:
+            squashed = await squashes.compress_range(env, 2, 2, "orphan")
         assert squashed.replaced == "position 2"
 
     async def test_a_result_recorded_after_its_call_was_squashed_pairs_with_the_summary(
@@ -281,16 +285,16 @@ class TestToolCallPairs:
             assistant("looking", ("late", "bash", {"cmd": "find /"})),
             user("meanwhile, a note " + "n" * 30),
         ]
-        async with service_with(tmp_path, thread) as service:
-            await service.compress_range(1, 2, "asked; ran find")
-            await service.record([tool("late", "found " + "f" * 40)])
+        async with service_with(tmp_path, thread) as env:
+            await squashes.compress_range(env, 1, 2, "asked; ran find")
+            await recording.record(env, [tool("late", "found " + "f" * 40)])
             error = await refused(
-                service, SplitsToolCall, lambda: service.compress_range(2, 3, "s")
+                env, SplitsToolCall, lambda: squashes.compress_range(env, 2, 3, "s")
             )
-            last = await refused(service, InvalidRequest, lambda: service.compress_last(1, "s"))
-            await service.restore("SQ.1")
+            last = await refused(env, InvalidRequest, lambda: squashes.compress_last(env, 1, "s"))
+            await squashes.restore(env, "SQ.1")
             after_restore = await refused(
-                service, SplitsToolCall, lambda: service.compress_range(3, 4, "s")
+                env, SplitsToolCall, lambda: squashes.compress_range(env, 3, 4, "s")
             )
         assert isinstance(error, SplitsToolCall)
         assert error.suggested == (1, 3)
@@ -308,13 +312,15 @@ class TestToolCallPairs:
             user("note four " * 5),
             user("note five " * 5),
         ]
-        async with service_with(tmp_path, thread) as service:
-            await service.compress_range(4, 5, "notes")  # [4] is now the last entry
+        async with service_with(tmp_path, thread) as env:
+            await squashes.compress_range(env, 4, 5, "notes")  # [4] is now the last entry
             by_range = await refused(
-                service, SplitsToolCall, lambda: service.compress_range(3, 4, "s")
+                env, SplitsToolCall, lambda: squashes.compress_range(env, 3, 4, "s")
             )
-            by_count = await refused(service, InvalidRequest, lambda: service.compress_last(2, "s"))
-            accepted = await service.compress_range(2, 4, "called ls; notes")
+            by_count = await refused(
+                env, InvalidRequest, lambda: squashes.compress_last(env, 2, "s")
+            )
+            accepted = await squashes.compress_range(env, 2, 4, "called ls; notes")
         assert isinstance(by_range, SplitsToolCall)
         assert by_range.suggested == (2, 4)
         assert str(by_count) == (
@@ -326,25 +332,25 @@ class TestToolCallPairs:
 
 class TestAbsoluteEdges:
     async def test_a_range_must_hold_whole_entries(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS], "absolute") as service:
-            await service.compress_range(2, 4, "b-c-d")
+        async with service_with(tmp_path, [user(w) for w in WORDS], "absolute") as env:
+            await squashes.compress_range(env, 2, 4, "b-c-d")
             starts_inside = await refused(
-                service, InvalidRequest, lambda: service.compress_range(3, 5, "s")
+                env, InvalidRequest, lambda: squashes.compress_range(env, 3, 5, "s")
             )
             ends_inside = await refused(
-                service, InvalidRequest, lambda: service.compress_range(1, 3, "s")
+                env, InvalidRequest, lambda: squashes.compress_range(env, 1, 3, "s")
             )
             inside = await refused(
-                service, InvalidRequest, lambda: service.compress_range(3, 3, "s")
+                env, InvalidRequest, lambda: squashes.compress_range(env, 3, 3, "s")
             )
             nothing = await refused(
-                service, NothingToSquash, lambda: service.compress_range(7, 7, "s")
+                env, NothingToSquash, lambda: squashes.compress_range(env, 7, 7, "s")
             )
             beyond = await refused(
-                service, PositionOutOfRange, lambda: service.compress_range(6, 8, "s")
+                env, PositionOutOfRange, lambda: squashes.compress_range(env, 6, 8, "s")
             )
-            outer = await service.compress_range(2, 5, "b-c-d-e")
-            view = await service.view(ViewOptions())
+            outer = await squashes.compress_range(env, 2, 5, "b-c-d-e")
+            view = await viewing.view(env, ViewOptions())
         assert str(starts_inside) == (
             "Number 3 lies inside the summary [2–4]; a range must hold whole entries. "
             "Start at 2 instead, or restore SQ.1 first."
@@ -367,9 +373,9 @@ class TestAbsoluteEdges:
         ]
 
     async def test_edges_on_whole_entries_are_accepted(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS], "absolute") as service:
-            await service.compress_range(3, 4, "c-d")
-            squashed = await service.compress_range(1, 4, "a-b-c-d")
+        async with service_with(tmp_path, [user(w) for w in WORDS], "absolute") as env:
+            await squashes.compress_range(env, 3, 4, "c-d")
+            squashed = await squashes.compress_range(env, 1, 4, "a-b-c-d")
         assert (squashed.position, squashed.squash.count, squashed.squash.covered) == (1, 3, 4)
 
 
@@ -377,22 +383,24 @@ class TestNestedSquash:
     async def test_restore_goes_outermost_first_and_gives_the_thread_back(
         self, tmp_path: Path
     ) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            original = await service.view(ViewOptions())
-            first = await service.compress_range(2, 3, "b-c")
-            second = await service.compress_range(4, 5, "e-f")
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            original = await viewing.view(env, ViewOptions())
+            first = await squashes.compress_range(env, 2, 3, "b-c")
+            second = await squashes.compress_range(env, 4, 5, "e-f")
             # [1] A [2] SQ.1 [3] D [4] SQ.2 -> one summary over SQ.1, D and SQ.2
-            outer = await service.compress_range(2, 4, "b-c-d-e-f")
-            nested = await service.view(ViewOptions())
-            covered = await refused(service, CoveredByLaterSquash, lambda: service.restore("SQ.1"))
-            originals = await service.get_alias("SQ.3")
-            inner = await service.get_alias(first.squash.alias)
-            restored = await service.restore("SQ.3")
-            middle = await service.view(ViewOptions())
-            again = await refused(service, AlreadyRestored, lambda: service.restore("SQ.3"))
-            await service.restore("SQ.2")
-            await service.restore("SQ.1")
-            final = await service.view(ViewOptions())
+            outer = await squashes.compress_range(env, 2, 4, "b-c-d-e-f")
+            nested = await viewing.view(env, ViewOptions())
+            covered = await refused(
+                env, CoveredByLaterSquash, lambda: squashes.restore(env, "SQ.1")
+            )
+            originals = await pages.get_alias(env, "SQ.3")
+            inner = await pages.get_alias(env, first.squash.alias)
+            restored = await squashes.restore(env, "SQ.3")
+            middle = await viewing.view(env, ViewOptions())
+            again = await refused(env, AlreadyRestored, lambda: squashes.restore(env, "SQ.3"))
+            await squashes.restore(env, "SQ.2")
+            await squashes.restore(env, "SQ.1")
+            final = await viewing.view(env, ViewOptions())
         assert (outer.squash.count, outer.squash.covered) == (3, 5)
         assert entry_lines(nested) == [
             f"[1] User: {WORDS[0]}",
@@ -426,34 +434,36 @@ class TestNestedSquash:
         assert final.split("\n")[:-1] == original.split("\n")[:-1]
 
     async def test_an_alias_with_a_wrong_sha_is_refused(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            squashed = await service.compress_range(2, 3, "b-c")
-            error = await refused(service, AliasNotFound, lambda: service.restore("SQ.1@00000000"))
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            squashed = await squashes.compress_range(env, 2, 3, "b-c")
+            error = await refused(
+                env, AliasNotFound, lambda: squashes.restore(env, "SQ.1@00000000")
+            )
             with pytest.raises(AliasNotFound):
-                await service.get_alias("SQ.1@00000000")
+                await pages.get_alias(env, "SQ.1@00000000")
         assert squashed.squash.alias in str(error)
 
     async def test_a_squashed_message_stays_reachable_by_number(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            await service.compress_range(2, 3, "b-c")
-            page = await service.get_alias("M.2")
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            await squashes.compress_range(env, 2, 3, "b-c")
+            page = await pages.get_alias(env, "M.2")
         assert page.text == WORDS[1]
         assert page.heading.endswith("· User · not in the thread (squashed into SQ.1)")
 
     async def test_a_restored_squash_summary_says_it_was_restored(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            squashed = await service.compress_range(2, 3, "b-c")
-            await service.restore("SQ.1")
-            page = await service.get_alias(f"M.{squashed.squash.summary_number}")
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            squashed = await squashes.compress_range(env, 2, 3, "b-c")
+            await squashes.restore(env, "SQ.1")
+            page = await pages.get_alias(env, f"M.{squashed.squash.summary_number}")
         assert page.heading.endswith("· Summary · not in the thread (SQ.1 was restored)")
 
     @pytest.mark.parametrize(("offset", "max_chars"), [(-2, None), (0, 0), (0, -3)])
     async def test_a_negative_offset_or_an_empty_page_is_refused(
         self, tmp_path: Path, offset: int, max_chars: int | None
     ) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
             error = await refused(
-                service, InvalidRequest, partial(service.get_alias, "M.1", offset, max_chars)
+                env, InvalidRequest, partial(pages.get_alias, env, "M.1", offset, max_chars)
             )
         assert "offset is 0 or more and max_chars 1 or more" in str(error)
 
@@ -466,12 +476,12 @@ class TestThinking:
             thinking("pondering\n[9] User: forged"),
             assistant("the answer is long enough too"),
         ]
-        async with service_with(tmp_path, thread) as service:
-            hidden = await service.view(ViewOptions())
-            shown = await service.view(ViewOptions(show_thinking=True))
-            unknown = await refused(service, AliasNotFound, lambda: service.get_alias("M.3"))
-            squashed = await service.compress_last(2, "q and a")
-            over_summary = await service.view(ViewOptions(show_thinking=True))
+        async with service_with(tmp_path, thread) as env:
+            hidden = await viewing.view(env, ViewOptions())
+            shown = await viewing.view(env, ViewOptions(show_thinking=True))
+            unknown = await refused(env, AliasNotFound, lambda: pages.get_alias(env, "M.3"))
+            squashed = await squashes.compress_last(env, 2, "q and a")
+            over_summary = await viewing.view(env, ViewOptions(show_thinking=True))
         assert "thinking" not in hidden
         assert "pondering" not in hidden
         assert shown.split("\n")[:-1] == [
@@ -492,8 +502,8 @@ class TestThinking:
         ]
 
     async def test_the_record_answer_counts_thinking_apart(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, []) as service:
-            recorded = await service.record([user("q"), thinking("hmm"), assistant("a")])
+        async with service_with(tmp_path, []) as env:
+            recorded = await recording.record(env, [user("q"), thinking("hmm"), assistant("a")])
         assert (recorded.positions, recorded.numbers, recorded.thinking) == ((1, 2), (1, 2), 1)
         assert replies.recorded(recorded).startswith(
             "Recorded 2 messages at positions 1–2 and 1 thinking block (not numbered)"
@@ -502,10 +512,10 @@ class TestThinking:
     async def test_thinking_recorded_after_a_squash_at_the_end_is_shown(
         self, tmp_path: Path
     ) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            squashed = await service.compress_last(2, "e-f")
-            await service.record([thinking("what next?")])
-            view = await service.view(ViewOptions(show_thinking=True))
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            squashed = await squashes.compress_last(env, 2, "e-f")
+            await recording.record(env, [thinking("what next?")])
+            view = await viewing.view(env, ViewOptions(show_thinking=True))
         assert view.split("\n")[-3:-1] == [
             f"[5] Summary of 2 messages ({squashed.squash.alias}): e-f",
             "    (thinking) what next?",
@@ -514,13 +524,13 @@ class TestThinking:
     async def test_thinking_after_a_summary_shows_in_a_window_ending_there(
         self, tmp_path: Path
     ) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            squashed = await service.compress_range(2, 3, "b-c")
-            await service.compress_range(4, 5, "e-f")  # the last summary takes number 8
-            await service.record([thinking("so far so good"), user("go on")])
-            window = await service.view(ViewOptions(start=4, end=4, show_thinking=True))
-            await service.restore("SQ.2")
-            restored = await service.view(ViewOptions(show_thinking=True))
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            squashed = await squashes.compress_range(env, 2, 3, "b-c")
+            await squashes.compress_range(env, 4, 5, "e-f")  # the last summary takes number 8
+            await recording.record(env, [thinking("so far so good"), user("go on")])
+            window = await viewing.view(env, ViewOptions(start=4, end=4, show_thinking=True))
+            await squashes.restore(env, "SQ.2")
+            restored = await viewing.view(env, ViewOptions(show_thinking=True))
         assert window.split("\n")[1:-1] == [
             "[4] Summary of 2 messages (SQ.2@" + window.split("(SQ.2@")[1][:8] + "): e-f",
             "    (thinking) so far so good",
@@ -538,15 +548,15 @@ class TestThinking:
 
 class TestCheckpoints:
     async def test_a_checkpoint_stays_after_the_entry_it_followed(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS[:3]]) as service:
-            await service.update_plan(checkpoint="found it")
+        async with service_with(tmp_path, [user(w) for w in WORDS[:3]]) as env:
+            await plans.update(env, checkpoint="found it")
             mark = '— checkpoint "found it" · revision 2'
-            await service.record([user(w) for w in WORDS[3:]])
-            plain = await view_lines(service)
-            squashed = await service.compress_range(2, 4, "b-c-d")
-            in_summary = await view_lines(service)
-            await service.restore("SQ.1")
-            restored = await view_lines(service)
+            await recording.record(env, [user(w) for w in WORDS[3:]])
+            plain = await view_lines(env)
+            squashed = await squashes.compress_range(env, 2, 4, "b-c-d")
+            in_summary = await view_lines(env)
+            await squashes.restore(env, "SQ.1")
+            restored = await view_lines(env)
         assert plain[3:6] == [f"[3] User: {WORDS[2]}", mark, f"[4] User: {WORDS[3]}"]
         assert in_summary[2:5] == [
             f"[2] Summary of 3 messages ({squashed.squash.alias}): b-c-d",
@@ -556,18 +566,18 @@ class TestCheckpoints:
         assert restored == plain
 
     async def test_a_checkpoint_before_any_message_leads_the_view(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, []) as service:
-            await service.update_plan(checkpoint="start")
-            await service.record([user("first")])
-            lines = await view_lines(service)
+        async with service_with(tmp_path, []) as env:
+            await plans.update(env, checkpoint="start")
+            await recording.record(env, [user("first")])
+            lines = await view_lines(env)
         assert lines == ['Thread "T"', '— checkpoint "start" · revision 1', "[1] User: first"]
 
     async def test_a_checkpoint_after_a_summary_at_the_end(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            squashed = await service.compress_last(2, "e-f")
-            await service.update_plan([PlanStep("verify", "doing")], checkpoint="squashed")
-            await service.record([user("next")])
-            lines = await view_lines(service, numbering="absolute")
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            squashed = await squashes.compress_last(env, 2, "e-f")
+            await plans.update(env, [PlanStep("verify", "doing")], checkpoint="squashed")
+            await recording.record(env, [user("next")])
+            lines = await view_lines(env, numbering="absolute")
         assert lines[1] == "Plan: ▶ verify"
         assert lines[-3:] == [
             f"[5–6] Summary of 2 messages ({squashed.squash.alias}): e-f",
@@ -578,59 +588,59 @@ class TestCheckpoints:
 
 class TestRevision:
     async def test_every_mutation_adds_one_and_nothing_else_does(self, tmp_path: Path) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            session = (await service.start_session("T")).session
+        async with open_env(tmp_path / "frs.db") as env:
+            session = (await sessions.start(env, "T")).session
             revisions = [session.revision]
-            revisions.append((await service.record([user(w) for w in WORDS[:4]])).revision)
-            revisions.append((await service.record([user(w) for w in WORDS[4:]])).revision)
-            revisions.append((await service.compress_range(2, 3, "b-c")).revision)
-            revisions.append((await service.compress_last(2, "e-f")).revision)
-            revisions.append((await service.restore("SQ.2")).revision)
-            plan = await service.update_plan([PlanStep("x")], checkpoint="both at once")
+            revisions.append((await recording.record(env, [user(w) for w in WORDS[:4]])).revision)
+            revisions.append((await recording.record(env, [user(w) for w in WORDS[4:]])).revision)
+            revisions.append((await squashes.compress_range(env, 2, 3, "b-c")).revision)
+            revisions.append((await squashes.compress_last(env, 2, "e-f")).revision)
+            revisions.append((await squashes.restore(env, "SQ.2")).revision)
+            plan = await plans.update(env, [PlanStep("x")], checkpoint="both at once")
             revisions.append(plan.session.revision)
-            await service.view(ViewOptions(show_thinking=True))
-            await service.get_alias("SQ.1")
-            await service.use_session(session.id)
-            await service.list_sessions()
-            await service.squash_log()
-            revisions.append((await service.ensure_session()).revision)
+            await viewing.view(env, ViewOptions(show_thinking=True))
+            await pages.get_alias(env, "SQ.1")
+            await sessions.use(env, session.id)
+            await sessions.page(env)
+            await sessions.squash_log(env)
+            revisions.append((await sessions.ensure(env)).revision)
         assert revisions == [0, 1, 2, 3, 4, 5, 6, 6]
 
     async def test_refused_calls_change_nothing(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            await refused(service, InvalidRequest, lambda: service.compress_range(4, 2, "s"))
-            await refused(service, PositionOutOfRange, lambda: service.compress_range(0, 2, "s"))
-            await refused(service, PositionOutOfRange, lambda: service.compress_range(5, 7, "s"))
-            await refused(service, InvalidRequest, lambda: service.compress_last(0, "s"))
-            await refused(service, InvalidRequest, lambda: service.compress_last(7, "s"))
-            await refused(service, InvalidRequest, lambda: service.compress_range(1, 2, "  "))
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            await refused(env, InvalidRequest, lambda: squashes.compress_range(env, 4, 2, "s"))
+            await refused(env, PositionOutOfRange, lambda: squashes.compress_range(env, 0, 2, "s"))
+            await refused(env, PositionOutOfRange, lambda: squashes.compress_range(env, 5, 7, "s"))
+            await refused(env, InvalidRequest, lambda: squashes.compress_last(env, 0, "s"))
+            await refused(env, InvalidRequest, lambda: squashes.compress_last(env, 7, "s"))
+            await refused(env, InvalidRequest, lambda: squashes.compress_range(env, 1, 2, "  "))
             await refused(
-                service, SummaryNotSmaller, lambda: service.compress_range(1, 1, "x" * 200)
+                env, SummaryNotSmaller, lambda: squashes.compress_range(env, 1, 1, "x" * 200)
             )
-            await refused(service, AliasNotFound, lambda: service.restore("SQ.1"))
-            await refused(service, InvalidRequest, lambda: service.restore("M.1"))
+            await refused(env, AliasNotFound, lambda: squashes.restore(env, "SQ.1"))
+            await refused(env, InvalidRequest, lambda: squashes.restore(env, "M.1"))
             await refused(
-                service, InvalidRequest, lambda: service.record([user("ok"), user("\ud800")])
+                env, InvalidRequest, lambda: recording.record(env, [user("ok"), user("\ud800")])
             )
-            await refused(service, InvalidRequest, lambda: service.update_plan())
+            await refused(env, InvalidRequest, lambda: plans.update(env))
 
     async def test_a_stale_revision_is_refused_and_lists_the_changes(self, tmp_path: Path) -> None:
-        async with service_with(tmp_path, [user(w) for w in WORDS]) as service:
-            await service.compress_range(2, 3, "b-c")
-            await service.restore("SQ.1")
-            await service.update_plan([PlanStep("x")], checkpoint="cp")
+        async with service_with(tmp_path, [user(w) for w in WORDS]) as env:
+            await squashes.compress_range(env, 2, 3, "b-c")
+            await squashes.restore(env, "SQ.1")
+            await plans.update(env, [PlanStep("x")], checkpoint="cp")
             attempts: list[Callable[[], Awaitable[Any]]] = [
-                lambda: service.record([user("late")], expected_revision=1),
-                lambda: service.compress_range(1, 2, "s", expected_revision=1),
-                lambda: service.compress_last(2, "s", expected_revision=1),
-                lambda: service.restore("SQ.1", expected_revision=1),
-                lambda: service.update_plan(checkpoint="cp2", expected_revision=1),
+                lambda: recording.record(env, [user("late")], expected_revision=1),
+                lambda: squashes.compress_range(env, 1, 2, "s", expected_revision=1),
+                lambda: squashes.compress_last(env, 2, "s", expected_revision=1),
+                lambda: squashes.restore(env, "SQ.1", expected_revision=1),
+                lambda: plans.update(env, checkpoint="cp2", expected_revision=1),
             ]
-            errors = [await refused(service, StaleRevision, attempt) for attempt in attempts]
+            errors = [await refused(env, StaleRevision, attempt) for attempt in attempts]
             ahead = await refused(
-                service, StaleRevision, lambda: service.compress_last(2, "s", expected_revision=9)
+                env, StaleRevision, lambda: squashes.compress_last(env, 2, "s", expected_revision=9)
             )
-            accepted = await service.compress_last(2, "e-f", expected_revision=4)
+            accepted = await squashes.compress_last(env, 2, "e-f", expected_revision=4)
         for error in errors:
             assert isinstance(error, StaleRevision)
             assert (error.expected, error.actual) == (1, 4)
@@ -662,14 +672,14 @@ class TestOffload:
             return work()
 
         async with open_database(tmp_path / "frs.db") as db:
-            service = ReasoningService(SqliteStore(db), offload=offload)
-            small = await service.record([user("short")] * 10)
+            env = Env(SqliteStore(db), offload=offload)
+            small = await recording.record(env, [user("short")] * 10)
             assert given == []
-            large = await service.record([user("x" * 1_000)] * (OFFLOAD_CHARS // 1_000 + 1))
+            large = await recording.record(env, [user("x" * 1_000)] * (OFFLOAD_CHARS // 1_000 + 1))
             assert given == [1]
             with pytest.raises(InvalidContent):  # the checks run there too, and still refuse
-                await service.record([user("x" * 1_000)] * 300 + [NewMessage("robot", "x")])  # type: ignore[arg-type]
-            messages = await service.get_alias(f"M.{large.numbers[-1]}")
+                await recording.record(env, [user("x" * 1_000)] * 300 + [NewMessage("robot", "x")])  # type: ignore[arg-type]
+            messages = await pages.get_alias(env, f"M.{large.numbers[-1]}")
         assert small.numbers == tuple(range(1, 11))
         assert messages.text == "x" * 1_000
         assert given == [1, 1]

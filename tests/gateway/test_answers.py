@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from frs import sessions
 from tests.gateway.conversation import SESSION, TASK, body
 from tests.gateway.harness import Reply, Seen, rig
-from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_squashes import client_env, session_of
 
 
 def sse(name: str, data: dict[str, Any]) -> bytes:
@@ -81,7 +82,7 @@ class TestAnswers:
         async with rig(tmp_path, answering(stream=True)) as r:
             await r.post(body(TASK[:1]), SESSION)
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await sessions.live_thread(client_env(r), session.id)).entries
             assert [e.role for e in entries] == ["user", "assistant"]
             assert entries[1].tool_calls[0].id == "toolu_1"
             assert json.loads(entries[1].tool_calls[0].arguments) == TASK[1]["content"][-1]["input"]
@@ -92,7 +93,7 @@ class TestAnswers:
             for n in (1, 3, 5):
                 await r.post(body(TASK[:n]), SESSION)
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await sessions.live_thread(client_env(r), session.id)).entries
             assert [e.role for e in entries] == [
                 "user",
                 "assistant",
@@ -107,10 +108,10 @@ class TestAnswers:
         async with rig(tmp_path, answering(stream=False)) as r:
             await r.post(body(TASK[:5]), SESSION)
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await sessions.live_thread(client_env(r), session.id)).entries
             assert entries[-1].content == "The race is in Syncer.flush: the lock is missing."
             await r.post(body(TASK[:7]), SESSION)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await sessions.live_thread(client_env(r), session.id)).entries
             # The answer recorded from the first request came back in the second unchanged:
             # not recorded again; the second's own answer is new.
             assert [e.role for e in entries][-3:] == ["assistant", "user", "assistant"]

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import httpx2
 
+from frs import pages, sessions
+from frs import squashes as frs_squashes
 from frs.autopilot import ROLLED, Autopilot
 from frs.cards import HEADER
 from frs.host_threads import SquashCalls, squash_calls, squash_kinds
@@ -18,7 +20,7 @@ from frs.squashes import compress_ranges
 from server.gateway import recorder as recorder_module
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, result, user
 from tests.gateway.harness import Rig, rig
-from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_squashes import client_env, session_of
 from tests.gateway.test_thinking import Model
 
 #: Small enough to see in a short test: act past 6,000 tokens, keep the newest 3 exchanges.
@@ -124,10 +126,10 @@ class TestBatch:
             assert timing[0] == SquashCalls(first.n, made_at, made_at + 1)
             assert {t.delay for t in timing if t.sent is not None} == {1}
             # The originals are one get_alias away.
-            page = await service(r).get_alias(first.alias, session_id=session.id)
+            page = await pages.get_alias(client_env(r), first.alias, session_id=session.id)
             assert "src/mod_toolu_001_0.py" in page.text
             # The view says which summaries are automatic.
-            view = await service(r).live_thread(session.id)
+            view = await sessions.live_thread(client_env(r), session.id)
             auto = [e for e in view.entries if e.kind == "summary"]
             assert auto
             assert all(e.content.startswith(HEADER) for e in auto)
@@ -194,7 +196,7 @@ class TestRollUp:
             async with r.gateway.recorder.env.store.snapshot() as reader:
                 members = await reader.squash_members(session.id, roll.n)
             assert all(m.kind == "summary" and m.content.startswith(HEADER) for m in members)
-            page = await service(r).get_alias(roll.alias, session_id=session.id)
+            page = await pages.get_alias(client_env(r), roll.alias, session_id=session.id)
             assert HEADER in page.text
             # The digest keeps the commands, each with the alias of its result.
             assert "M.3: ls 1" in roll.summary
@@ -210,8 +212,8 @@ class TestWhatStays:
             loop = Loop(r)
             await loop.calls(4)
             session = await session_of(r)
-            mine = await service(r).compress_range(
-                2, 3, "Listed 1: nothing.", session_id=session.id
+            mine = await frs_squashes.compress_range(
+                client_env(r), 2, 3, "Listed 1: nothing.", session_id=session.id
             )
             await loop.calls(10)
             squashes = await squashes_of(r)
@@ -219,10 +221,10 @@ class TestWhatStays:
             auto = [s for s in squashes if s.automatic]
             assert auto
             # Never nested: the model's summary is its own entry still.
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await sessions.live_thread(client_env(r), session.id)).entries
             assert any(e.squash_n == mine.squash.n for e in entries)
             # The model asks one back: the autopilot leaves those messages alone after.
-            await service(r).restore(f"SQ.{auto[0].n}", session_id=session.id)
+            await frs_squashes.restore(client_env(r), f"SQ.{auto[0].n}", session_id=session.id)
             restored = {(s.first, s.last) for s in await squashes_of(r) if s.restored}
             await loop.calls(6)
             later = [s for s in await squashes_of(r) if s.automatic and not s.restored]
@@ -239,7 +241,9 @@ class TestWhatStays:
             async def racing(env: Any, session_id: Any) -> Any:
                 # The model squashes after the autopilot read the thread, before it writes.
                 if not raced:
-                    done = await service(r).compress_range(2, 3, "Mine.", session_id=session.id)
+                    done = await frs_squashes.compress_range(
+                        client_env(r), 2, 3, "Mine.", session_id=session.id
+                    )
                     raced.append(done.squash.n)
                 return await squash_kinds(env, session_id)
 

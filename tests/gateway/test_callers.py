@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from frs import ReasoningService
+from frs import Env, sessions, squashes
 from frs.errors import SessionNotFound
 from frs.host_threads import find_thread
 from frs.model import Conversation, Scope, Session
@@ -36,9 +36,9 @@ def with_key(key: str) -> list[tuple[str, str]]:
     return [("x-api-key", key)]
 
 
-def service(r: Rig, scope: Scope) -> ReasoningService:
+def client_env(r: Rig, scope: Scope) -> Env:
     """The MCP server of a caller, on the gateway's database."""
-    return ReasoningService(r.gateway.recorder.env.store, scope=scope)
+    return Env(r.gateway.recorder.env.store, scope=scope)
 
 
 async def thread_of(r: Rig, tenant: str, conversation: str) -> Session | None:
@@ -70,11 +70,11 @@ class TestTenants:
             assert alice is not None
             # Stored under alice: her MCP server sees it, the local tenant's does not.
             assert await thread_of(r, "local", "cc-session-1") is None
-            hers = service(r, Scope(tenant="alice", client=CC))
-            await hers.compress_range(2, 5, SUMMARY, session_id=alice.id)
+            hers = client_env(r, Scope(tenant="alice", client=CC))
+            await squashes.compress_range(hers, 2, 5, SUMMARY, session_id=alice.id)
             await replay(r, [7], SESSION + as_tenant(ALICE))
             assert SUMMARY in r.upstream.seen[-1].body.decode()
-            before = (await hers.live_thread(alice.id)).entries
+            before = (await sessions.live_thread(hers, alice.id)).entries
 
             # bob sends her header and her very messages: his own thread, her summary never.
             for n in (1, 5, 7):
@@ -83,13 +83,13 @@ class TestTenants:
             bob = await thread_of(r, "bob", "cc-session-1")
             assert bob is not None
             assert bob.id != alice.id
-            assert (await hers.live_thread(alice.id)).entries == before
+            assert (await sessions.live_thread(hers, alice.id)).entries == before
             # Each tenant's MCP server sees its own session only.
-            his = service(r, Scope(tenant="bob", client=CC))
-            assert [s.id for s in (await his.list_sessions()).sessions] == [bob.id]
-            assert [s.id for s in (await hers.list_sessions()).sessions] == [alice.id]
+            his = client_env(r, Scope(tenant="bob", client=CC))
+            assert [s.id for s in (await sessions.page(his)).sessions] == [bob.id]
+            assert [s.id for s in (await sessions.page(hers)).sessions] == [alice.id]
             try:
-                await his.live_thread(alice.id)
+                await sessions.live_thread(his, alice.id)
             except SessionNotFound:
                 pass
             else:
@@ -123,11 +123,11 @@ class TestKeysWithoutTokens:
             await replay(r, [1, 3, 5], SESSION + with_key("sk-alice"))
             alice = await thread_of(r, "local", "cc-session-1")
             assert alice is not None
-            mcp = service(r, Scope(client=CC).in_conversation(Conversation(CC, "cc-session-1")))
-            await mcp.compress_range(2, 5, SUMMARY, session_id=alice.id)
+            mcp = client_env(r, Scope(client=CC).in_conversation(Conversation(CC, "cc-session-1")))
+            await squashes.compress_range(mcp, 2, 5, SUMMARY, session_id=alice.id)
             await replay(r, [7], SESSION + with_key("sk-alice"))
             assert SUMMARY in r.upstream.seen[-1].body.decode()
-            before = (await mcp.live_thread(alice.id)).entries
+            before = (await sessions.live_thread(mcp, alice.id)).entries
 
             for n in (1, 5, 7):
                 await r.post(body(TASK[:n]), SESSION + with_key("sk-bob"))
@@ -136,9 +136,9 @@ class TestKeysWithoutTokens:
             bob = await thread_of(r, "local", f"cc-session-1#{digest('x-api-key', 'sk-bob')}")
             assert bob is not None
             assert bob.live_count == 7
-            assert (await mcp.live_thread(alice.id)).entries == before
+            assert (await sessions.live_thread(mcp, alice.id)).entries == before
             # The host's MCP server finds the owner's thread by the host's id, nothing typed.
-            assert (await mcp.live_thread()).session.id == alice.id
+            assert (await sessions.live_thread(mcp)).session.id == alice.id
             # And alice goes on as before: her squash is still sent.
             await replay(r, [9], SESSION + with_key("sk-alice"))
             assert SUMMARY in r.upstream.seen[-1].body.decode()
@@ -148,7 +148,7 @@ class TestKeysWithoutTokens:
     ) -> None:
         async with rig(tmp_path) as r:
             scope = Scope(client=CC).in_conversation(Conversation(CC, "cc-session-1"))
-            made = await service(r, scope).ensure_session()
+            made = await sessions.ensure(client_env(r, scope))
             await replay(r, [1, 3], SESSION + with_key("sk-alice"))
             await replay(r, [1, 3], SESSION + with_key("sk-bob"))
             alice = await thread_of(r, "local", "cc-session-1")
@@ -162,11 +162,11 @@ class TestKeysWithoutTokens:
     async def test_two_keys_without_a_header_never_share_a_thread(self, tmp_path: Path) -> None:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5], with_key("sk-alice"))
-            listed = (await service(r, Scope(client="test")).list_sessions()).sessions
+            listed = (await sessions.page(client_env(r, Scope(client="test")))).sessions
             assert len(listed) == 1
             alice = listed[0]
-            await service(r, Scope(client="test")).compress_range(
-                2, 5, SUMMARY, session_id=alice.id
+            await squashes.compress_range(
+                client_env(r, Scope(client="test")), 2, 5, SUMMARY, session_id=alice.id
             )
             await replay(r, [7], with_key("sk-alice"))
             assert SUMMARY in r.upstream.seen[-1].body.decode()
@@ -175,7 +175,7 @@ class TestKeysWithoutTokens:
             for n in (1, 5, 7):  # the same first message, the same system prompt, another key
                 await r.post(body(TASK[:n]), with_key("sk-bob"))
                 assert exactly(r, body(TASK[:n]))
-            listed = (await service(r, Scope(client="test")).list_sessions()).sessions
+            listed = (await sessions.page(client_env(r, Scope(client="test")))).sessions
             assert len(listed) == 2
             kept = {s.id: s for s in listed}
             assert kept[alice.id].recorded == alice.recorded + 2  # only alice's own call 7
@@ -186,7 +186,7 @@ class TestKeysWithoutTokens:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3], with_key("sk-alice"))
             await replay(r, [1, 3], with_key("sk-alice"), system=other)
-            listed = (await service(r, Scope(client="test")).list_sessions()).sessions
+            listed = (await sessions.page(client_env(r, Scope(client="test")))).sessions
             assert [s.live_count for s in listed] == [3, 3]
             keys = {s.conversation for s in listed}
             assert len(keys) == 2

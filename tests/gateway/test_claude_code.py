@@ -18,7 +18,7 @@ import anyio
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from frs import ReasoningService
+from frs import Env, pages, sessions
 from frs.host_threads import find_thread
 from frs.model import Scope as FrsScope
 from server.gateway.anthropic_rules import problems
@@ -132,9 +132,9 @@ async def test_claude_code_through_the_gateway_records_and_sends_the_squash(tmp_
             assert conversation
             thread = await find_thread(env, "claude-code", conversation)
             assert thread is not None, "the gateway recorded no session"
-            service = ReasoningService(env.store, scope=FrsScope(client="test"))
-            originals = await service.get_alias("SQ.1", session_id=thread.session.id)
-            entries = (await service.live_thread(thread.session.id)).entries
+            service = Env(env.store, scope=FrsScope(client="test"))
+            originals = await pages.get_alias(service, "SQ.1", session_id=thread.session.id)
+            entries = (await sessions.live_thread(service, thread.session.id)).entries
     played.check_done()
     assert answer.get("result") == "Done: the race is fixed."
     steps = played.steps_seen()

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from frs import ReasoningService
+from frs import Env, pages, sessions
 from frs.host_threads import find_thread
 from frs.model import Scope as FrsScope
 from server.gateway.responses import WIRE
@@ -127,9 +127,9 @@ async def test_codex_through_the_gateway_records_and_sends_the_squash(tmp_path: 
                 assert metadata["session_id"] == conversation
             thread = await find_thread(env, "codex", conversation)
             assert thread is not None, "the gateway recorded no session under the session-id"
-            service = ReasoningService(env.store, scope=FrsScope(client="test"))
-            originals = await service.get_alias("SQ.1", session_id=thread.session.id)
-            entries = (await service.live_thread(thread.session.id)).entries
+            service = Env(env.store, scope=FrsScope(client="test"))
+            originals = await pages.get_alias(service, "SQ.1", session_id=thread.session.id)
+            entries = (await sessions.live_thread(service, thread.session.id)).entries
     played.check_done()
     host_bodies = [body for path, body in tap.bodies if path.endswith("/responses")]
     # Every request the model received keeps the Responses API's rules.

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frs import ViewOptions
+from frs import ViewOptions, squashes, viewing
+from frs import sessions as frs_sessions
 from frs.model import Compaction
 from frs.replies import squashed
 from frs.wire.compactions import SEALED
 from tests.gateway import openai_conversation as oc
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, result, user
 from tests.gateway.harness import Reply, Rig, Seen, rig
-from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_squashes import client_env, session_of
 from tests.gateway.test_thinking import Model
 from tests.hosts.model import binding
 
@@ -111,16 +112,16 @@ class TestClaudeCode:
             # the round the host kept (positions 8-9), which is sent from then on.
             (compaction,) = compactions
             assert compaction == Compaction(10, 8, compaction.created_at, compaction.first_key)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [e.number for e in entries] == list(range(1, 14))
             assert entries[9].content == CONTINUED + summary
             assert entries[9].role == "user"
-            view = await service(r).view(ViewOptions(), session.id)
+            view = await viewing.view(client_env(r), ViewOptions(), session.id)
             assert "[10] Host compaction: This session is being continued" in view
             assert "CRITICAL" not in json.dumps([e.content for e in entries])
             assert "Summing up" not in json.dumps([e.content for e in entries])
             # A squash of what the host sends now goes out in place of its originals.
-            await service(r).compress_range(11, 12, "Listed 5.", session_id=session.id)
+            await squashes.compress_range(client_env(r), 11, 12, "Listed 5.", session_id=session.id)
             await host.call()
             sent = r.upstream.seen[-1].json()
             flat = json.dumps(sent["messages"])
@@ -128,7 +129,7 @@ class TestClaudeCode:
             assert "toolu_005" not in flat
             assert sent["messages"][0]["content"].startswith(CONTINUED)  # the host's, as sent
             assert r.upstream.dropped[len(r.upstream.seen) - 1]  # thinking after it dropped
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert entries[-1].tool_calls[0].id == "toolu_007"
 
     async def test_a_squash_says_when_it_reaches_the_model_or_that_it_never_will(self, tmp_path):
@@ -137,8 +138,8 @@ class TestClaudeCode:
             for _ in range(4):
                 await host.call()
             session = await session_of(r)
-            (early,) = await service(r).compress_ranges(
-                [(2, 3, "Listed 1.")], session_id=session.id
+            (early,) = await squashes.compress_ranges(
+                client_env(r), [(2, 3, "Listed 1.")], session_id=session.id
             )
             assert early.reach == "next"
             assert "from the model's next call" in squashed(early)
@@ -146,7 +147,9 @@ class TestClaudeCode:
             await host.compact()
             await host.call()
             # Positions 4-5 are a round the host summarised away: no longer sent.
-            (gone,) = await service(r).compress_ranges([(3, 4, "Listed 2.")], session_id=session.id)
+            (gone,) = await squashes.compress_ranges(
+                client_env(r), [(3, 4, "Listed 2.")], session_id=session.id
+            )
             assert gone.reach == "gone"
             reply = squashed(gone)
             assert "The model is no longer sent these messages" in reply
@@ -158,7 +161,9 @@ class TestClaudeCode:
             for _ in range(4):
                 await host.call()
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Listed 1 and 2.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Listed 1 and 2.", session_id=session.id
+            )
             await host.compact()
             asked = json.dumps(r.upstream.seen[-1].json()["messages"])
             assert "Listed 1 and 2." in asked
@@ -181,16 +186,18 @@ class TestCodex:
         task = oc.TASK[:8]
         async with rig(tmp_path) as r:
             await self.replay(r, task)
-            (session,) = (await service(r).list_sessions()).sessions
+            (session,) = (await frs_sessions.page(client_env(r))).sessions
             before = session.live_count
             # Its own summarising request: no tools, the ask as the last user message.
             await self.replay(r, [*task, oc.user(self.ASK)], tools=[])
-            assert [s.live_count for s in (await service(r).list_sessions()).sessions] == [before]
+            assert [s.live_count for s in (await frs_sessions.page(client_env(r))).sessions] == [
+                before
+            ]
             # After: its instructions, the earlier user messages, the summary; then on.
             after = [oc.TASK[0], oc.TASK[1], oc.user(self.BRIDGE)]
             more = [oc.reasoning("r9"), oc.call("call_9", "pytest"), oc.output("call_9", "ok")]
             await self.replay(r, [*after, *more])
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             # Codex keeps its earlier user messages before the summary: one user message here.
             assert entries[before].content.endswith(self.BRIDGE)
             assert entries[-1].tool_call_id == "call_9"
@@ -205,11 +212,11 @@ class TestCodex:
         item = {"type": "compaction", "encrypted_content": "gAAA-summary=="}
         async with rig(tmp_path) as r:
             await self.replay(r, task)
-            (session,) = (await service(r).list_sessions()).sessions
+            (session,) = (await frs_sessions.page(client_env(r))).sessions
             await self.replay(r, [*task, {"type": "compaction_trigger"}])
             more = [oc.reasoning("r9"), oc.call("call_9", "pytest"), oc.output("call_9", "ok")]
             await self.replay(r, [oc.TASK[0], oc.TASK[1], item, *more])
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert SEALED in [e.content for e in entries]
             assert entries[-1].tool_call_id == "call_9"
 
@@ -222,19 +229,21 @@ class TestOpenCode:
         ]
         async with rig(tmp_path) as r:
             await r.post(oc.chat_body(oc.CHAT_TASK[:9]), [], "/v1/chat/completions")
-            sessions = (await service(r).list_sessions()).sessions
+            sessions = (await frs_sessions.page(client_env(r))).sessions
             before = sessions[0].live_count
             body = json.dumps({"model": "gpt-test", "messages": ask}).encode()
             await r.post(body, [], "/v1/chat/completions")
-            assert [s.live_count for s in (await service(r).list_sessions()).sessions] == [before]
+            assert [s.live_count for s in (await frs_sessions.page(client_env(r))).sessions] == [
+                before
+            ]
             summary = oc.chat_said("## Objective\nFix the race in flush.")
             after = [oc.chat_user("What did we do so far?"), summary, oc.chat_user("Continue.")]
             headers = [("x-session-affinity", "ses_1")]
             # OpenCode names its conversation in a header: same header, before and after.
             await r.post(oc.chat_body(oc.CHAT_TASK[:9]), headers, "/v1/chat/completions")
             await r.post(oc.chat_body(after), headers, "/v1/chat/completions")
-            sessions = (await service(r).list_sessions()).sessions
+            sessions = (await frs_sessions.page(client_env(r))).sessions
             session = next(s for s in sessions if s.conversation == "ses_1")
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert entries[9].content == "## Objective\nFix the race in flush."
             assert entries[-1].content == "Continue."

@@ -26,7 +26,8 @@ from typing import Any
 import anyio
 import pytest
 
-from frs import ReasoningService
+from frs import Env, sessions
+from frs import pages as frs_pages
 from frs.host_threads import SquashCalls, find_thread, squash_calls
 from frs.model import Compaction, GatewayCall, SessionId, Squash
 from frs.model import Scope as FrsScope
@@ -154,9 +155,9 @@ async def gather(
         calls = await reader.gateway_calls(session_id, 10_000)
         squashes = await reader.squashes(session_id)
         compactions = await reader.compactions(session_id)
-    service = ReasoningService(env.store, scope=FrsScope(client="test"))
+    service = Env(env.store, scope=FrsScope(client="test"))
     pages = {s.n: await whole_alias(service, f"SQ.{s.n}", session_id) for s in squashes}
-    entries = (await service.live_thread(session_id)).entries
+    entries = (await sessions.live_thread(service, session_id)).entries
     recorded = {c.id for e in entries for c in e.tool_calls}
     known = {i for body in sent for i in wire.calls(body)}
     recorded |= {i for i in known if any(i in page for page in pages.values())}
@@ -176,12 +177,12 @@ async def gather(
     )
 
 
-async def whole_alias(service: ReasoningService, alias: str, session_id: SessionId) -> str:
+async def whole_alias(service: Env, alias: str, session_id: SessionId) -> str:
     """Every page of an alias's text, joined."""
     texts = []
     offset = 0
     while True:
-        page = await service.get_alias(alias, offset, session_id=session_id)
+        page = await frs_pages.get_alias(service, alias, offset, session_id=session_id)
         texts.append(page.text)
         if page.end >= page.size:
             return "".join(texts)

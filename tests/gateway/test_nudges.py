@@ -7,11 +7,12 @@ import json
 import re
 from typing import Any
 
+from frs import squashes
 from frs.wire.nudges import Candidates, due, nudge_text
 from server.gateway.spans import compact
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import rig
-from tests.gateway.test_squashes import _unmarked, service, session_of
+from tests.gateway.test_squashes import _unmarked, client_env, session_of
 
 REMINDER = "[FRS reminder]"
 
@@ -92,8 +93,8 @@ class TestNudges:
                 await r.post(body(messages[:n]), SESSION)
             assert reminders(r.upstream.seen[-1].body)
             session = await session_of(r)
-            await service(r).compress_range(
-                2, 9, "Logs 0-3: all entries ok.", session_id=session.id
+            await squashes.compress_range(
+                client_env(r), 2, 9, "Logs 0-3: all entries ok.", session_id=session.id
             )
             await r.post(body(messages[:19]), SESSION)
             sent = r.upstream.seen[-1].body

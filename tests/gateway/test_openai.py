@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from frs import ReasoningService
+from frs import Env, pages, squashes
+from frs import sessions as frs_sessions
 from frs.host_threads import find_thread
 from frs.model import Scope, Session
 from frs.wire.requests import RewritePlan, WireRequest
@@ -25,8 +26,8 @@ CHAT_PATH = "/v1/chat/completions"
 AUTH = [("authorization", "Bearer sk-openai-test")]
 
 
-def service(r: Rig) -> ReasoningService:
-    return ReasoningService(r.gateway.recorder.env.store, scope=Scope(client="test"))
+def client_env(r: Rig) -> Env:
+    return Env(r.gateway.recorder.env.store, scope=Scope(client="test"))
 
 
 async def session_of(r: Rig, interface: str = "codex", name: str = "codex-session-1") -> Session:
@@ -109,7 +110,7 @@ class TestResponsesRecording:
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [(e.role, e.tool_call_id) for e in entries] == [
                 ("user", None),
                 ("assistant", None),
@@ -144,7 +145,7 @@ class TestResponsesRecording:
         async with rig(tmp_path, lambda seen: next(replies, Reply())) as r:
             await replay(r, [2])
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert entries[-1].tool_calls[0].id == "call_9"
             # The next request carries the answer with its output: nothing is recorded twice.
             items = [
@@ -154,7 +155,7 @@ class TestResponsesRecording:
                 oc.output("call_9", "a"),
             ]
             await replay(r, [5], items)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [e.role for e in entries] == ["user", "assistant", "tool"]
 
     async def test_without_a_session_header_the_first_message_names_the_conversation(
@@ -162,7 +163,7 @@ class TestResponsesRecording:
     ):
         async with rig(tmp_path) as r:
             await replay(r, [2, 5], headers=[])
-            sessions = (await service(r).list_sessions()).sessions
+            sessions = (await frs_sessions.page(client_env(r))).sessions
             assert [(s.interface, s.live_count) for s in sessions] == [("openai-responses", 3)]
 
 
@@ -172,8 +173,8 @@ class TestResponsesSquashes:
             await replay(r, [2, 5, 8, 11])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:11])
             session = await session_of(r)
-            done = await service(r).compress_range(
-                2, 5, "Ran the test: a race in Syncer.flush.", session_id=session.id
+            done = await squashes.compress_range(
+                client_env(r), 2, 5, "Ran the test: a race in Syncer.flush.", session_id=session.id
             )
             await replay(r, [14])
             items = sent_input(r)
@@ -199,14 +200,16 @@ class TestResponsesSquashes:
             assert forwarded[:cut] == host_body[:cut]
             tail = host_body.index(b'], "tools"')
             assert forwarded.endswith(host_body[tail:])
-            page = await service(r).get_alias("SQ.1", session_id=session.id)
+            page = await pages.get_alias(client_env(r), "SQ.1", session_id=session.id)
             assert "AssertionError: 3 != 4" in page.text
 
     async def test_consecutive_requests_repeat_their_items_unchanged(self, tmp_path):
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [14, 15, 16])
             bodies = [seen.body for seen in r.upstream.seen[-3:]]
             for earlier, later in itertools.pairwise(bodies):
@@ -218,10 +221,12 @@ class TestResponsesSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [14])
             assert r.upstream.seen[-1].body != oc.body(oc.TASK[:14])
-            await service(r).restore("SQ.1", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
             await replay(r, [15])
             assert r.upstream.seen[-1].sha256 == hashlib.sha256(oc.body(oc.TASK[:15])).hexdigest()
 
@@ -229,7 +234,9 @@ class TestResponsesSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [14], previous_response_id="resp_123")
             assert r.upstream.seen[-1].body == oc.body(
                 oc.TASK[:14], previous_response_id="resp_123"
@@ -239,7 +246,9 @@ class TestResponsesSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [14], headers=[*oc.SESSION, ("ChatGPT-Account-Id", "acct_1")])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:14])
 
@@ -271,12 +280,14 @@ class TestResponsesSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [3, 6, 8], items)
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [e.tool_calls[0].name for e in entries if e.tool_calls] == [
                 "tool_search",
                 "apply_patch",
             ]
-            await service(r).compress_range(4, 5, "Patched the lock in.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 4, 5, "Patched the lock in.", session_id=session.id
+            )
             await replay(r, [8], items)
             sent = sent_input(r)
             assert [i.get("type") for i in sent] == [
@@ -297,7 +308,7 @@ class TestResponsesSquashes:
             session = await session_of(r)
             # call_2 and its output are the loop the model is in: the request that carries
             # them last goes as the host sent it.
-            await service(r).compress_range(4, 5, "grep flush", session_id=session.id)
+            await squashes.compress_range(client_env(r), 4, 5, "grep flush", session_id=session.id)
             await replay(r, [8])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:8])
 
@@ -308,7 +319,9 @@ class TestResponsesSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             r.gateway.wires[RESPONSES.name] = rendering_with(broken)
             await replay(r, [14])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:14])
@@ -323,7 +336,9 @@ class TestResponsesSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [2, 5, 8, 11])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             r.gateway.wires[RESPONSES.name] = rendering_with(orphaning)
             await replay(r, [14])
             assert r.upstream.seen[-1].body == oc.body(oc.TASK[:14])
@@ -342,10 +357,12 @@ class TestChat:
     async def test_recorded_squashed_frozen_and_restored(self, tmp_path):
         async with rig(tmp_path) as r:
             await chat_replay(r, [1, 3, 5, 7])
-            sessions = (await service(r).list_sessions()).sessions
+            sessions = (await frs_sessions.page(client_env(r))).sessions
             assert [(s.interface, s.live_count) for s in sessions] == [("openai-chat", 7)]
             session = sessions[0]
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await chat_replay(r, [9, 10])
             messages = r.upstream.seen[-2].json()["messages"]
             sent = json.dumps(messages)
@@ -358,7 +375,7 @@ class TestChat:
             earlier, later = (s.body for s in r.upstream.seen[-2:])
             end = earlier.rindex(b'], "tools"')
             assert later[:end] == earlier[:end]
-            await service(r).restore("SQ.1", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
             await chat_replay(r, [11])
             assert r.upstream.seen[-1].body == oc.chat_body(oc.CHAT_TASK[:11])
 
@@ -376,9 +393,11 @@ class TestChat:
             for n in (1, 3, 5):
                 answer = await r.post(aider(talk[:n]), AUTH, CHAT_PATH)
                 assert answer.status_code == 200
-            sessions = (await service(r).list_sessions()).sessions
+            sessions = (await frs_sessions.page(client_env(r))).sessions
             assert [(s.interface, s.live_count) for s in sessions] == [("openai-chat", 5)]
-            await service(r).compress_range(2, 3, "Diff given.", session_id=sessions[0].id)
+            await squashes.compress_range(
+                client_env(r), 2, 3, "Diff given.", session_id=sessions[0].id
+            )
             await r.post(aider(talk), AUTH, CHAT_PATH)
             sent = r.upstream.seen[-1].json()["messages"]
             assert "Diff given." in json.dumps(sent)
@@ -405,8 +424,8 @@ class TestChat:
         # The first request is answered with the call; later ones with nothing to record.
         async with rig(tmp_path, lambda seen: next(replies, Reply())) as r:
             await chat_replay(r, [1])
-            session = (await service(r).list_sessions()).sessions[0]
-            entries = (await service(r).live_thread(session.id)).entries
+            session = (await frs_sessions.page(client_env(r))).sessions[0]
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert entries[-1].content == "Looking."
             assert entries[-1].tool_calls[0].id == "call_7"
             messages = [
@@ -415,7 +434,7 @@ class TestChat:
                 oc.chat_result("call_7", "a"),
             ]
             await chat_replay(r, [3], messages)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [e.role for e in entries] == ["user", "assistant", "tool"]
 
 
@@ -453,11 +472,15 @@ class TestResponsesOther:
             await replay(r, [2, 6, 10, 13], items)
             session = await session_of(r)
             # call_1, output_1, call_2, output_2: the item reference sits inside the span.
-            await service(r).compress_range(4, 7, "Ran and grepped.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 4, 7, "Ran and grepped.", session_id=session.id
+            )
             await replay(r, [13], items)
             assert r.upstream.seen[-1].body == oc.body(items[:13])
-            await service(r).restore("SQ.1", session_id=session.id)
-            await service(r).compress_range(6, 7, "Grepped flush.", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 6, 7, "Grepped flush.", session_id=session.id
+            )
             await replay(r, [13], items)
             sent = r.upstream.seen[-1].body
             assert b"Grepped flush." in sent

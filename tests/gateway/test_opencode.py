@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
-from frs import ReasoningService
+from frs import Env, pages, squashes
+from frs import sessions as frs_sessions
 from frs.host_threads import find_thread
 from frs.model import Scope
 from server.gateway.chat import WIRE
@@ -41,14 +42,14 @@ def squash_first_call(database: Path) -> None:
 
     async def squash() -> None:
         async with open_deps(Settings(database=str(database))) as deps:
-            service = ReasoningService(deps.service.store, scope=Scope(client="test"))
-            listed = (await service.list_sessions()).sessions
+            service = Env(deps.env.store, scope=Scope(client="test"))
+            listed = (await frs_sessions.page(service)).sessions
             [session] = [s for s in listed if s.interface == "opencode"]
-            entries = (await service.live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(service, session.id)).entries
             call = next(e for e in entries if e.tool_calls)
             result = next(e for e in entries if e.answers == call.number)
-            await service.compress_range(
-                call.number or 0, result.number or 0, SUMMARY, "absolute", session.id
+            await squashes.compress_range(
+                service, call.number or 0, result.number or 0, SUMMARY, "absolute", session.id
             )
 
     asyncio.run(squash())
@@ -89,9 +90,9 @@ async def test_opencode_through_the_gateway_records_and_sends_the_squash(tmp_pat
             assert {e.header("x-session-affinity") for e in steps} == {conversation}
             thread = await find_thread(env, "opencode", conversation)
             assert thread is not None, "the gateway recorded no session under the session id"
-            service = ReasoningService(env.store, scope=Scope(client="test"))
-            originals = await service.get_alias("SQ.1", session_id=thread.session.id)
-            entries = (await service.live_thread(thread.session.id)).entries
+            service = Env(env.store, scope=Scope(client="test"))
+            originals = await pages.get_alias(service, "SQ.1", session_id=thread.session.id)
+            entries = (await frs_sessions.live_thread(service, thread.session.id)).entries
     played.check_done()
     host_bodies = [body for path, body in tap.bodies if path.endswith("/chat/completions")]
     for exchange in played.log:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from frs import squashes
 from frs.wire.matching import units_of
 from frs.wire.nudges import candidates
 from frs.wire.rewriting import LiveSquash, plan_rewrite
@@ -20,9 +21,9 @@ from tests.gateway import openai_conversation as oc
 from tests.gateway.conversation import SESSION, call, result, said, user
 from tests.gateway.harness import rig
 from tests.gateway.test_openai import AUTH, RESPONSES_PATH, sent_input
-from tests.gateway.test_openai import service as openai_service
+from tests.gateway.test_openai import client_env as openai_env
 from tests.gateway.test_openai import session_of as openai_session_of
-from tests.gateway.test_squashes import sent_messages, service, session_of
+from tests.gateway.test_squashes import client_env, sent_messages, session_of
 
 FRS = ("mcp__frs__get_alias", "mcp__frs__frs_restore")
 #: Claude Code's tools with tool search on: ToolSearch, and the MCP tools deferred.
@@ -94,7 +95,9 @@ class TestAnthropic:
                 await r.post(claude_body(MESSAGES[:n]), SESSION)
             session = await session_of(r)
             # 2 ToolSearch call, 3 its result, 4 "Tool loaded.", 5-6 the test run, 7 the answer.
-            done = await service(r).compress_range(2, 7, SUMMARY, session_id=session.id)
+            done = await squashes.compress_range(
+                client_env(r), 2, 7, SUMMARY, session_id=session.id
+            )
             for n in (9, 11):
                 await r.post(claude_body(MESSAGES[:n]), SESSION)
                 sent = sent_messages(r)
@@ -118,7 +121,9 @@ class TestAnthropic:
             for n in (1, 3, 6, 7):
                 await r.post(claude_body(MESSAGES[:n]), SESSION)
             session = await session_of(r)
-            await service(r).compress_range(2, 4, "Loaded get_alias.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 4, "Loaded get_alias.", session_id=session.id
+            )
             await r.post(claude_body(MESSAGES[:9]), SESSION)
             sent = sent_messages(r)
             # Nothing could go: the exchange stays and the summary follows its result.
@@ -190,7 +195,9 @@ class TestResponses:
                 await r.post(oc.body(ITEMS[:n]), [*AUTH, *oc.SESSION], RESPONSES_PATH)
             session = await openai_session_of(r)
             # 2 tool_search_call, 3 its output, 4-5 the test run, 6 the answer.
-            done = await openai_service(r).compress_range(2, 6, SUMMARY, session_id=session.id)
+            done = await squashes.compress_range(
+                openai_env(r), 2, 6, SUMMARY, session_id=session.id
+            )
             for n in (10, 12):
                 await r.post(oc.body(ITEMS[:n]), [*AUTH, *oc.SESSION], RESPONSES_PATH)
                 sent = sent_input(r)

@@ -8,11 +8,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from frs import squashes
 from tests.gateway import test_thinking
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import Rig, rig
 from tests.gateway.test_nudges import long_session, reminders
-from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_squashes import client_env, session_of
 from tests.hosts.model import binding
 
 #: One step of a scripted conversation: a request of the transcript's first n messages, a
@@ -33,7 +34,7 @@ async def _play(r: Rig, messages: list[dict[str, Any]], steps: Sequence[Step]) -
             got.append(r.upstream.seen[-1].body)
         else:
             session = await session_of(r)
-            await service(r).compress_range(*step, session_id=session.id)
+            await squashes.compress_range(client_env(r), *step, session_id=session.id)
     return got
 
 

@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from frs import ReasoningService, ViewOptions
+from frs import Env, ViewOptions, pages, squashes, viewing
+from frs import sessions as frs_sessions
 from frs.host_threads import find_thread
 from frs.model import Scope, Session
 from frs.wire.requests import RewritePlan, WireRequest
@@ -17,8 +18,8 @@ from tests.gateway.conversation import SESSION, TASK, body, call, result, said, 
 from tests.gateway.harness import Rig, rig
 
 
-def service(r: Rig) -> ReasoningService:
-    return ReasoningService(r.gateway.recorder.env.store, scope=Scope(client="test"))
+def client_env(r: Rig) -> Env:
+    return Env(r.gateway.recorder.env.store, scope=Scope(client="test"))
 
 
 async def session_of(r: Rig, conversation: str = "cc-session-1") -> Session:
@@ -48,7 +49,7 @@ class TestRecording:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [(e.role, e.tool_call_id) for e in entries] == [
                 ("user", None),
                 ("assistant", None),
@@ -78,7 +79,7 @@ class TestRecording:
         async with rig(tmp_path) as r:
             await replay(r, [3], messages)
             session = await session_of(r)
-            view = await service(r).view(ViewOptions(show_thinking=True), session.id)
+            view = await viewing.view(client_env(r), ViewOptions(show_thinking=True), session.id)
             assert "I should list the files." in view
             assert session.live_count == 3
 
@@ -87,12 +88,18 @@ class TestRecording:
         async with rig(tmp_path) as r:
             await replay(r, [3], messages)
             session = await session_of(r)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert [(e.role, e.content) for e in entries[1:]] == [("assistant", ""), ("tool", "")]
-            page = await service(r).get_alias(f"M.{entries[2].number}", session_id=session.id)
+            page = await pages.get_alias(
+                client_env(r), f"M.{entries[2].number}", session_id=session.id
+            )
             assert "(empty)" not in page.text
-            done = await service(r).compress_range(2, 3, "Ran true.", session_id=session.id)
-            originals = await service(r).get_alias(done.squash.alias, session_id=session.id)
+            done = await squashes.compress_range(
+                client_env(r), 2, 3, "Ran true.", session_id=session.id
+            )
+            originals = await pages.get_alias(
+                client_env(r), done.squash.alias, session_id=session.id
+            )
             assert "(empty)" not in originals.text
             assert "true" in originals.text
 
@@ -106,7 +113,7 @@ class TestRecording:
             await replay(r, [len(messages)], messages)
             session = await session_of(r)
             assert session.live_count == len(messages)
-            entries = (await service(r).live_thread(session.id)).entries
+            entries = (await frs_sessions.live_thread(client_env(r), session.id)).entries
             assert entries[-1].tool_call_id == "toolu_2599"
             await replay(r, [len(messages)], messages)  # nothing twice
             assert (await session_of(r)).live_count == len(messages)
@@ -132,7 +139,7 @@ class TestRecording:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3], headers=[])
             await replay(r, [1], [user("another task")], headers=[])
-            sessions = await service(r).list_sessions()
+            sessions = await frs_sessions.page(client_env(r))
             assert sorted(s.live_count for s in sessions.sessions) == [1, 3]
             assert {s.interface for s in sessions.sessions} == {"anthropic"}
 
@@ -144,8 +151,8 @@ class TestSquashes:
             session = await session_of(r)
             before = r.upstream.seen[-1].body
             assert before == body(TASK[:7])  # nothing to change yet: the host's bytes
-            done = await service(r).compress_range(
-                2, 5, "Ran the test: a race in Syncer.flush.", session_id=session.id
+            done = await squashes.compress_range(
+                client_env(r), 2, 5, "Ran the test: a race in Syncer.flush.", session_id=session.id
             )
             await replay(r, [9])
             sent = texts(sent_messages(r))
@@ -172,7 +179,7 @@ class TestSquashes:
             ]
             assert messages[1:] == json.loads(body(TASK[:9]))["messages"][5:]
             # get_alias still returns the originals.
-            page = await service(r).get_alias("SQ.1", session_id=session.id)
+            page = await pages.get_alias(client_env(r), "SQ.1", session_id=session.id)
             assert "AssertionError: 3 != 4" in page.text
 
     async def test_a_fault_the_hosts_request_already_has_does_not_block_a_squash(self, tmp_path):
@@ -182,7 +189,9 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [7, 9], messages)
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [9], messages)
             sent = texts(sent_messages(r))
             assert "Found the race." in sent
@@ -198,7 +207,9 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [9, 10, 11])
             bodies = [seen.body for seen in r.upstream.seen[-3:]]
             for earlier, later in itertools.pairwise(bodies):
@@ -218,8 +229,8 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(
-                4, 5, "Grep found flush at line 12.", session_id=session.id
+            await squashes.compress_range(
+                client_env(r), 4, 5, "Grep found flush at line 12.", session_id=session.id
             )
             await replay(r, [9])
             host, forwarded = body(TASK[:9]), r.upstream.seen[-1].body
@@ -235,10 +246,12 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [9])
             assert r.upstream.seen[-1].body != body(TASK[:9])
-            await service(r).restore("SQ.1", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
             await replay(r, [10])
             assert r.upstream.seen[-1].sha256 == hashlib.sha256(body(TASK[:10])).hexdigest()
 
@@ -246,7 +259,7 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 4])  # the call toolu_2 is recorded from request 3
             session = await session_of(r)
-            await service(r).compress_range(4, 4, "grep flush", session_id=session.id)
+            await squashes.compress_range(client_env(r), 4, 4, "grep flush", session_id=session.id)
             # ... but the squash covers only the call; its result is not in the thread yet.
             await replay(r, [5])
             assert r.upstream.seen[-1].body == body(TASK[:5])
@@ -264,7 +277,9 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7], messages)
             session = await session_of(r)
-            await service(r).compress_range(3, 5, "c d e, briefly", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 3, 5, "c d e, briefly", session_id=session.id
+            )
             await replay(r, [7], messages)
             sent = sent_messages(r)
             assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user"]
@@ -274,7 +289,9 @@ class TestSquashes:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             oauth = [
                 *SESSION,
                 ("authorization", "Bearer sk-ant-oat01-xyz"),
@@ -287,7 +304,9 @@ class TestSquashes:
         async with rig(tmp_path, rewrite=False) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [9])
             assert r.upstream.seen[-1].body == body(TASK[:9])
 
@@ -310,7 +329,9 @@ class TestFailures:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             r.gateway.wires["anthropic"] = rendering_with(broken)
             answer = await r.post(body(TASK[:9]), SESSION)
             assert answer.status_code == 200
@@ -326,7 +347,9 @@ class TestFailures:
         async with rig(tmp_path) as r:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             r.gateway.wires["anthropic"] = rendering_with(bad_render)
             await r.post(body(TASK[:9]), SESSION)
             assert r.upstream.seen[-1].body == body(TASK[:9])
@@ -346,7 +369,7 @@ class TestTold:
         async with rig(tmp_path) as r:
             await replay(r, [1])
             session = await session_of(r)
-            view = await service(r).view(ViewOptions(), session.id)
+            view = await viewing.view(client_env(r), ViewOptions(), session.id)
             assert "Recorded by frs-mcp gateway" in view
             assert "no frs_record needed" in view
 
@@ -357,11 +380,13 @@ class TestPostgres:
             await replay(r, [1, 3, 5, 7])
             session = await session_of(r)
             assert session.live_count == 7
-            await service(r).compress_range(2, 5, "Found the race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Found the race.", session_id=session.id
+            )
             await replay(r, [9])
             sent = texts(sent_messages(r))
             assert "Found the race." in sent
             assert "toolu_1" not in sent
-            await service(r).restore("SQ.1", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
             await replay(r, [10])
             assert r.upstream.seen[-1].body == body(TASK[:10])

@@ -14,9 +14,10 @@ from typing import Any, ClassVar
 
 import httpx2
 
+from frs import pages, squashes
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, body, call, result, said, user
 from tests.gateway.harness import Reply, Rig, Seen, rig
-from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_squashes import client_env, session_of
 from tests.hosts.model import binding
 
 DROP = {"prefix_mismatch_behavior": "drop_block"}
@@ -104,7 +105,9 @@ class TestMidLoop:
             assert all(r.upstream.dropped[i] == () for i in range(4))
             assert "thinking" not in sent(r)
             session = await session_of(r)
-            await service(r).compress_range(2, 5, "Listed 1 and 2: nothing.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 5, "Listed 1 and 2: nothing.", session_id=session.id
+            )
             host_sent = list(host.payload()["messages"])
             await host.call()
             first = sent(r)
@@ -128,7 +131,7 @@ class TestMidLoop:
             earlier = sent(r, -2)
             assert later["messages"][: len(earlier["messages"]) - 1] == earlier["messages"][:-1]
             # get_alias returns the originals, thinking and all.
-            page = await service(r).get_alias("SQ.1", session_id=session.id)
+            page = await pages.get_alias(client_env(r), "SQ.1", session_id=session.id)
             assert "toolu_001" in page.text
 
     async def test_the_hosts_own_betas_and_thinking_settings_are_kept(self, tmp_path):
@@ -138,7 +141,7 @@ class TestMidLoop:
             host.headers.append(("anthropic-beta", "claude-code-20250219,interleaved-thinking"))
             await host.calls(4)
             session = await session_of(r)
-            await service(r).compress_range(2, 3, "Listed 2.", session_id=session.id)
+            await squashes.compress_range(client_env(r), 2, 3, "Listed 2.", session_id=session.id)
             await host.call()
             assert sent(r)["thinking"] == {**settings, "block_binding": DROP}
             beta = r.upstream.seen[-1].header("anthropic-beta")
@@ -152,9 +155,9 @@ class TestMidLoop:
             host = Host(r)
             await host.calls(3)
             session = await session_of(r)
-            await service(r).compress_range(2, 3, "Listed 2.", session_id=session.id)
+            await squashes.compress_range(client_env(r), 2, 3, "Listed 2.", session_id=session.id)
             await host.calls(2)
-            await service(r).restore("SQ.1", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
             await host.call()
             last = sent(r)
             assert "Listed 2." not in json.dumps(last["messages"])
@@ -168,9 +171,9 @@ class TestMidLoop:
             host = Host(r)
             await host.calls(3)
             session = await session_of(r)
-            await service(r).compress_range(2, 3, "Listed 1.", session_id=session.id)
+            await squashes.compress_range(client_env(r), 2, 3, "Listed 1.", session_id=session.id)
             await host.call()
-            await service(r).restore("SQ.1", session_id=session.id)
+            await squashes.restore(client_env(r), "SQ.1", session_id=session.id)
         async with rig(tmp_path, Model()) as r:
             host.r = r
             await host.call()
@@ -207,7 +210,9 @@ class TestWhereItCannotAsk:
         async with rig(tmp_path) as r:
             await self.replay(r, [1, 3, 5, 6], self.CONVO)
             session = await session_of(r)
-            await service(r).compress_range(2, 3, "Tests failed: a race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 3, "Tests failed: a race.", session_id=session.id
+            )
             await self.replay(r, [7], self.CONVO)
             assert r.upstream.seen[-1].body == body(self.CONVO[:7], thinking=self.SETTINGS)
 
@@ -218,7 +223,9 @@ class TestWhereItCannotAsk:
         async with rig(tmp_path) as r:
             await self.replay(r, [1, 3, 5, 7], convo)
             session = await session_of(r)
-            await service(r).compress_range(2, 3, "Tests failed: a race.", session_id=session.id)
+            await squashes.compress_range(
+                client_env(r), 2, 3, "Tests failed: a race.", session_id=session.id
+            )
             await self.replay(r, [9], convo)
             payload = sent(r)
             flat = json.dumps(payload["messages"])

@@ -11,7 +11,7 @@ import anyio
 
 from frs.hooks import find_recorded
 from frs.text import message_body
-from tests.frs.conftest import open_service
+from tests.frs.conftest import open_env
 
 #: How the digest introduces itself (`server.cli.hooks.command`).
 DIGEST_START = "FRS (frs-mcp) recorded this conversation"
@@ -54,8 +54,8 @@ def recorded(home: Path, interface: str, conversation: str) -> list[str]:
     `get_alias` returns them)."""
 
     async def read() -> list[str]:
-        async with open_service(database(home)) as service:
-            found = await find_recorded(service.env, interface, conversation)
+        async with open_env(database(home)) as env:
+            found = await find_recorded(env, interface, conversation)
         if found is None:
             return []
         return [message_body(entry.content, entry.tool_calls) for entry in found.entries]

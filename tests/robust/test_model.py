@@ -33,7 +33,20 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from frs import FrsError, Limits, NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs import (
+    Env,
+    FrsError,
+    Limits,
+    NewMessage,
+    SessionId,
+    ToolCall,
+    ViewOptions,
+    focus,
+    recording,
+    sessions,
+    viewing,
+)
+from frs import squashes as frs_squashes
 from frs.ports import Store
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, open_postgres
@@ -217,14 +230,14 @@ class Thread:
 
 
 class ThreadMachine(RuleBasedStateMachine):
-    """Drives `ReasoningService` and the `Thread` model side by side."""
+    """Drives the `frs` use cases and the `Thread` model side by side."""
 
     def __init__(self) -> None:
         super().__init__()
         self.stack = ExitStack()
         folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory()))
         self.portal: BlockingPortal = self.stack.enter_context(start_blocking_portal())
-        self.service = ReasoningService(self.open_store(folder))
+        self.service = Env(self.open_store(folder))
         self.thread = Thread("position")
         self.session = SessionId("")
         self.pending_calls: list[Original] = []
@@ -255,7 +268,7 @@ class ThreadMachine(RuleBasedStateMachine):
     @initialize(numbering=st.sampled_from(["position", "absolute"]))
     def start(self, numbering: str) -> None:
         started = self.run(
-            lambda: self.service.start_session("model", numbering=numbering)  # type: ignore[arg-type]
+            lambda: sessions.start(self.service, "model", numbering=numbering)  # type: ignore[arg-type]
         )
         self.session = started.session.id
         self.thread = Thread(numbering)
@@ -303,7 +316,7 @@ class ThreadMachine(RuleBasedStateMachine):
                 batch.append(NewMessage(shape, content))  # type: ignore[arg-type]
             made.append(original)
             number += 1
-        done = self.run(lambda: self.service.record(batch, self.session))
+        done = self.run(lambda: recording.record(self.service, batch, self.session))
         assert list(done.numbers) == [m.number for m in made]
         self.thread.entries.extend(made)
         self.thread.originals.extend(made)
@@ -347,7 +360,10 @@ class ThreadMachine(RuleBasedStateMachine):
             and count > len(self.thread.in_layer(layers[-1][1]))
         ):
             window = "reaches out of the innermost focus layer"
-        self._squash(window, lambda _n, text: self.service.compress_last(count, text, self.session))
+        self._squash(
+            window,
+            lambda _n, text: frs_squashes.compress_last(self.service, count, text, self.session),
+        )
 
     def _bounds(self, data: st.DataObject, mode: str) -> tuple[int, int]:
         """Mostly whole entries of the thread; sometimes any numbers around it."""
@@ -376,7 +392,8 @@ class ThreadMachine(RuleBasedStateMachine):
         )
         self._squash(
             window,
-            lambda _n, text: self.service.compress_range(
+            lambda _n, text: frs_squashes.compress_range(
+                self.service,
                 start,
                 end,
                 text,
@@ -398,9 +415,9 @@ class ThreadMachine(RuleBasedStateMachine):
         )
         why = self.thread.restore_refusal(n)
         if why is not None:
-            self.refused(lambda: self.service.restore(f"SQ.{n}", self.session), why)
+            self.refused(lambda: frs_squashes.restore(self.service, f"SQ.{n}", self.session), why)
             return
-        done = self.run(lambda: self.service.restore(f"SQ.{n}", self.session))
+        done = self.run(lambda: frs_squashes.restore(self.service, f"SQ.{n}", self.session))
         event("restored")
         summary = self.thread.squashes[n]
         at = self.thread.entries.index(summary)
@@ -414,9 +431,9 @@ class ThreadMachine(RuleBasedStateMachine):
     def open_focus(self) -> None:
         goal = f"goal {len(self.thread.layers) + 1} at revision {self.thread.revision}"
         if len(self.thread.layers) >= Limits().max_focus_depth:
-            self.refused(lambda: self.service.open_focus(goal, self.session), "too deep")
+            self.refused(lambda: focus.open_layer(self.service, goal, self.session), "too deep")
             return
-        revision = self.run(lambda: self.service.open_focus(goal, self.session)).revision
+        revision = self.run(lambda: focus.open_layer(self.service, goal, self.session)).revision
         event("focus opened")
         self.thread.layers.append((goal, self.thread.next_number))
         self.thread.revision += 1
@@ -427,14 +444,16 @@ class ThreadMachine(RuleBasedStateMachine):
         n = len(self.thread.squashes) + 1
         text = f"S{n}"
         if not self.thread.layers:
-            self.refused(lambda: self.service.close_focus(text, self.session), "no layer open")
+            self.refused(
+                lambda: focus.close_layer(self.service, text, self.session), "no layer open"
+            )
             return
         window = self.thread.in_layer(self.thread.layers[-1][1])
         why = self.thread.refusal(window, pairs=False) if window else None
         if why is not None:
-            self.refused(lambda: self.service.close_focus(text, self.session), why)
+            self.refused(lambda: focus.close_layer(self.service, text, self.session), why)
             return
-        closed = self.run(lambda: self.service.close_focus(text, self.session))
+        closed = self.run(lambda: focus.close_layer(self.service, text, self.session))
         done, revision = closed.squashed, closed.revision
         self.thread.layers.pop()
         if window:
@@ -454,8 +473,10 @@ class ThreadMachine(RuleBasedStateMachine):
             return
         for mode in ("position", "absolute"):
             view = self.run(
-                lambda mode=mode: self.service.view(  # type: ignore[misc]
-                    ViewOptions(numbering=mode), self.session
+                lambda mode=mode: viewing.view(
+                    self.service,  # type: ignore[misc]
+                    ViewOptions(numbering=mode),
+                    self.session,
                 )
             )
             lines = view.split("\n")

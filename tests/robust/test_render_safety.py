@@ -25,7 +25,20 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from frs import FrsError, NewMessage, PlanStep, ReasoningService, ToolCall, ViewOptions
+from frs import (
+    Env,
+    FrsError,
+    NewMessage,
+    PlanStep,
+    ToolCall,
+    ViewOptions,
+    plans,
+    recording,
+    sessions,
+    squashes,
+    viewing,
+)
+from frs import pages as frs_pages
 from frs.model import LOCAL_TENANT
 from frs.text import message_body
 from server.web import pages as web_pages
@@ -136,8 +149,8 @@ async def _view_of(
     """Store everything, render the view; returns it with the live entries (lane, tool calls),
     and how many plan steps and checkpoints were accepted."""
     async with open_database(folder / "render.db") as db:
-        service = ReasoningService(SqliteStore(db))
-        session = (await service.start_session(title, goal)).session
+        env = Env(SqliteStore(db))
+        session = (await sessions.start(env, title, goal)).session
         batch: list[NewMessage] = []
         for index, item in enumerate(drawn):
             role = "assistant" if item.calls else item.role
@@ -147,11 +160,11 @@ async def _view_of(
             batch.append(NewMessage(role, item.content, name=item.name, tool_calls=calls))  # type: ignore[arg-type]
             if item.thinking is not None:
                 batch.append(NewMessage("assistant", item.thinking, kind="thinking"))
-        await service.record(batch, session.id)
+        await recording.record(env, batch, session.id)
         live = [("assistant" if item.calls else item.role, len(item.calls)) for item in drawn]
         if squash_last:
             try:
-                await service.compress_last(squash_last, summary, session.id)
+                await squashes.compress_last(env, squash_last, summary, session.id)
             except FrsError:
                 pass  # a summary no smaller than what it replaces is refused
             else:
@@ -159,18 +172,18 @@ async def _view_of(
         steps = 0
         if plan:
             try:
-                await service.update_plan([PlanStep(text) for text in plan], session_id=session.id)
+                await plans.update(env, [PlanStep(text) for text in plan], session_id=session.id)
                 steps = len(plan)
             except FrsError:
                 pass
         marks = 0
         if checkpoint is not None:
             try:
-                await service.update_plan(checkpoint=checkpoint, session_id=session.id)
+                await plans.update(env, checkpoint=checkpoint, session_id=session.id)
                 marks = 1
             except FrsError:
                 pass
-        view = await service.view(ViewOptions(show_thinking=True), session.id)
+        view = await viewing.view(env, ViewOptions(show_thinking=True), session.id)
         return view, live, steps, marks
 
 
@@ -238,8 +251,8 @@ def _plain(field: str) -> bool:
 async def _originals_of(folder: Path, drawn: list[Drawn]) -> str:
     """Record the drawn messages and a long last one, squash them all; the SQ.1 text."""
     async with open_database(folder / "originals.db") as db:
-        service = ReasoningService(SqliteStore(db))
-        session = (await service.start_session("originals")).session
+        env = Env(SqliteStore(db))
+        session = (await sessions.start(env, "originals")).session
         batch = [
             NewMessage(
                 "assistant" if item.calls else item.role,  # type: ignore[arg-type]
@@ -253,9 +266,9 @@ async def _originals_of(folder: Path, drawn: list[Drawn]) -> str:
         ]
         # A long last message, so a one-word summary is always smaller than what it replaces.
         batch.append(NewMessage("user", "long " * 200))
-        await service.record(batch, session.id)
-        await service.compress_last(len(batch), "squashed", session.id)
-        page = await service.get_alias("SQ.1", max_chars=100_000, session_id=session.id)
+        await recording.record(env, batch, session.id)
+        await squashes.compress_last(env, len(batch), "squashed", session.id)
+        page = await frs_pages.get_alias(env, "SQ.1", max_chars=100_000, session_id=session.id)
         return page.text
 
 
@@ -427,8 +440,8 @@ async def _pages_of(
     render every page the viewer has; returns them with the contents stored, in thread order."""
     async with open_database(folder / "pages.db") as db:
         store = SqliteStore(db)
-        service = ReasoningService(store)
-        session = (await service.start_session(title, goal)).session
+        env = Env(store)
+        session = (await sessions.start(env, title, goal)).session
         batch = [
             NewMessage(
                 "assistant" if item.calls else item.role,  # type: ignore[arg-type]
@@ -443,12 +456,12 @@ async def _pages_of(
         # A long first message, so a squash of it and the next is smaller than what it replaces.
         # It is over the preview, so the viewer shows it as a card too, stored text at both ends.
         batch.insert(0, NewMessage("user", drawn[0].content + "long " * 300 + drawn[-1].content))
-        await service.record(batch, session.id)
+        await recording.record(env, batch, session.id)
         for squash in ((1, 2), (1, 3)):
             with contextlib.suppress(FrsError):  # a summary larger than what it replaces
-                await service.compress_range(*squash, summary, session_id=session.id)
+                await squashes.compress_range(env, *squash, summary, session_id=session.id)
         with contextlib.suppress(FrsError):
-            await service.update_plan([PlanStep(t) for t in plan], plan[0] if plan else None)
+            await plans.update(env, [PlanStep(t) for t in plan], plan[0] if plan else None)
         async with store.snapshot() as reader:
             found = await reader.find_session(LOCAL_TENANT, session.id)
             assert found is not None

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from frs import InvalidContent, InvalidRequest, NewMessage, ReasoningService, ToolCall
+from frs import Env, InvalidContent, InvalidRequest, Message, NewMessage, ToolCall, sessions
 from frs.autopilot import Autopilot
 from frs.cards import HEADER
 from runtimes import Conversation, FrsTools, open_store, summary_text
-from runtimes.core import Conversations, newest_recorded_id
+from runtimes.core import Conversations, newest_recorded_id, unrecorded
 
 CALL = (ToolCall("c1", "bash", '{"cmd": "pytest"}'),)
 
@@ -32,17 +32,15 @@ class TestConversation:
         db = tmp_path / "frs.db"
         async with Conversation(db, "agents", "c1") as first:
             await first.record(turn())
-            sid = await first.session_id()
+            sid = await first.frs_session_id()
         async with Conversation(db, "agents", "c1") as again, Conversation(db, "x", "c1") as other:
-            assert await again.session_id() == sid
+            assert await again.frs_session_id() == sid
             assert [m.number for m in await again.entries()] == [1, 2, 3, 4]
             assert await other.entries() == []
-            assert await other.session_id() != sid
-        # The same session is what get-or-create finds through the service (frs_session).
+            assert await other.frs_session_id() != sid
+        # The same session is what get-or-create finds through the use case (frs_session).
         async with open_store(db) as store:
-            started = await ReasoningService(store).start_session(
-                interface="agents", conversation="c1"
-            )
+            started = await sessions.start(Env(store), interface="agents", conversation="c1")
         assert (started.session.id, started.created) == (sid, False)
 
     async def test_entries_are_the_newest_in_thread_order_with_raw_items_as_given(
@@ -84,12 +82,12 @@ class TestConversation:
         db = tmp_path / "frs.db"
         async with Conversation(db, "agents", "c1") as conversation:
             await conversation.record(turn())
-            old = await conversation.session_id()
+            old = await conversation.frs_session_id()
             await conversation.clear()
             assert await conversation.entries() == []
-            assert await conversation.session_id() != old
+            assert await conversation.frs_session_id() != old
         async with open_store(db) as store:
-            kept = await ReasoningService(store).live_thread(old)
+            kept = await sessions.live_thread(Env(store), old)
         assert kept.session.conversation is not None
         assert kept.session.conversation.startswith("c1 (set aside at ")
         assert len(kept.entries) == 4
@@ -136,12 +134,36 @@ class TestConversations:
             first, second = conversations.get("t1"), conversations.get("t2")
             await first.record(turn()[:1])
             await second.record(turn()[:1])
-            assert await first.service() is await second.service()
-            assert await first.session_id() != await second.session_id()
+            assert await first.env() is await second.env()
+            assert await first.frs_session_id() != await second.frs_session_id()
             # `keep=1` forgot t1; get-or-create finds its session again.
             again = conversations.get("t1")
             assert again is not first
-            assert await again.session_id() == await first.session_id()
+            assert await again.frs_session_id() == await first.frs_session_id()
+
+
+class TestUnrecorded:
+    """The one rule LangChain's and ADK's adapters record a history's new items by."""
+
+    def entries(self, *ids: str) -> list[Message]:
+        return [
+            Message(
+                n, n, n, "user", "message", "x", "0" * 64, 1, True, None, interface_message_id=i
+            )
+            for n, i in enumerate(ids, start=1)
+        ]
+
+    def test_it_is_every_item_after_the_newest_recorded(self) -> None:
+        assert unrecorded(["a", "b", "c", "d"], "b", self.entries("a", "b")) == [2, 3]
+
+    def test_it_is_every_item_when_none_was_recorded(self) -> None:
+        assert unrecorded(["a", "b"], None, []) == [0, 1]
+
+    def test_a_history_without_the_newest_recorded_gives_the_items_no_live_entry_carries(
+        self,
+    ) -> None:
+        # The framework rewrote its history: "b" is gone, "a" is stored, "x" and "y" are new.
+        assert unrecorded(["a", "x", "y"], "b", self.entries("a", "b")) == [1, 2]
 
 
 class TestNewestRecordedId:
@@ -184,9 +206,9 @@ class TestAutopilot:
         async with Conversation(tmp_path / "frs.db", "agents", "c1", autopilot=settings) as c:
             for message in self.loop(12):
                 await c.record([message])
-            service = await c.service()
-            sid = await c.session_id()
-            async with service.store.snapshot() as reader:
+            env = await c.env()
+            sid = await c.frs_session_id()
+            async with env.store.snapshot() as reader:
                 squashes = await reader.squashes(sid)
             entries = await c.entries()
         assert squashes

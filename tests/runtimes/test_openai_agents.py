@@ -239,7 +239,7 @@ class TestASquashTakesEffectOnTheNextCall:
 
 
 async def session_id_of(session: FRSSession) -> str:
-    return str(await session.conversation.session_id())
+    return str(await session.conversation.frs_session_id())
 
 
 async def frs_tools_text(session: FRSSession, name: str, arguments: dict[str, Any]) -> str:

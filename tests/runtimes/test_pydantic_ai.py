@@ -171,6 +171,31 @@ class TestTheHistory:
         assert "Range 5..9 is outside the thread" in retry.model_response_str()
 
 
+class TestTheCapability:
+    async def test_it_keeps_the_conversations_used_last_and_finds_a_dropped_one_again(
+        self, tmp_path: Path
+    ) -> None:
+        history = FRSHistory(tmp_path / "frs.db", keep=1)
+        try:
+            first = history.conversation("a")
+            sid = await first.frs_session_id()
+            history.conversation("b")
+            again = history.conversation("a")
+            assert again is not first  # `keep=1`: "b" pushed "a" out
+            assert await again.frs_session_id() == sid  # found again by get-or-create
+        finally:
+            await history.close()
+
+    def test_its_tools_are_the_shared_operations_with_their_descriptions(self) -> None:
+        history = FRSHistory("frs.db")
+        tools = history.toolset.tools
+        shared = FrsTools.__dict__
+        assert list(tools) == [f.__name__ for f in FrsTools(history.conversation(None)).functions()]
+        for name, tool in tools.items():
+            assert tool.description is not None
+            assert tool.description in (shared[name].__doc__ or "").replace("\n        ", "\n")
+
+
 class TestASquashTakesEffectOnTheNextRequest:
     async def test_through_the_capabilitys_tools(self, database: Path | str) -> None:
         # On each backend: a SQLite file, and a postgresql:// URL.
@@ -245,7 +270,7 @@ class TestASquashTakesEffectOnTheNextRequest:
                 )
                 await agent.run("Go on.", conversation_id="chat-1", message_history=messages)
                 originals = await call_text(client, "get_alias", alias="SQ.1")
-            sid = await history.conversation("chat-1").session_id()
+            sid = await history.conversation("chat-1").frs_session_id()
         finally:
             await history.close()
         after = script.received[-1]

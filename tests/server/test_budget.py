@@ -8,7 +8,7 @@ the part it leaves out: on a 100,000-message thread it reads only entries near t
 the SQLite virtual machine's own instruction counter confirms.
 
 The 100,000-message thread is stored once per module with the Python API (`storage` +
-`frs.ReasoningService.record`, 1,000 messages per transaction), then served over MCP.
+`frs.recording.record`, 1,000 messages per transaction), then served over MCP.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from frs import NewMessage, ReasoningService, Role
+from frs import Env, NewMessage, Role, recording, sessions
 from frs.text import estimate_tokens
 from server import Settings, build_server
 from server.mcp.deps import open_deps
@@ -66,11 +66,11 @@ def message(number: int) -> NewMessage:
 async def store_thread(path: Path, count: int) -> None:
     """`count` messages in one new session, 1,000 per transaction, with the Python API."""
     async with open_database(path) as db:
-        service = ReasoningService(SqliteStore(db))
-        session = (await service.start_session("Long run")).session
+        env = Env(SqliteStore(db))
+        session = (await sessions.start(env, "Long run")).session
         for start in range(1, count + 1, 1_000):
             batch = [message(n) for n in range(start, min(count, start + 999) + 1)]
-            await service.record(batch, session.id)
+            await recording.record(env, batch, session.id)
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,12 @@
 
 A failure names the module, the reach, what is no longer there, and the release the reach was
 written against beside the one installed: read the library's new code at that name and mend
-`server/internals.py` alone. Nothing else of ours touches a library's internals (the last
-class here checks that too).
+`server/internals.py` alone. Nothing else of ours touches a library's internals
+(`tests/test_architecture.py` checks every package for that).
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import inspect
 from importlib.metadata import version
@@ -26,7 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from uvicorn.server import ServerState
 
 import server
-from server import Settings, build_server, internals
+from server import Settings, build_server
 from server.internals import (
     H11,
     H11_ATTRIBUTES,
@@ -147,36 +146,3 @@ class TestTheUvicornReach:
         assert missing == [], changed(
             "uvicorn", "UVICORN_OVERRIDES", f"uvicorn.Server has no method {', '.join(missing)}"
         )
-
-
-def private_reaches(source: str, filename: str) -> list[str]:
-    """`file:line name` for each `_private` member read off something other than self, cls or
-    the standard library's argparse (whose subparsers and groups have no public type), and
-    not named in `ours` (our own classes' privates, read by a sibling instance)."""
-    ours = {"_disarm", "_refuse"}  # server.http.sockets: one guarded socket closing another
-    found: list[str] = []
-    for node in ast.walk(ast.parse(source, filename)):
-        if not isinstance(node, ast.Attribute):
-            continue
-        name = node.attr
-        if not name.startswith("_") or name.startswith("__") or name in ours:
-            continue
-        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls", "argparse"):
-            continue
-        found.append(f"{filename}:{node.lineno} {name}")
-    return found
-
-
-class TestOneModuleReaches:
-    def test_no_other_module_of_server_reads_a_private_member_of_another_object(self) -> None:
-        found = [
-            hit
-            for path in sorted(SERVER.rglob("*.py"))
-            if path != Path(internals.__file__)
-            for hit in private_reaches(path.read_text("utf-8"), str(path.relative_to(SERVER)))
-        ]
-        assert found == []
-
-    def test_the_check_sees_a_reach_and_lets_self_pass(self) -> None:
-        source = "x = mcp._lowlevel_server\ny = self._mine\nz = a.b._c\nw = cls._d\n"
-        assert private_reaches(source, "f.py") == ["f.py:1 _lowlevel_server", "f.py:3 _c"]

@@ -92,10 +92,10 @@ class TestPoolShares:
         10 connections each; serving one, the pool as it is."""
         settings = Settings(database=pg_cluster.create_database(), log_level="WARNING")
         async with open_deps(settings, tenants=2) as deps:
-            store = deps.service.store
+            store = deps.env.store
             assert isinstance(store, PoolShare)
             assert (store.limit, store.pool) == (4, 10)
             async with store.snapshot() as reader:  # the local tenant's, outside any request
                 assert await reader.count_sessions(LOCAL_TENANT) == 0
         async with open_deps(settings) as deps:
-            assert isinstance(deps.service.store, PgStore)
+            assert isinstance(deps.env.store, PgStore)

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService
+from frs import Env, NewMessage, recording, sessions
 from server.settings import resolve_database
 from storage.postgres import PgStore, open_postgres
 from storage.postgres.database import install_command, installed_from
@@ -130,9 +130,9 @@ class TestInstallCommand:
 
 async def write_session(dsn: str) -> str:
     async with open_postgres(dsn, size=2) as db:
-        service = ReasoningService(PgStore(db))
-        sid = (await service.start_session("Viewer on PostgreSQL")).session.id
-        await service.record([NewMessage("user", "seen in the viewer")], sid)
+        service = Env(PgStore(db))
+        sid = (await sessions.start(service, "Viewer on PostgreSQL")).session.id
+        await recording.record(service, [NewMessage("user", "seen in the viewer")], sid)
     return sid
 
 

@@ -15,7 +15,7 @@ import anyio
 import httpx2
 import pytest
 
-from frs import NewMessage, ReasoningService
+from frs import Env, NewMessage, recording, sessions
 from frs.model import LOCAL_TENANT, Limits
 from server.http.options import HttpOptions, HttpTransport
 from server.http.transports import build_app
@@ -49,7 +49,7 @@ class TestOneSearchAtATime:
         tenants = ((ANN, "ann"), (LOCAL, LOCAL_TENANT))
         options = HttpOptions(transport=transport, port=8765, tenants=tenants)
         async with open_deps(settings) as deps:
-            store = FirstSearchWaits(deps.service.store)
+            store = FirstSearchWaits(deps.env.store)
             app = build_app(build_server(settings, shared=deps), options, 8765, viewer_of(store))
             transport_ = httpx2.ASGITransport(app=app)
             async with httpx2.AsyncClient(
@@ -67,9 +67,11 @@ class TestOneSearchAtATime:
 async def write_big(path: Path) -> str:
     """A session of `EXPORT` messages of 100,000 characters; its id."""
     async with open_database(path) as db:
-        service = ReasoningService(SqliteStore(db), Limits())
-        sid = (await service.start_session("Big one")).session.id
-        await service.record([NewMessage("user", f"{n} " + "x" * 100_000) for n in range(EXPORT)])
+        env = Env(SqliteStore(db), Limits())
+        sid = (await sessions.start(env, "Big one")).session.id
+        await recording.record(
+            env, [NewMessage("user", f"{n} " + "x" * 100_000) for n in range(EXPORT)]
+        )
     return str(sid)
 
 

@@ -2,7 +2,7 @@
 
 Each test opens this test's store, fresh, migrated and empty, with `async with open_store() as
 store:` (the `open_store` fixture in tests/storage/conftest.py names the backends), writes
-through `ThreadTx` the values `frs/service.py` builds, and checks every answer against the
+through `ThreadTx` the values the use cases build, and checks every answer against the
 promises of `frs/ports.py`, often by comparing with the test's own model of the thread. No SQL
 and no backend import here: a new backend passes this module unchanged (test_contract.py runs it).
 """
@@ -74,7 +74,7 @@ class OpenStore(Protocol):
         ...
 
 
-# -- values built the way frs/service.py builds them -------------------------------------------
+# -- values built the way the use cases build them -----------------------------------------------
 
 _EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 LOCAL = LOCAL_TENANT
@@ -129,7 +129,7 @@ def original(
     run_id: str | None = None,
     created_at: str | None = None,
 ) -> Message:
-    """A recorded message as `ReasoningService._message` makes it: its ord is its number."""
+    """A recorded message as `frs.recording` makes it: its ord is its number."""
     text = content if content is not None else f"m{number}"
     calls = tuple(ToolCall(i, "lookup", f'{{"q": "{i}"}}') for i in tool_calls)
     return Message(
@@ -240,7 +240,7 @@ class Thread:
 
     async def record(self, tx: ThreadTx, messages: Sequence[Message]) -> None:
         """Insert messages built for the next numbers (and thinking blocks), then save the
-        counters `ReasoningService.record` keeps."""
+        counters `frs.recording.record` keeps."""
         await tx.insert_messages(self.sid, messages)
         lanes, tokens, top, count = dict(self.session.lanes), self.session.live_tokens, self.next, 0
         for message in messages:
@@ -335,7 +335,7 @@ class Thread:
         return await self.squash(tx, *self.span(lo, hi))
 
     async def restore(self, tx: ThreadTx, n: int) -> None:
-        """Undo squash `n` (its summary an entry now) as `ReasoningService.restore` does."""
+        """Undo squash `n` (its summary an entry now) as `frs.squashes.restore` does."""
         squash = self.squashes[n]
         summary = self.messages[squash.summary_number]
         members = self.member_messages(n)
@@ -445,7 +445,7 @@ async def thread_of_three(tx: ThreadTx, thread: Thread) -> None:
 
 
 def source(alias: str, text: str | None = None, path: str | None = None) -> Source:
-    """An inline source (text) or a file source (path) as `ReasoningService.add_source` makes it."""
+    """An inline source (text) or a file source (path) as `frs.sources.add` makes it."""
     content = text if text is not None else f"contents of {path}"
     return Source(
         alias=alias,

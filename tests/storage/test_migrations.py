@@ -19,7 +19,19 @@ from pathlib import Path
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ToolCall, ViewOptions
+from frs import (
+    Env,
+    NewMessage,
+    SessionId,
+    StoreUnavailable,
+    ToolCall,
+    ViewOptions,
+    pages,
+    recording,
+    sessions,
+    squashes,
+    viewing,
+)
 from frs.model import Scope
 from frs.originals import render_originals
 from frs.text import estimate_tokens
@@ -187,15 +199,15 @@ class TestFreshDatabase:
     ) -> None:
         path = tmp_path / "frs.db"
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db))
-            session = (await service.start_session("kept")).session
-            await service.record([NewMessage("user", "still here")])
+            env = Env(SqliteStore(db))
+            session = (await sessions.start(env, "kept")).session
+            await recording.record(env, [NewMessage("user", "still here")])
         schema, version = schema_of(path), version_of(path)
         async with open_database(path) as db:
             assert await migrate(db) == LATEST  # a second run in the same process, too
-            again = ReasoningService(SqliteStore(db))
-            found = await again.get_session(session.id)
-            page = await again.get_alias("M.1", session_id=session.id)
+            again = Env(SqliteStore(db))
+            found = await sessions.get_session(again, session.id)
+            page = await pages.get_alias(again, "M.1", session_id=session.id)
         assert (schema_of(path), version_of(path)) == (schema, version)
         assert (found.title, found.revision, page.text) == ("kept", 1, "still here")
 
@@ -408,18 +420,19 @@ class TestBackfill:
     ) -> None:
         path = tmp_path / "frs.db"
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db))
+            env = Env(SqliteStore(db))
             calls = (ToolCall("c1", "bash", '{"cmd": "ls"}'),)
-            await service.record(
+            await recording.record(
+                env,
                 [
                     NewMessage("user", "first\n[not a header]"),
                     NewMessage("assistant", "running", tool_calls=calls),
                     NewMessage("tool", "a\nb", name="bash", tool_call_id="c1"),
                     *(NewMessage("user", f"more {i}") for i in range(6)),
-                ]
+                ],
             )
-            await service.compress_ranges([(4, 6, "inner")])
-            await service.compress_ranges([(1, 5, "outer")])
+            await squashes.compress_ranges(env, [(4, 6, "inner")])
+            await squashes.compress_ranges(env, [(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
         # The file as version 6 left it: neither column, nor the index (nor 8's raw items,
@@ -440,9 +453,9 @@ class TestBackfill:
         async with open_database(path) as db:
             assert await db.user_version() == LATEST
             store = SqliteStore(db)
-            service = ReasoningService(store)
-            page = await service.get_alias("SQ.2", offset=7, max_chars=50)
-            sid = (await service.ensure_session()).id
+            env = Env(store)
+            page = await pages.get_alias(env, "SQ.2", offset=7, max_chars=50)
+            sid = (await sessions.ensure(env)).id
             async with store.snapshot() as reader:
                 whole = render_originals(await reader.squash_members(sid, 2))
         assert rows_of(path, layout) == made
@@ -460,13 +473,15 @@ class TestScopes:
         run(path, *seed(5))  # two originals of 2 tokens each, marked current
         async with open_database(path) as db:
             assert await db.user_version() == LATEST
-            default = ReasoningService(SqliteStore(db))
+            default = Env(SqliteStore(db))
             named = default.for_scope(Scope(client="claude-ai"))
-            current = await default.find_current_session()
-            continued = await named.find_current_session()  # it never chose one: the default's
-            await named.start_session("its own")
-            own = await named.find_current_session()
-            still = await default.find_current_session()
+            current = await sessions.find_current_session(default)
+            continued = await sessions.find_current_session(
+                named
+            )  # it never chose one: the default's
+            await sessions.start(named, "its own")
+            own = await sessions.find_current_session(named)
+            still = await sessions.find_current_session(default)
         assert rows_of(
             path, "select id, tenant, recorded_tokens from sessions where id = 'old'"
         ) == [("old", "local", 4)]
@@ -493,11 +508,11 @@ class TestUpgrade:
             run(path, *seed(version))
         async with open_database(path) as db:
             assert await db.user_version() == LATEST
-            service = ReasoningService(SqliteStore(db))
+            env = Env(SqliteStore(db))
             if version >= 1:
-                view = await service.view(ViewOptions(), SessionId("old"))
-                page = await service.get_alias("M.2", session_id=SessionId("old"))
-                current = (await service.ensure_session()).id
+                view = await viewing.view(env, ViewOptions(), SessionId("old"))
+                page = await pages.get_alias(env, "M.2", session_id=SessionId("old"))
+                current = (await sessions.ensure(env)).id
         assert rows_of(path, "select note from keep") == [("mine",)]
         if version >= 1:
             assert view.split("\n")[:3] == [

@@ -1,6 +1,6 @@
 """What the PostgreSQL store adds to the contract: several instances (pools) on one database.
 
-Each "instance" here is its own pool (`open_postgres`) with its own `ReasoningService`, as
+Each "instance" here is its own pool (`open_postgres`) with its own `frs.Env`, as
 three server processes would have; they race migrations, a get-or-create by conversation and
 squashes with one `expected_revision`. Also: a cancelled call leaves no connection idle in a
 transaction, and an unreachable server or a missing database is one clear `StoreUnavailable`.
@@ -16,7 +16,7 @@ import anyio
 import asyncpg
 import pytest
 
-from frs import ReasoningService
+from frs import Env, pages, recording, sessions, squashes
 from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
 from frs.model import NewMessage, Scope, SessionId, ToolCall
 from storage import SchemaTooNew
@@ -28,7 +28,7 @@ INSTANCES = 8
 
 
 @asynccontextmanager
-async def instances(dsn: str, count: int) -> AsyncIterator[list[ReasoningService]]:
+async def instances(dsn: str, count: int) -> AsyncIterator[list[Env]]:
     """`count` services, each on its own pool, opened at once (so they race to migrate)."""
     async with AsyncExitStack() as stack:
         stores: list[PgStore] = []
@@ -43,7 +43,7 @@ async def instances(dsn: str, count: int) -> AsyncIterator[list[ReasoningService
         async with anyio.create_task_group() as group:
             for _ in range(count):
                 group.start_soon(open_one)
-        yield [ReasoningService(store, scope=Scope(client="test")) for store in stores]
+        yield [Env(store, scope=Scope(client="test")) for store in stores]
 
 
 async def fetch(dsn: str, sql: str) -> list[asyncpg.Record]:
@@ -61,8 +61,8 @@ class TestSeveralInstances:
         dsn = pg_cluster.create_database()
         async with instances(dsn, INSTANCES) as services:
             assert len(services) == INSTANCES
-            started = await services[0].start_session("one")
-            assert (await services[-1].use_session(started.session.id)).title == "one"
+            started = await sessions.start(services[0], "one")
+            assert (await sessions.use(services[-1], started.session.id)).title == "one"
         rows = await fetch(dsn, "select version from schema_migrations order by version")
         assert [row[0] for row in rows] == list(range(1, len(MIGRATIONS) + 1))
 
@@ -73,14 +73,14 @@ class TestSeveralInstances:
         async with instances(dsn, 4) as services:
             made: list[tuple[SessionId, bool]] = []
 
-            async def start(service: ReasoningService) -> None:
+            async def start(env: Env) -> None:
                 for _ in range(3):
-                    got = await service.start_session("t", interface="chat", conversation="c1")
+                    got = await sessions.start(env, "t", interface="chat", conversation="c1")
                     made.append((got.session.id, got.created))
 
             async with anyio.create_task_group() as group:
-                for service in services:
-                    group.start_soon(start, service)
+                for env in services:
+                    group.start_soon(start, env)
         assert len({sid for sid, _ in made}) == 1
         assert [created for _, created in made].count(True) == 1
         rows = await fetch(dsn, "select count(*) from sessions")
@@ -91,25 +91,27 @@ class TestSeveralInstances:
     ) -> None:
         dsn = pg_cluster.create_database()
         async with instances(dsn, 4) as services:
-            started = await services[0].start_session("race")
+            started = await sessions.start(services[0], "race")
             sid = started.session.id
-            await services[0].record([NewMessage("user", f"message {i}") for i in range(12)], sid)
-            session = await services[0].get_session(sid)
+            await recording.record(
+                services[0], [NewMessage("user", f"message {i}") for i in range(12)], sid
+            )
+            session = await sessions.get_session(services[0], sid)
             revision = session.revision
             outcomes: list[str] = []
 
-            async def squash(service: ReasoningService, k: int) -> None:
+            async def squash(env: Env, k: int) -> None:
                 try:
-                    await service.compress_range(1, 3, f"summary {k}", None, sid, revision)
+                    await squashes.compress_range(env, 1, 3, f"summary {k}", None, sid, revision)
                     outcomes.append("won")
                 except StaleRevision:
                     outcomes.append("stale")
 
             async with anyio.create_task_group() as group:
-                for k, service in enumerate(services * 2):
-                    group.start_soon(squash, service, k)
-            after = await services[1].get_session(sid)
-            log = await services[2].squash_log(sid)
+                for k, env in enumerate(services * 2):
+                    group.start_soon(squash, env, k)
+            after = await sessions.get_session(services[1], sid)
+            log = await sessions.squash_log(services[2], sid)
         assert sorted(outcomes) == ["stale"] * 7 + ["won"]
         assert after.revision == revision + 1
         assert len(log.squashes) == 1
@@ -120,19 +122,19 @@ class TestSeveralInstances:
     ) -> None:
         dsn = pg_cluster.create_database()
         async with instances(dsn, 2) as services:
-            sid = (await services[0].start_session("cancel")).session.id
+            sid = (await sessions.start(services[0], "cancel")).session.id
             for delay in (0, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02):
-                for service in services:
+                for env in services:
                     with anyio.move_on_after(delay):
-                        await service.record([NewMessage("user", "x" * 5000)] * 50, sid)
+                        await recording.record(env, [NewMessage("user", "x" * 5000)] * 50, sid)
             idle = await fetch(
                 dsn,
                 "select count(*) from pg_stat_activity where datname = current_database()"
                 " and state like 'idle in transaction%'",
             )
             assert idle[0][0] == 0
-            session = await services[1].get_session(sid)
-            thread = await services[0].live_thread(sid)
+            session = await sessions.get_session(services[1], sid)
+            thread = await sessions.live_thread(services[0], sid)
         # Each record either committed whole (50 messages) or not at all.
         assert session.live_count == len(thread.entries)
         assert len(thread.entries) % 50 == 0
@@ -164,20 +166,22 @@ class TestText:
         # PostgreSQL text cannot hold U+0000; the store escapes it (storage/postgres/database.py).
         dsn = pg_cluster.create_database()
         odd = ["a\x00b", "\ue000", "\ue000\ue001", "\x00\ue000\x00", "plain"]
-        async with instances(dsn, 1) as (service,):
-            started = await service.start_session(
-                "t", interface="chat\x00x", conversation="\ue000\x00"
+        async with instances(dsn, 1) as (env,):
+            started = await sessions.start(
+                env, "t", interface="chat\x00x", conversation="\ue000\x00"
             )
             sid = started.session.id
-            await service.record([NewMessage("user", text, run_id=text) for text in odd], sid)
+            await recording.record(
+                env, [NewMessage("user", text, run_id=text) for text in odd], sid
+            )
             # A call id holding U+0000 still pairs its result with its call (latest_calls).
             call = ToolCall("c\x00\ue000", "bash", "{}")
-            await service.record([NewMessage("assistant", "run", tool_calls=(call,))], sid)
-            await service.record([NewMessage("tool", "ok", name="bash", tool_call_id=call.id)], sid)
-            thread = await service.live_thread(sid)
-            again = await service.start_session(
-                "t", interface="chat\x00x", conversation="\ue000\x00"
+            await recording.record(env, [NewMessage("assistant", "run", tool_calls=(call,))], sid)
+            await recording.record(
+                env, [NewMessage("tool", "ok", name="bash", tool_call_id=call.id)], sid
             )
+            thread = await sessions.live_thread(env, sid)
+            again = await sessions.start(env, "t", interface="chat\x00x", conversation="\ue000\x00")
         assert [m.content for m in thread.entries[: len(odd)]] == odd
         assert [m.run_id for m in thread.entries[: len(odd)]] == odd
         asked, answered = thread.entries[-2:]
@@ -192,15 +196,15 @@ class TestText:
     ) -> None:
         # What a hot standby does: the schema is there, every write is refused (SQLSTATE 25006).
         dsn = pg_cluster.create_database()
-        async with instances(dsn, 1) as (service,):
-            sid = (await service.start_session("before")).session.id
+        async with instances(dsn, 1) as (env,):
+            sid = (await sessions.start(env, "before")).session.id
         pg_cluster.psql(
             f"alter database {pg_cluster.name_of(dsn)} set default_transaction_read_only = on"
         )
-        async with instances(dsn, 1) as (service,):
-            assert (await service.get_session(sid)).title == "before"
+        async with instances(dsn, 1) as (env,):
+            assert (await sessions.get_session(env, sid)).title == "before"
             with pytest.raises(StoreReadOnly, match="read-only transaction"):
-                await service.record([NewMessage("user", "x")], sid)
+                await recording.record(env, [NewMessage("user", "x")], sid)
 
     async def test_a_schema_from_a_newer_frs_mcp_is_refused_and_left_alone(
         self, pg_cluster: Cluster
@@ -221,12 +225,12 @@ class TestBackfill:
         self, pg_cluster: Cluster
     ) -> None:
         dsn = pg_cluster.create_database()
-        async with instances(dsn, 1) as (service,):
-            await service.record(
-                [NewMessage("user", f"line {i}\n[not a header]") for i in range(9)]
+        async with instances(dsn, 1) as (env,):
+            await recording.record(
+                env, [NewMessage("user", f"line {i}\n[not a header]") for i in range(9)]
             )
-            await service.compress_ranges([(4, 6, "inner")])
-            await service.compress_ranges([(1, 5, "outer")])
+            await squashes.compress_ranges(env, [(4, 6, "inner")])
+            await squashes.compress_ranges(env, [(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made = [tuple(r) for r in await fetch(dsn, layout)]
         lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]
@@ -245,9 +249,9 @@ class TestBackfill:
             " delete from schema_migrations where version >= 2",
             pg_cluster.name_of(dsn),
         )
-        async with instances(dsn, 1) as (service,):
-            page = await service.get_alias("SQ.2", offset=5, max_chars=40)
-            whole = await service.get_alias("SQ.2", max_chars=100_000)
+        async with instances(dsn, 1) as (env,):
+            page = await pages.get_alias(env, "SQ.2", offset=5, max_chars=40)
+            whole = await pages.get_alias(env, "SQ.2", max_chars=100_000)
         assert [tuple(r) for r in await fetch(dsn, layout)] == made
         assert [
             tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")

@@ -31,7 +31,7 @@ import pytest
 
 from bench.corpus import load_corpus
 from bench.search import BACK_TO_7
-from frs import NewMessage, ReasoningService
+from frs import Env, NewMessage, recording, sessions, squashes
 from frs.model import Scope
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, connect_postgres, open_postgres
@@ -115,21 +115,21 @@ def queries(
     return [*found, *crafted]
 
 
-async def fill(service: ReasoningService, transcripts: int | None = None) -> list[str]:
+async def fill(env: Env, transcripts: int | None = None) -> list[str]:
     """The corpus (its first `transcripts`), a thread per transcript in alternating tenants,
     and the awkward texts in a session of each tenant (one squashed: a squashed original is
     still found); every text."""
     texts: list[str] = []
     for n, transcript in enumerate(load_corpus()[:transcripts]):
-        scoped = service.for_scope(Scope(tenant=TENANTS[n % 2]))
-        await scoped.start_session(f"corpus {transcript.name}")
-        await scoped.record([line.to_new() for line in transcript.lines])
+        scoped = env.for_scope(Scope(tenant=TENANTS[n % 2]))
+        await sessions.start(scoped, f"corpus {transcript.name}")
+        await recording.record(scoped, [line.to_new() for line in transcript.lines])
         texts += [line.content for line in transcript.lines if line.content]
     for tenant in TENANTS:
-        scoped = service.for_scope(Scope(tenant=tenant))
-        await scoped.start_session(f"awkward {tenant} Title_%")
-        await scoped.record([NewMessage("user", text) for text in AWKWARD])
-        await scoped.compress_ranges([(1, 2, "the summary of two awkward ones")])
+        scoped = env.for_scope(Scope(tenant=tenant))
+        await sessions.start(scoped, f"awkward {tenant} Title_%")
+        await recording.record(scoped, [NewMessage("user", text) for text in AWKWARD])
+        await squashes.compress_ranges(scoped, [(1, 2, "the summary of two awkward ones")])
     return [*texts, *AWKWARD]
 
 
@@ -210,7 +210,7 @@ class TestPostgresIndex:
         dsn = pg_cluster.create_database()
         db = await connect_postgres(dsn, size=4)  # a pool nobody indexes for: done here
         try:
-            texts = await fill(ReasoningService(PgStore(db)))
+            texts = await fill(Env(PgStore(db)))
             engine, asked = PgEngine(db), queries(texts, 10)
             stored, queued, indexed = await counts(dsn)
             assert (queued, indexed) == (stored, 0)
@@ -230,14 +230,16 @@ class TestPostgresIndex:
     ) -> None:
         dsn = pg_cluster.create_database()
         async with open_postgres(dsn, size=4) as db:
-            service = ReasoningService(PgStore(db))
-            await service.start_session("indexed by itself")
-            await service.record([NewMessage("user", f"message number {n}") for n in range(30)])
+            env = Env(PgStore(db))
+            await sessions.start(env, "indexed by itself")
+            await recording.record(
+                env, [NewMessage("user", f"message number {n}") for n in range(30)]
+            )
             with anyio.fail_after(30):  # the indexer runs once the writes pause
                 while (await counts(dsn))[1]:  # noqa: ASYNC110 - another task's work
                     await anyio.sleep(0.05)
             assert await counts(dsn) == (30, 0, 30)
-            await service.remove_newest()
+            await recording.remove_newest(env)
             assert await counts(dsn) == (29, 0, 29)
             async with PgStore(db).searching(60) as reader:
                 assert await reader.search_sessions(LOCAL, "message number 29", 9) == []
@@ -249,10 +251,10 @@ class TestPostgresIndex:
         dsn = pg_cluster.create_database()
         db = await connect_postgres(dsn, size=4)
         try:
-            service = ReasoningService(PgStore(db))
-            await service.start_session("deleted while queued")
-            await service.record([NewMessage("user", f"note {n}") for n in range(3)])
-            await service.remove_newest()
+            env = Env(PgStore(db))
+            await sessions.start(env, "deleted while queued")
+            await recording.record(env, [NewMessage("user", f"note {n}") for n in range(3)])
+            await recording.remove_newest(env)
             assert await counts(dsn) == (2, 2, 0)
             assert await pg_indexer.SearchIndexer(db).index_queued() == 2
             assert await counts(dsn) == (2, 0, 2)
@@ -261,7 +263,7 @@ class TestPostgresIndex:
 
     async def test_the_plan_reads_the_trigram_index(self, pg_cluster: Cluster) -> None:
         async with open_postgres(pg_cluster.create_database(), size=4) as pg:
-            await fill(ReasoningService(PgStore(pg)))
+            await fill(Env(PgStore(pg)))
             assert pg.indexer is not None
             await pg.indexer.index_queued()
             plan = await PgEngine(pg).plan(LONG)
@@ -279,10 +281,10 @@ class TestPostgresIndex:
 class TestBothEngines:
     async def test_only_ascii_letters_fold(self, backend: tuple[str, str]) -> None:
         async with opened(*backend) as store:
-            service = ReasoningService(store)
+            env = Env(store)
             for title, text in (("lower", "été straße σίσυφος"), ("upper", "ÉTÉ STRASSE ΣΊΣΥΦΟΣ")):
-                await service.start_session(title)
-                await service.record([NewMessage("user", f"{text} Mixed CASE ascii")])
+                await sessions.start(env, title)
+                await recording.record(env, [NewMessage("user", f"{text} Mixed CASE ascii")])
             async with store.searching(60) as reader:
 
                 async def titles(text: str) -> list[str]:
@@ -300,14 +302,16 @@ class TestBothEngines:
         self, backend: tuple[str, str]
     ) -> None:
         async with opened(*backend) as store:
-            service = ReasoningService(store)
-            await service.start_session("wild")
-            await service.record([NewMessage("user", "Parser 100% done_x, a \\ backslash")])
-            await service.start_session("tame")
-            await service.record([NewMessage("user", "Parser 1000 doneXx, a / slash")])
-            other = service.for_scope(Scope(tenant="other"))
-            await other.start_session("theirs")
-            await other.record([NewMessage("user", "Parser 100% done_x, a \\ backslash")])
+            env = Env(store)
+            await sessions.start(env, "wild")
+            await recording.record(env, [NewMessage("user", "Parser 100% done_x, a \\ backslash")])
+            await sessions.start(env, "tame")
+            await recording.record(env, [NewMessage("user", "Parser 1000 doneXx, a / slash")])
+            other = env.for_scope(Scope(tenant="other"))
+            await sessions.start(other, "theirs")
+            await recording.record(
+                other, [NewMessage("user", "Parser 100% done_x, a \\ backslash")]
+            )
             async with store.searching(60) as reader:
 
                 async def titles(tenant: str, text: str) -> list[str]:
@@ -339,9 +343,9 @@ class TestSqliteScans:
         # own connection, a progress handler). Recording writes one row per message.
         path = tmp_path / "frs.db"
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db))
-            await service.start_session("one row per message")
-            await service.record([NewMessage("user", f"message {n}") for n in range(5)])
+            env = Env(SqliteStore(db))
+            await sessions.start(env, "one row per message")
+            await recording.record(env, [NewMessage("user", f"message {n}") for n in range(5)])
             async with SqliteStore(db).searching(60) as reader:
                 assert len(await reader.search_sessions(LOCAL, "message 4", 9)) == 1
         schema = schema_of(path)
@@ -364,7 +368,7 @@ class TestPostgresMigration:
     ) -> None:
         dsn = pg_cluster.create_database()
         async with open_postgres(dsn, size=4) as db:
-            texts = await fill(ReasoningService(PgStore(db)), SMALL)
+            texts = await fill(Env(PgStore(db)), SMALL)
         pg_cluster.psql(BACK_TO_7, Cluster.name_of(dsn))
         db = await connect_postgres(dsn, size=4)  # migrates; indexing is done here
         try:
@@ -384,7 +388,7 @@ class TestPostgresMigration:
     ) -> None:
         dsn = pg_cluster.create_database()
         async with open_postgres(dsn, size=4) as db:
-            texts = await fill(ReasoningService(PgStore(db)), SMALL)
+            texts = await fill(Env(PgStore(db)), SMALL)
         await psql_as(dsn, f"drop index {pg_search.SEARCH_INDEX}")
         async with open_postgres(dsn, size=4) as db:
             assert await psql_as(dsn, "select max(version) from schema_migrations") == LATEST
@@ -403,7 +407,7 @@ class TestPostgresMigration:
         with caplog.at_level(logging.INFO, logger="storage.postgres"):
             async with open_postgres(plain, size=4) as db:
                 store = PgStore(db)
-                texts = await fill(ReasoningService(store))
+                texts = await fill(Env(store))
                 assert await same_answers(PgEngine(db), queries(texts, 8, FEW)) > 8
         refusals = [r.getMessage() for r in caplog.records if "pg_trgm" in r.getMessage()]
         assert len(refusals) == 1, refusals

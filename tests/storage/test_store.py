@@ -22,7 +22,17 @@ import aiosqlite
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService, SessionId, ToolCall, ViewOptions
+from frs import (
+    Env,
+    NewMessage,
+    SessionId,
+    ToolCall,
+    ViewOptions,
+    recording,
+    sessions,
+    squashes,
+    viewing,
+)
 from frs.model import CallRecord
 from storage import Database, SqliteStore, open_database
 from storage.blocks import BLOCK_BITS
@@ -45,9 +55,9 @@ class Live:
 
 
 @asynccontextmanager
-async def opened(path: Path) -> AsyncIterator[tuple[Database, ReasoningService]]:
+async def opened(path: Path) -> AsyncIterator[tuple[Database, Env]]:
     async with open_database(path) as db:
-        yield db, ReasoningService(SqliteStore(db), clock=lambda: NOW)
+        yield db, Env(SqliteStore(db), clock=lambda: NOW)
 
 
 def messages(first: int, count: int) -> list[NewMessage]:
@@ -92,15 +102,15 @@ def parse_view(text: str) -> list[tuple[int, int | None, str]]:
 class Checker:
     """Compares the store with a brute-force enumeration of its live rows."""
 
-    def __init__(self, db: Database, service: ReasoningService, sid: SessionId) -> None:
-        self.db, self.service, self.sid = db, service, sid
+    def __init__(self, db: Database, env: Env, sid: SessionId) -> None:
+        self.db, self.env, self.sid = db, env, sid
         self.rng = random.Random(1024)
 
     async def check(self, full: bool = False) -> list[Live]:
         live = await brute_force(self.db, self.sid)
         ords = [entry.ord for entry in live]
         count = len(live)
-        session = await self.service.get_session(self.sid)
+        session = await sessions.get_session(self.env, self.sid)
         assert session.live_count == count
         assert session.live_tokens == sum(entry.tokens for entry in live)
         assert await stored_blocks(self.db, self.sid) == Counter(o >> BLOCK_BITS for o in ords)
@@ -108,7 +118,7 @@ class Checker:
         for before, after in pairwise(live):
             assert before.ord_last < after.ord
 
-        async with self.service.store.snapshot() as reader:
+        async with self.env.store.snapshot() as reader:
             everything = await reader.entries_at(self.sid, 1, count + 10)
             assert [m.ord for m in everything] == ords
 
@@ -140,14 +150,14 @@ class Checker:
         count = len(live)
         for start in [*sorted(self.rng.sample(range(1, count + 1), 6)), 1, count]:
             end = min(count, start + 4)
-            text = await self.service.view(ViewOptions(start=start, end=end), self.sid)
+            text = await viewing.view(self.env, ViewOptions(start=start, end=end), self.sid)
             assert parse_view(text) == [(p, None, live[p - 1].tag) for p in range(start, end + 1)]
             where = f"position {start}" if start == end else f"positions {start}–{end}"
             assert f"at {where} of {count:,} entries" in text.split("\n")[-1]
             # The same entries addressed by number in absolute mode.
             lo, hi = live[start - 1].ord, live[end - 1].ord_last
-            by_number = await self.service.view(
-                ViewOptions(numbering="absolute", start=lo, end=hi), self.sid
+            by_number = await viewing.view(
+                self.env, ViewOptions(numbering="absolute", start=lo, end=hi), self.sid
             )
             assert parse_view(by_number) == [
                 (e.ord, e.ord_last if e.ord_last != e.ord else None, e.tag)
@@ -155,7 +165,7 @@ class Checker:
             ]
             where = f"position {start}" if start == end else f"positions {start}–{end}"
             assert f"at {where} of {count:,} entries" in by_number.split("\n")[-1]
-        last = await self.service.view(ViewOptions(last=7), self.sid)
+        last = await viewing.view(self.env, ViewOptions(last=7), self.sid)
         assert [p for p, _, _ in parse_view(last)] == list(range(count - 6, count + 1))
 
 
@@ -163,26 +173,26 @@ class TestPositionsAtScale:
     async def test_positions_agree_with_a_brute_force_count_through_squash_and_restore(
         self, tmp_path: Path
     ) -> None:
-        async with opened(tmp_path / "frs.db") as (db, service):
-            other = (await service.start_session("other")).session
-            session = (await service.start_session("big")).session
+        async with opened(tmp_path / "frs.db") as (db, env):
+            other = (await sessions.start(env, "other")).session
+            session = (await sessions.start(env, "big")).session
             sid = session.id
-            checker = Checker(db, service, sid)
+            checker = Checker(db, env, sid)
             for batch in range(3):
-                await service.record(messages(batch * 1000 + 1, 1000), sid)
+                await recording.record(env, messages(batch * 1000 + 1, 1000), sid)
                 # Another session's rows interleave; its blocks must not count here.
-                await service.record(messages(90_000 + batch * 10, 10), other.id)
+                await recording.record(env, messages(90_000 + batch * 10, 10), other.id)
             original = await checker.check(full=True)
             assert len(original) == 3000
 
             async def squash_numbers(lo: int, hi: int, label: str) -> None:
-                done = await service.compress_range(lo, hi, label, "absolute", sid)
+                done = await squashes.compress_range(env, lo, hi, label, "absolute", sid)
                 live = await checker.check()
                 assert live[done.position - 1].tag == label  # where the service said it went
 
             async def squash_positions(lo: int, hi: int, label: str) -> None:
                 before = await brute_force(db, sid)
-                done = await service.compress_range(lo, hi, label, session_id=sid)
+                done = await squashes.compress_range(env, lo, hi, label, session_id=sid)
                 live = await checker.check()
                 assert live[lo - 1] == Live(
                     before[lo - 1].ord,
@@ -194,7 +204,7 @@ class TestPositionsAtScale:
 
             async def restore(n: int) -> None:
                 before = await brute_force(db, sid)
-                restored = await service.restore(f"SQ.{n}", sid)
+                restored = await squashes.restore(env, f"SQ.{n}", sid)
                 live = await checker.check()
                 position = next(i for i, e in enumerate(before) if e.tag == f"S{n}") + 1
                 assert restored.first == position
@@ -208,12 +218,12 @@ class TestPositionsAtScale:
             await squash_positions(1, 5, "S4")  # at the very start
             await squash_numbers(990, 1200, "S5")  # nests S1, crosses 1024
             # The summaries took numbers 3001..3005, so new messages start at 3006.
-            recorded = await service.record(messages(3006, 1100), sid)
+            recorded = await recording.record(env, messages(3006, 1100), sid)
             assert recorded.numbers[0] == 3006
             await checker.check()
             await squash_numbers(2000, 3100, "S6")  # nests S2, empties block 2 (2048..3071)
             assert 2 not in await stored_blocks(db, sid)
-            await service.compress_last(40, "S7", sid)  # crosses 4096
+            await squashes.compress_last(env, 40, "S7", sid)  # crosses 4096
             await checker.check()
             await squash_positions(1000, 1003, "S8")
             await restore(6)  # block 2 comes back; S2 is live again
@@ -242,24 +252,28 @@ class TestLatestCalls:
     async def test_each_id_gives_its_latest_call_and_that_calls_first_answer(
         self, tmp_path: Path
     ) -> None:
-        async with opened(tmp_path / "frs.db") as (db, service):
-            session = (await service.start_session("calls")).session
-            other = (await service.start_session("other")).session
+        async with opened(tmp_path / "frs.db") as (db, env):
+            session = (await sessions.start(env, "calls")).session
+            other = (await sessions.start(env, "other")).session
             # 1 makes a, 2 answers it, 3 makes a again and b, 4 and 5 answer that a, b unanswered
-            await service.record(
-                [calls("a"), answer("a"), calls("a", "b"), answer("a"), answer("a")], session.id
+            await recording.record(
+                env,
+                [calls("a"), answer("a"), calls("a", "b"), answer("a"), answer("a")],
+                session.id,
             )
-            await service.record([calls("c"), answer("c")], other.id)
+            await recording.record(env, [calls("c"), answer("c")], other.id)
             async with SqliteStore(db).snapshot() as reader:
                 found = await reader.latest_calls(session.id, ["a", "b", "c", "z", "a"])
         assert found == {"a": CallRecord(3, 4), "b": CallRecord(3, None)}
 
     async def test_more_ids_than_one_query_takes_are_all_answered(self, tmp_path: Path) -> None:
         ids = [f"id{i}" for i in range(1_234)]
-        async with opened(tmp_path / "frs.db") as (db, service):
-            session = (await service.start_session("many")).session
-            await service.record([calls(*ids[i : i + 10]) for i in range(0, 1_234, 10)], session.id)
-            await service.record([answer(i) for i in ids[::2]], session.id)
+        async with opened(tmp_path / "frs.db") as (db, env):
+            session = (await sessions.start(env, "many")).session
+            await recording.record(
+                env, [calls(*ids[i : i + 10]) for i in range(0, 1_234, 10)], session.id
+            )
+            await recording.record(env, [answer(i) for i in ids[::2]], session.id)
             async with SqliteStore(db).snapshot() as reader:
                 found = await reader.latest_calls(session.id, [*ids, "none"])
         assert len(found) == 1_234

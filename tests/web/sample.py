@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from frs import NewMessage, PlanStep, ReasoningService, ToolCall
+from frs import Env, NewMessage, PlanStep, ToolCall, focus, plans, recording, sessions, squashes
 from frs.model import Limits, SessionId
 from storage import SqliteStore, open_database
 
@@ -28,14 +28,15 @@ def _said(role: str, content: str, **more: object) -> NewMessage:
 
 async def write_sample(path: Path) -> Sample:
     async with open_database(path) as db:
-        service = ReasoningService(SqliteStore(db), Limits())
-        started = await service.start_session(
-            "Parser work", goal="Fix the tokenizer", interface="cli", conversation="c-1"
+        env = Env(SqliteStore(db), Limits())
+        started = await sessions.start(
+            env, "Parser work", goal="Fix the tokenizer", interface="cli", conversation="c-1"
         )
         sid = started.session.id
-        await service.update_plan([PlanStep("read the code", "done"), PlanStep("fix it", "doing")])
+        await plans.update(env, [PlanStep("read the code", "done"), PlanStep("fix it", "doing")])
         call = ToolCall("call-1", "bash", '{"command": "grep -n tokenize src/"}')
-        await service.record(
+        await recording.record(
+            env,
             [
                 _said("user", "The tokenizer drops the last token. Find out why."),
                 _said("assistant", "Looking at the source first.", tool_calls=(call,)),
@@ -45,22 +46,24 @@ async def write_sample(path: Path) -> Sample:
                 _said("assistant", "The loop stops one short: range(len(t) - 1)."),
                 _said("user", "Good. Does anything else use that loop?"),
                 _said("assistant", "Only the tokenizer itself; the fix is local."),
-            ]
+            ],
         )
         # SQ.1 squashes positions 2-4 (the call, its result, the finding); SQ.2 then squashes
         # positions 1-2 (the first question and SQ.1's summary): SQ.1 nests inside SQ.2.
-        await service.compress_range(2, 4, "Found it: range(len(t) - 1) stops one short.")
-        await service.compress_range(1, 2, "Asked about a dropped token; found the off-by-one.")
-        await service.update_plan(checkpoint="cause found")
-        await service.record([_said("assistant", "Restored later: " + "detail " * 40)])
-        await service.compress_range(4, 4, "A note, squashed then restored.")
-        await service.restore("SQ.3")
-        await service.open_focus("write the regression test")
-        await service.record([_said("user", "Write a test for the last token.")])
-        await service.record([_said("user", "".join(f"log line {i}\n" for i in range(300)))])
-        other = await service.start_session("Release notes", goal="Draft 0.2 notes")
-        await service.record(
-            [_said("user", "Mention the zebra-striped tables.")], session_id=other.session.id
+        await squashes.compress_range(env, 2, 4, "Found it: range(len(t) - 1) stops one short.")
+        await squashes.compress_range(
+            env, 1, 2, "Asked about a dropped token; found the off-by-one."
+        )
+        await plans.update(env, checkpoint="cause found")
+        await recording.record(env, [_said("assistant", "Restored later: " + "detail " * 40)])
+        await squashes.compress_range(env, 4, 4, "A note, squashed then restored.")
+        await squashes.restore(env, "SQ.3")
+        await focus.open_layer(env, "write the regression test")
+        await recording.record(env, [_said("user", "Write a test for the last token.")])
+        await recording.record(env, [_said("user", "".join(f"log line {i}\n" for i in range(300)))])
+        other = await sessions.start(env, "Release notes", goal="Draft 0.2 notes")
+        await recording.record(
+            env, [_said("user", "Mention the zebra-striped tables.")], session_id=other.session.id
         )
     return Sample(sid, other.session.id)
 
@@ -82,20 +85,21 @@ async def write_hostile(path: Path, text: str = HOSTILE, line: str = HOSTILE_LIN
     """A session whose messages, tool name and arguments, summary and conversation hold
     `text`, and whose title, goal, plan, checkpoint and focus goal hold `line`."""
     async with open_database(path) as db:
-        service = ReasoningService(SqliteStore(db), Limits())
-        started = await service.start_session(
-            line, goal=line, interface="cli", conversation=text[:512]
+        env = Env(SqliteStore(db), Limits())
+        started = await sessions.start(
+            env, line, goal=line, interface="cli", conversation=text[:512]
         )
-        await service.update_plan([PlanStep(line, "todo")], checkpoint=line)
+        await plans.update(env, [PlanStep(line, "todo")], checkpoint=line)
         call = ToolCall("c1", text, '{"' + text.replace('"', "'") + '": 1}')
-        await service.record(
+        await recording.record(
+            env,
             [
                 _said("user", text),
                 _said("assistant", text, tool_calls=(call,)),
                 _said("tool", text, tool_call_id="c1", name=text),
                 _said("assistant", text),
-            ]
+            ],
         )
-        await service.compress_range(2, 3, text[:100])
-        await service.open_focus(line)
+        await squashes.compress_range(env, 2, 3, text[:100])
+        await focus.open_layer(env, line)
     return started.session.id

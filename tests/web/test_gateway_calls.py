@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from frs import squashes as frs_squashes
 from frs.autopilot import Autopilot
 from frs.hooks import RECORDER_NOTES
 from tests.gateway.conversation import SESSION, body, call, result, said, user
 from tests.gateway.harness import rig
 from tests.gateway.test_autopilot import Loop
-from tests.gateway.test_squashes import service, session_of
+from tests.gateway.test_squashes import client_env, session_of
 from tests.gateway.test_thinking import Model
 from tests.web.conftest import viewer
 from tests.web.sample import write_sample
@@ -38,7 +39,9 @@ async def test_a_gateway_sessions_page_shows_its_calls_sent_against_forwarded(
         for n in (1, 3, 4):
             await r.post(body(TRANSCRIPT[:n]), SESSION)
         session = await session_of(r)
-        await service(r).compress_range(2, 3, "The log <is> fine.", session_id=session.id)
+        await frs_squashes.compress_range(
+            client_env(r), 2, 3, "The log <is> fine.", session_id=session.id
+        )
         await r.post(body(TRANSCRIPT[:5]), SESSION)
         async with r.gateway.recorder.env.store.snapshot() as reader:
             calls = await reader.gateway_calls(session.id, 10)
@@ -94,7 +97,7 @@ async def test_each_squash_says_who_made_it_when_and_when_it_first_went(
         loop = Loop(r)
         await loop.calls(3)
         session = await session_of(r)
-        await service(r).compress_range(2, 3, "Listed 1.", session_id=session.id)
+        await frs_squashes.compress_range(client_env(r), 2, 3, "Listed 1.", session_id=session.id)
         await loop.calls(12)
         async with r.gateway.recorder.env.store.snapshot() as reader:
             squashes = await reader.squashes(session.id)

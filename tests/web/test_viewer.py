@@ -19,7 +19,7 @@ import anyio
 import httpx2
 import pytest
 
-from frs import NewMessage, ReasoningService
+from frs import Env, NewMessage, recording, sessions, squashes
 from frs.model import LOCAL_TENANT, Limits
 from server.web.command import viewer_app
 from storage import MIGRATIONS, SqliteStore, open_database
@@ -123,10 +123,10 @@ class TestPages:
         column had no unit."""
         path = tmp_path / "frs.db"
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db), Limits())
-            sid = (await service.start_session("One by one")).session.id
-            await service.record([NewMessage("user", "first")], sid)
-            await service.record([NewMessage("user", "second")], sid)
+            env = Env(SqliteStore(db), Limits())
+            sid = (await sessions.start(env, "One by one")).session.id
+            await recording.record(env, [NewMessage("user", "first")], sid)
+            await recording.record(env, [NewMessage("user", "second")], sid)
         with viewer(path) as base:
             _, _, trail = get(f"{base}/s/{sid}/audit")
             _, _, listed = get(base + "/")
@@ -182,10 +182,10 @@ class TestPages:
         the only reader for seconds while every other page waited."""
         path, _ = sample
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db), Limits())
-            await service.start_session("Long one")
+            env = Env(SqliteStore(db), Limits())
+            await sessions.start(env, "Long one")
             said = [NewMessage("user", f"{n} " + "lorem ipsum " * 200) for n in range(2000)]
-            await service.record(said)
+            await recording.record(env, said)
         query = "/?q=" + "a%20phrase%20found%20nowhere%20" * 8
         with viewer(path, "--search-seconds", "0.000001") as base:
             stopped = await anyio.to_thread.run_sync(get, base + query)
@@ -306,14 +306,16 @@ async def write_huge(path: Path) -> tuple[str, str]:
     99,002), and "Wide", fifteen entries of 150,000 characters each."""
     async with open_database(path) as db:
         # A server run with a higher --max-message-chars recorded it.
-        service = ReasoningService(SqliteStore(db), Limits(max_message_chars=20_000_100))
-        huge = (await service.start_session("Huge")).session.id
+        env = Env(SqliteStore(db), Limits(max_message_chars=20_000_100))
+        huge = (await sessions.start(env, "Huge")).session.id
         text = "HEAD-MARK " + "x" * 20_000_000 + " TAIL-MARK"
-        await service.record([NewMessage("user", text)])
-        await service.record([NewMessage("user", f"{n} " + "y" * 99_000) for n in range(40)])
-        await service.compress_range(1, 41, "Twenty megabytes and forty pages.")
-        wide = (await service.start_session("Wide")).session.id
-        await service.record([NewMessage("user", f"W{n:02} " + "w" * 149_996) for n in range(15)])
+        await recording.record(env, [NewMessage("user", text)])
+        await recording.record(env, [NewMessage("user", f"{n} " + "y" * 99_000) for n in range(40)])
+        await squashes.compress_range(env, 1, 41, "Twenty megabytes and forty pages.")
+        wide = (await sessions.start(env, "Wide")).session.id
+        await recording.record(
+            env, [NewMessage("user", f"W{n:02} " + "w" * 149_996) for n in range(15)]
+        )
     return huge, wide
 
 
@@ -530,9 +532,11 @@ class TestRefusals:
         and nothing read for `--write-timeout` seconds, the socket is aborted."""
         path, _ = sample
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db), Limits())
-            big = (await service.start_session("Big one")).session.id
-            await service.record([NewMessage("user", f"{n} " + "x" * 100_000) for n in range(200)])
+            env = Env(SqliteStore(db), Limits())
+            big = (await sessions.start(env, "Big one")).session.id
+            await recording.record(
+                env, [NewMessage("user", f"{n} " + "x" * 100_000) for n in range(200)]
+            )
         with viewer_process(path, "--write-timeout", "0.5") as (base, process):
             port = int(base.rsplit(":", 1)[1])
             stalled = socket.socket()
@@ -719,11 +723,11 @@ class TestBesideAWriter:
     ) -> None:
         path, ids = sample
         async with open_database(path) as db:
-            service = ReasoningService(SqliteStore(db), Limits())
+            env = Env(SqliteStore(db), Limits())
             with viewer(path) as base:
                 before = await anyio.to_thread.run_sync(get, f"{base}/s/{ids.session}")
-                await service.record(
-                    [NewMessage("assistant", "Written while the viewer ran.")], ids.session
+                await recording.record(
+                    env, [NewMessage("assistant", "Written while the viewer ran.")], ids.session
                 )
                 after = await anyio.to_thread.run_sync(get, f"{base}/s/{ids.session}")
         assert "Written while the viewer ran." not in before[2]

@@ -1,8 +1,9 @@
 """The MCP tools: one module-level function each, registered from one table.
 
-Each tool validates its arguments (pydantic, at the edge), calls one use case of the service
-inside `tool_errors()`, and returns the text the model reads (from `frs.replies` or the view)
-with structured content for programs. Docstrings are the descriptions the model reads.
+Each tool validates its arguments (pydantic, at the edge), calls one `frs` use case with the
+caller's `Env` (`server.mcp.deps.env_of`) inside `tool_errors()`, and returns the text the
+model reads (from `frs.replies` or the view) with structured content for programs.
+Docstrings are the descriptions the model reads.
 """
 
 from __future__ import annotations

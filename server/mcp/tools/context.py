@@ -8,8 +8,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import PlanStep, replies
-from server.mcp.deps import DepsContext, service
+from frs import PlanStep, plans, replies, sources
+from server.mcp.deps import DepsContext, env_of
 from server.mcp.errors import tool_errors
 from server.mcp.live import Change, changed, creates
 from server.mcp.tools.arguments import STEPS, RevisionArg, SessionArg, StepIn, choices, session_of
@@ -39,8 +39,8 @@ async def frs_plan(
     plan = [PlanStep(s.text, s.status) for s in steps] if steps is not None else None  # type: ignore[arg-type]
     with tool_errors():
         new = await creates(ctx, session_id)
-        done = await service(ctx).update_plan(
-            plan, checkpoint, session_of(session_id), expected_revision
+        done = await plans.update(
+            env_of(ctx), plan, checkpoint, session_of(session_id), expected_revision
         )
     await changed(ctx, done.session.id, Change.FRAMED, new)
     text = replies.plan_updated(done, checkpoint)
@@ -86,18 +86,18 @@ async def frs_source(
     with tool_errors():
         if action == "add":
             new = await creates(ctx, session_id)
-            added = await service(ctx).add_source(alias, text, path, sid, expected_revision)
+            added = await sources.add(env_of(ctx), alias, text, path, sid, expected_revision)
             await changed(ctx, added.session_id, Change.FRAMED, new)
             return replies.source_added(added)
         if action == "remove":
             if alias is None:
                 raise ToolError("action='remove' needs alias, e.g. alias='H.main'.")
             new = await creates(ctx, session_id)
-            removed = await service(ctx).remove_source(alias, sid, expected_revision)
+            removed = await sources.remove(env_of(ctx), alias, sid, expected_revision)
             await changed(ctx, removed.session_id, Change.FRAMED, new)
             return replies.source_removed(removed)
         if action in ("list", "verify"):
             verify = action == "verify"
-            found = await service(ctx).source_states(sid, check=verify)
+            found = await sources.states(env_of(ctx), sid, check=verify)
             return replies.source_list(found, verify)
     raise ToolError(f"action is {action!r}; use add, list, verify or remove.")

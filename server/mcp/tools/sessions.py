@@ -8,16 +8,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import Session, SessionId, replies
-from server.mcp.deps import DepsContext, service
+from frs import Env, Session, SessionId, replies, sessions
+from server.mcp.deps import DepsContext, env_of
 from server.mcp.errors import tool_errors
 from server.mcp.live import Change, changed
 from server.mcp.tools.arguments import NumberingArg, SessionArg, choices, numbering_of
 from server.mcp.tools.results import SessionOut, result, session_page, session_result
 
 
-# Longer than most functions: its signature is the tool's input schema, and the four
-# actions share it (one tool keeps the tools list short for the model).
+# The signature is the tool's input schema, which the four actions share (one tool keeps the
+# tools list short for the model); each action is a function of its own below.
 async def frs_session(
     ctx: DepsContext,
     action: Annotated[
@@ -53,45 +53,68 @@ async def frs_session(
     result always carries session_id.
     Example: frs_session(action="start", title="Fix flaky test", goal="find the race")
     """
-    frs = service(ctx)
-    scope = frs.scope.name
+    env = env_of(ctx)
     with tool_errors():
         if action == "start":
-            started = await frs.start_session(
-                title or "",
-                goal or "",
-                numbering_of(numbering) or "position",
-                interface,
-                conversation,
-            )
-            session, created = started.session, started.created
-            if created:
-                await changed(ctx, session.id, Change.RECORDED, new=True)
-            text = replies.session_started(session, created, title, goal, numbering, scope)
-            if frs.scope.connection is None:
-                text += replies.shared_current(session, scope)
-            return session_result(text, "start", session, True, scope, created)
+            return await _start(ctx, env, title, goal, numbering, interface, conversation)
         if action == "list":
-            page = await frs.list_sessions(limit, offset)
-            return result(session_page(replies.session_list(page, limit, scope), page, scope))
+            return await _list(env, limit, offset)
         if action == "use":
-            if session_id is None:
-                raise ToolError("action='use' needs session_id; see frs_session(action='list').")
-            session = await frs.use_session(SessionId(session_id))
-            text = replies.session_used(session, scope)
-            if frs.scope.connection is None:
-                text += replies.shared_current(session, scope)
-            return session_result(text, "use", session, True, scope)
+            return await _use(env, session_id)
         if action == "info":
-            if session_id is not None:
-                found: Session | None = await frs.get_session(SessionId(session_id))
-            else:
-                found = await frs.find_current_session()
-            if found is None:
-                # A read must not create the session it describes.
-                text = replies.no_session(scope)
-                return result(SessionOut(message=text, action="info", session_id=None, scope=scope))
-            # Without session_id, info describes the current session.
-            text = replies.session_info(found, scope)
-            return session_result(text, "info", found, session_id is None, scope)
+            return await _info(env, session_id)
     raise ToolError(f"action is {action!r}; use start, list, use or info.")
+
+
+async def _start(
+    ctx: DepsContext,
+    env: Env,
+    title: str | None,
+    goal: str | None,
+    numbering: str | None,
+    interface: str | None,
+    conversation: str | None,
+) -> CallToolResult:
+    scope = env.scope.name
+    started = await sessions.start(
+        env, title or "", goal or "", numbering_of(numbering) or "position", interface, conversation
+    )
+    session, created = started.session, started.created
+    if created:
+        await changed(ctx, session.id, Change.RECORDED, new=True)
+    text = replies.session_started(session, created, title, goal, numbering, scope)
+    if env.scope.connection is None:
+        text += replies.shared_current(session, scope)
+    return session_result(text, "start", session, True, scope, created)
+
+
+async def _list(env: Env, limit: int, offset: int) -> CallToolResult:
+    scope = env.scope.name
+    page = await sessions.page(env, limit, offset)
+    return result(session_page(replies.session_list(page, limit, scope), page, scope))
+
+
+async def _use(env: Env, session_id: str | None) -> CallToolResult:
+    if session_id is None:
+        raise ToolError("action='use' needs session_id; see frs_session(action='list').")
+    scope = env.scope.name
+    session = await sessions.use(env, SessionId(session_id))
+    text = replies.session_used(session, scope)
+    if env.scope.connection is None:
+        text += replies.shared_current(session, scope)
+    return session_result(text, "use", session, True, scope)
+
+
+async def _info(env: Env, session_id: str | None) -> CallToolResult:
+    """The session named, else the current one; a read never creates the one it describes."""
+    scope = env.scope.name
+    if session_id is not None:
+        found: Session | None = await sessions.get_session(env, SessionId(session_id))
+    else:
+        found = await sessions.find_current_session(env)
+    if found is None:
+        text = replies.no_session(scope)
+        return result(SessionOut(message=text, action="info", session_id=None, scope=scope))
+    # Without session_id, info describes the current session.
+    text = replies.session_info(found, scope)
+    return session_result(text, "info", found, session_id is None, scope)

@@ -8,8 +8,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import replies
-from server.mcp.deps import DepsContext, service
+from frs import focus, replies, squashes
+from server.mcp.deps import DepsContext, env_of
 from server.mcp.errors import tool_errors
 from server.mcp.live import Change, changed, creates
 from server.mcp.tools.arguments import (
@@ -76,8 +76,8 @@ async def frs_compress_range(
     asked = ranges_asked(from_, to, summary, ranges)
     with tool_errors():
         new = await creates(ctx, session_id)
-        done = await service(ctx).compress_ranges(
-            asked, numbering_of(numbering), session_of(session_id), expected_revision
+        done = await squashes.compress_ranges(
+            env_of(ctx), asked, numbering_of(numbering), session_of(session_id), expected_revision
         )
     await changed(ctx, done[0].session_id, Change.SQUASHED, new)
     return squash_result(done)
@@ -100,8 +100,8 @@ async def frs_compress_last(
     """
     with tool_errors():
         new = await creates(ctx, session_id)
-        done = await service(ctx).compress_last(
-            count, summary, session_of(session_id), expected_revision
+        done = await squashes.compress_last(
+            env_of(ctx), count, summary, session_of(session_id), expected_revision
         )
     await changed(ctx, done.session_id, Change.SQUASHED, new)
     return squash_result(done)
@@ -120,7 +120,7 @@ async def frs_restore(
     """
     with tool_errors():
         new = await creates(ctx, session_id)
-        done = await service(ctx).restore(alias, session_of(session_id), expected_revision)
+        done = await squashes.restore(env_of(ctx), alias, session_of(session_id), expected_revision)
     await changed(ctx, done.session_id, Change.SQUASHED, new)
     out = RestoreOut(
         message=replies.restored(done),
@@ -162,14 +162,14 @@ async def frs_focus(
     with tool_errors():
         new = await creates(ctx, session_id)
         if action == "open":
-            opened = await service(ctx).open_focus(goal or "", sid, expected_revision)
+            opened = await focus.open_layer(env_of(ctx), goal or "", sid, expected_revision)
             await changed(ctx, opened.session_id, Change.FRAMED, new)
             text = replies.layer_opened(opened)
             return result(
                 Revision(message=text, session_id=opened.session_id, revision=opened.revision)
             )
         if action == "close":
-            closed = await service(ctx).close_focus(summary or "", sid, expected_revision)
+            closed = await focus.close_layer(env_of(ctx), summary or "", sid, expected_revision)
             await changed(ctx, closed.session_id, Change.SQUASHED, new)
             text = replies.layer_closed(closed)
             return result(

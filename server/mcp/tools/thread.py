@@ -7,8 +7,8 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from frs import LANES, ViewOptions, replies
-from server.mcp.deps import DepsContext, service
+from frs import LANES, ViewOptions, pages, recording, replies, viewing
+from server.mcp.deps import DepsContext, env_of
 from server.mcp.errors import tool_errors
 from server.mcp.live import Change, changed, creates
 from server.mcp.progress import with_progress
@@ -54,8 +54,8 @@ async def frs_record(
         done = await with_progress(
             ctx,
             "messages recorded",
-            lambda progress: service(ctx).record(
-                batch, session_of(session_id), expected_revision, progress
+            lambda progress: recording.record(
+                env_of(ctx), batch, session_of(session_id), expected_revision, progress
             ),
         )
     await changed(ctx, done.session_id, Change.RECORDED, new)
@@ -70,65 +70,78 @@ async def frs_record(
     return result(out)
 
 
-# Longer than most functions: its signature is the tool's input schema, a field per option.
+# The view's options as the tool's input schema shows them, a field each (MCP clients see
+# these descriptions and limits; tests pin the schema).
+RolesArg = Annotated[
+    list[str] | None,
+    Field(
+        description="Only these: system, user, assistant, tool, summary.",
+        json_schema_extra={"items": {"type": "string", "enum": list(LANES)}},
+    ),
+]
+LastArg = Annotated[int | None, Field(description="Only the last N entries.", ge=1)]
+ViewFromArg = Annotated[
+    int | None,
+    Field(
+        validation_alias="from",
+        description="First position (or number) to show.",
+        json_schema_extra=FROM_ONE,
+    ),
+]
+ViewToArg = Annotated[
+    int | None,
+    Field(description="Last position (or number) to show.", json_schema_extra=FROM_ONE),
+]
+ShowPlanArg = Annotated[bool, Field(description="Show the plan line.")]
+ShowThinkingArg = Annotated[bool, Field(description="Show thinking blocks.")]
+BudgetArg = Annotated[
+    int | None,
+    Field(
+        description="Fit the view in this many estimated tokens: the oldest entries on "
+        "top (the task among them), newest entries whole, the ones between as cards, "
+        "one-line cards and group lines, a middle span left out (the last line says which)."
+    ),
+]
+ShowSourcesArg = Annotated[
+    bool, Field(description="List registered sources, marking changed files.")
+]
+MergeRunsArg = Annotated[
+    bool,
+    Field(
+        description="Show consecutive assistant and tool messages of one run as one "
+        "entry [4–8], each tool call annotated where it happened, results by alias."
+    ),
+]
+ShowTimesArg = Annotated[
+    bool,
+    Field(description="Stamp user messages [YYYY-MM-DD HH:MM]; indent their replies."),
+]
+RunIdArg = Annotated[str | None, Field(description="Only the messages of this run (agent turn).")]
+PreviewArg = Annotated[
+    int | None,
+    Field(
+        description="Longer messages become cards: head, tail and alias.",
+        ge=200,
+        le=100_000,
+    ),
+]
+
+
 async def frs_view_thread(
     ctx: DepsContext,
     numbering: NumberingArg = None,
-    roles: Annotated[
-        list[str] | None,
-        Field(
-            description="Only these: system, user, assistant, tool, summary.",
-            json_schema_extra={"items": {"type": "string", "enum": list(LANES)}},
-        ),
-    ] = None,
-    last: Annotated[int | None, Field(description="Only the last N entries.", ge=1)] = None,
-    from_: Annotated[
-        int | None,
-        Field(
-            validation_alias="from",
-            description="First position (or number) to show.",
-            json_schema_extra=FROM_ONE,
-        ),
-    ] = None,
-    to: Annotated[
-        int | None,
-        Field(description="Last position (or number) to show.", json_schema_extra=FROM_ONE),
-    ] = None,
-    show_plan: Annotated[bool, Field(description="Show the plan line.")] = True,
-    show_thinking: Annotated[bool, Field(description="Show thinking blocks.")] = False,
-    budget_tokens: Annotated[
-        int | None,
-        Field(
-            description="Fit the view in this many estimated tokens: the oldest entries on "
-            "top (the task among them), newest entries whole, the ones between as cards, "
-            "one-line cards and group lines, a middle span left out (the last line says which)."
-        ),
-    ] = None,
-    show_sources: Annotated[
-        bool, Field(description="List registered sources, marking changed files.")
-    ] = False,
-    merge_runs: Annotated[
-        bool,
-        Field(
-            description="Show consecutive assistant and tool messages of one run as one "
-            "entry [4–8], each tool call annotated where it happened, results by alias."
-        ),
-    ] = False,
-    show_times: Annotated[
-        bool,
-        Field(description="Stamp user messages [YYYY-MM-DD HH:MM]; indent their replies."),
-    ] = False,
-    run_id: Annotated[
-        str | None, Field(description="Only the messages of this run (agent turn).")
-    ] = None,
-    preview_chars: Annotated[
-        int | None,
-        Field(
-            description="Longer messages become cards: head, tail and alias.",
-            ge=200,
-            le=100_000,
-        ),
-    ] = None,
+    roles: RolesArg = None,
+    last: LastArg = None,
+    from_: ViewFromArg = None,
+    to: ViewToArg = None,
+    show_plan: ShowPlanArg = True,
+    show_thinking: ShowThinkingArg = False,
+    budget_tokens: BudgetArg = None,
+    show_sources: ShowSourcesArg = False,
+    merge_runs: MergeRunsArg = False,
+    show_times: ShowTimesArg = False,
+    run_id: RunIdArg = None,
+    preview_chars: PreviewArg = None,
     session_id: SessionArg = None,
 ) -> str:
     """Show the thread as numbered entries, to choose what to squash: [n] Role: text.
@@ -163,7 +176,7 @@ async def frs_view_thread(
         run_id=run_id,
     )
     with tool_errors():
-        return await service(ctx).view(options, session_of(session_id))
+        return await viewing.view(env_of(ctx), options, session_of(session_id))
 
 
 async def get_alias(
@@ -190,5 +203,5 @@ async def get_alias(
     Example: get_alias(alias="SQ.2@0b4f2d11") or get_alias(alias="M.17", offset=20000)
     """
     with tool_errors():
-        page = await service(ctx).get_alias(alias, offset, max_chars, session_of(session_id))
+        page = await pages.get_alias(env_of(ctx), alias, offset, max_chars, session_of(session_id))
     return page.render()

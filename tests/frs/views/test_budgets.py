@@ -1,4 +1,4 @@
-"""`frs.views.budgets` through `ReasoningService.view`, on small hand-built threads in SQLite: the
+"""`frs.views.budgets` through `frs.viewing.view`, on small hand-built threads in SQLite: the
 fitted text never over its budget, the edge cases, and an append that leaves the top as it was.
 
 (`tests/server/test_budget.py` drives the same views through an MCP client and a 100,000-message
@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from frs import InvalidRequest, ReasoningService, ViewOptions
+from frs import Env, InvalidRequest, ViewOptions, sessions, viewing
+from frs import recording as frs_recording
 from frs.text import estimate_tokens, token_weight
 from frs.views import budgets
 from frs.views.candidates import weigh
 from frs.views.fitting import Fit, fit
 from frs.views.shapes import Sizer
-from tests.frs.conftest import open_service, user
+from tests.frs.conftest import open_env, user
 
 MARKER = "… entries left out here (the last line says which)"
 
@@ -31,32 +32,32 @@ def minimum_of(error: InvalidRequest) -> int:
     return int(str(error).rsplit(" ", 1)[1].rstrip("."))
 
 
-async def budgeted(service: ReasoningService, budget: int) -> str:
-    return await service.view(ViewOptions(budget_tokens=budget))
+async def budgeted(env: Env, budget: int) -> str:
+    return await viewing.view(env, ViewOptions(budget_tokens=budget))
 
 
 class TestEdges:
     async def test_an_empty_thread_below_its_frame_names_the_minimum_and_that_is_enough(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.start_session("t")
+        async with open_env(tmp_path / "frs.db") as env:
+            await sessions.start(env, "t")
             with pytest.raises(InvalidRequest, match=r"use at least (\d+)") as refused:
-                await budgeted(service, 5)
+                await budgeted(env, 5)
             assert "header and footer need" in str(refused.value)
-            view = await budgeted(service, minimum_of(refused.value))
+            view = await budgeted(env, minimum_of(refused.value))
             assert estimate_tokens(view) <= minimum_of(refused.value)
 
     async def test_a_budget_smaller_than_one_line_is_refused_and_nothing_changes(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.record([user(text(n)) for n in range(1, 6)])
-            before = await service.view(ViewOptions())
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user(text(n)) for n in range(1, 6)])
+            before = await viewing.view(env, ViewOptions())
             with pytest.raises(InvalidRequest, match="newest entry as a one-line card need") as no:
-                await budgeted(service, 20)
-            assert await service.view(ViewOptions()) == before
-            view = await budgeted(service, minimum_of(no.value))
+                await budgeted(env, 20)
+            assert await viewing.view(env, ViewOptions()) == before
+            view = await budgeted(env, minimum_of(no.value))
             assert estimate_tokens(view) <= minimum_of(no.value)
             entries = [line[:4] for line in view.split("\n") if line.startswith("[")]
             assert entries == ["[1] ", "[5] "]  # the task pinned, the newest as one-line cards
@@ -64,9 +65,9 @@ class TestEdges:
     async def test_one_huge_entry_becomes_a_one_line_card_within_the_budget(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.record([user("start"), user("x" * 150_000 + "\nend")])
-            view = await budgeted(service, 400)
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user("start"), user("x" * 150_000 + "\nend")])
+            view = await budgeted(env, 400)
             assert estimate_tokens(view) <= 400
             entries = [line for line in view.split("\n") if line.startswith("[")]
             assert entries[0] == "[1] User: start"
@@ -80,9 +81,9 @@ class TestNeverOver:
     async def test_a_fitted_view_stays_within_its_budget_and_ends_at_the_newest(
         self, tmp_path: Path, budget: int
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.record([user(text(n)) for n in range(1, 301)])
-            view = await budgeted(service, budget)
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user(text(n)) for n in range(1, 301)])
+            view = await budgeted(env, budget)
             assert estimate_tokens(view) <= budget
             entries = [line for line in view.split("\n") if line.startswith("[")]
             assert entries[-1].startswith("[300] ")
@@ -92,12 +93,12 @@ class TestAppends:
     async def test_an_append_keeps_the_head_and_the_marker_byte_identical(
         self, tmp_path: Path
     ) -> None:
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.record([user(text(n)) for n in range(1, 401)])
-            views = [await budgeted(service, 1_000)]
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user(text(n)) for n in range(1, 401)])
+            views = [await budgeted(env, 1_000)]
             for n in range(401, 406):
-                await service.record([user(text(n))])
-                views.append(await budgeted(service, 1_000))
+                await frs_recording.record(env, [user(text(n))])
+                views.append(await budgeted(env, 1_000))
             tops = [view.split("\n")[: view.split("\n").index(MARKER) + 1] for view in views]
             assert len(tops[0]) > 20  # the title, the task and the oldest entries' head
             assert all(top == tops[0] for top in tops)
@@ -133,9 +134,9 @@ class TestRoom:
         # span the long one (positions shown, messages, lanes): the frame was sized with the
         # other one, ~37 tokens too many for the first and too few for the second.
         fits = self.fits(monkeypatch)
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.record([user(text(n)) for n in range(1, 401)])
-            view = await service.view(options)
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user(text(n)) for n in range(1, 401)])
+            view = await viewing.view(env, options)
         lines = view.split("\n")
         drawn = estimate_tokens("\n".join([lines[0], MARKER, lines[-1]]))
         reserved = 1_000 - fits[0][0]
@@ -150,12 +151,12 @@ class TestRoom:
         # repeated digit lower, so sized as drawn the room moved by a token or so, and a head
         # at its edge lost its last entry (the test above of the head at 1,000 tokens).
         fits = self.fits(monkeypatch)
-        async with open_service(tmp_path / "frs.db") as service:
+        async with open_env(tmp_path / "frs.db") as env:
             for n in range(1, 400, 40):  # revision 10 after these: two digits from here on
-                await service.record([user(text(k)) for k in range(n, n + 40)])
+                await frs_recording.record(env, [user(text(k)) for k in range(n, n + 40)])
             for n in range(401, 420):
-                await service.record([user(text(n))])
-                await service.view(ViewOptions(budget_tokens=1_000))
+                await frs_recording.record(env, [user(text(n))])
+                await viewing.view(env, ViewOptions(budget_tokens=1_000))
         rooms = {room for room, _, _ in fits}
         assert len(fits) >= 19
         assert len(rooms) == 1, sorted(rooms)
@@ -177,12 +178,14 @@ class TestRoom:
     ) -> None:
         fits = self.fits(monkeypatch)
         grew = 0
-        async with open_service(tmp_path / "frs.db") as service:
-            await service.record([user(text(n)) for n in range(1, 401)])
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user(text(n)) for n in range(1, 401)])
             for n in range(401, 441):
-                await service.record([user(text(n) if n % 2 else f"ok {n}")])  # two sizes
+                await frs_recording.record(
+                    env, [user(text(n) if n % 2 else f"ok {n}")]
+                )  # two sizes
                 fits.clear()
-                view = await service.view(ViewOptions(budget_tokens=1_000))
+                view = await viewing.view(env, ViewOptions(budget_tokens=1_000))
                 assert estimate_tokens(view) <= 1_000
                 (_, _, plain), *spent_fits = fits
                 if not spent_fits or spent_fits[0][2] in (None, plain):

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from frs import pages as frs_pages
 from frs.hooks import find_recorded
 from frs.model import SessionId
-from tests.frs.conftest import open_service
+from tests.frs.conftest import open_env
 from tests.pg import Cluster
 from tests.server.hooks.transcripts import (
     ClaudeTranscript,
@@ -68,8 +69,8 @@ def refused(done: Hooked) -> str:
 
 
 async def entries(home: Path, host: str, conversation: str) -> list[str]:
-    async with open_service(home / "frs.db") as service:
-        found = await find_recorded(service.env, host, conversation)
+    async with open_env(home / "frs.db") as service:
+        found = await find_recorded(service, host, conversation)
     return [] if found is None else [m.content for m in found.entries]
 
 
@@ -206,9 +207,11 @@ class TestDigest:
         }
         [error_line] = [line for line in digest.splitlines() if "AssertionError: 2 != 3" in line]
         named = {m.group(0) for m in ALIAS.finditer(digest) if m.group(0) != "M.1"} | {"M.1"}
-        async with open_service(tmp_path / "frs.db") as service:
+        async with open_env(tmp_path / "frs.db") as service:
             pages = {
-                alias: (await service.get_alias(alias, session_id=SessionId(session[1]))).text
+                alias: (
+                    await frs_pages.get_alias(service, alias, session_id=SessionId(session[1]))
+                ).text
                 for alias in named
             }
         # Every alias returns an original whole, and the open error's returns the error.
