@@ -18,7 +18,7 @@ from frs.errors import InvalidRequest
 from frs.model import FocusLayer
 from frs.text import estimate_tokens
 from frs.views.candidates import Candidates, tier_lines, weigh
-from frs.views.fitting import Fit, fit, spent
+from frs.views.fitting import Fit, Placement, place, spent
 from frs.views.layout import (
     Shown,
     attach,
@@ -89,52 +89,43 @@ async def fits_whole(candidates: Candidates, budget: float) -> bool:
 
 async def budgeted(request: Request, candidates: Candidates, budget: int, pin: bool) -> str:
     """The candidates fitted into `budget` estimated tokens (see the module's docstring)."""
-    selection = candidates.selection
     pinned = await _task(request, budget) if pin else Pinned(None, [])
     gaps = await _gap_room(request)
-    fixed = weigh(_frame_lines(request, selection, budget)) + gaps + _FIRST_LINE
+    fixed = weigh(_frame_lines(request, candidates.selection, budget)) + gaps + _FIRST_LINE
     room = budget - fixed
-    fitted = await fit(candidates, room)
-    if fitted is not None and _pins(pinned, candidates, fitted):
+    found = await _placed(candidates, room)
+    if found is not None and _pins(pinned, candidates, found[1]):
         # The task is not shown as an entry of its own: pin it, in room the entries give up.
         room -= weigh(pinned.task_lines)
-        fitted = await fit(candidates, room)
+        found = await _placed(candidates, room)
     for _ in range(_TRIES):
-        if fitted is None:
+        if found is None:
             break
+        placed, fitted = found
         text = await _assemble(request, candidates, fitted, budget, pinned)
         excess = estimate_tokens(text) - budget
         if excess <= 0:
             # What the frame and the sizes' rounding left unused (not what the band could not
             # take: giving it that would move the band's start with every append).
             unused = -excess - (room - await spent(candidates, fitted))
-            return await _spend(request, candidates, fitted, room, budget, pinned, text, unused)
+            if unused < _LEAST_ENTRY_TOKENS:
+                return text
+            filled = await placed.spend(candidates, unused)
+            if filled == fitted:
+                return text
+            wider = await _assemble(request, candidates, filled, budget, pinned)
+            return wider if estimate_tokens(wider) <= budget else text
+        if not candidates.count:
+            break  # the frame alone is over: no room makes it smaller
         room -= excess + 1  # merged runs came out larger than their parts: show less
-        fitted = await fit(candidates, room)
+        found = await _placed(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
 
 
-async def _spend(
-    request: Request,
-    candidates: Candidates,
-    fitted: Fit,
-    room: float,
-    budget: int,
-    pinned: Pinned,
-    text: str,
-    unused: float,
-) -> str:
-    """`text`, or the view whose newest entries also get the `unused` tokens of the budget
-    (the frame is sized at its widest), when that view still fits: the band in a room of
-    `SMALL_ROOM` or more, else the one-line cards below the head. The regions above keep the
-    room they had, so their boundaries stay put."""
-    if unused < _LEAST_ENTRY_TOKENS:
-        return text
-    spent_fit = await fit(candidates, room, unused)
-    if spent_fit is None or spent_fit == fitted:
-        return text
-    filled = await _assemble(request, candidates, spent_fit, budget, pinned)
-    return filled if estimate_tokens(filled) <= budget else text
+async def _placed(candidates: Candidates, room: float) -> tuple[Placement, Fit] | None:
+    """The placement of `room` (see `frs.views.fitting.place`) and its fit before any spare."""
+    placed = await place(candidates, room)
+    return None if placed is None else (placed, await placed.spend(candidates))
 
 
 async def _gap_room(request: Request) -> float:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from frs.model import Message
 from frs.text import TOKEN_UNIT, token_units, token_weight
+from frs.views.fitting import Tier
 from frs.views.layout import Shown, label
 from frs.views.render import (
     REPLY_INDENT,
@@ -21,7 +22,6 @@ from frs.views.render import (
     render_entry,
 )
 from frs.views.selection import Request, Selection
-from frs.views.shapes import Tier
 
 #: A card's preview in budgeted views, shorter than the server's preview cap.
 CARD_CHARS = 300
