@@ -5,10 +5,12 @@ below it:
 
     thread.py      `render_thread`: the selection shown whole, or handed to the budget
     budgets.py     the budgeted view: the frame sized, the pinned task, assembly, the last line
-    candidates.py  a budgeted view's entries, read from the newest back, sized per tier
+    candidates.py  a budgeted view's entries, read from the newest back, sized per tier,
+                   written out in the tiers fitted
     fitting.py     the tier each candidate gets: arithmetic on sizes, no text (`place`, then
                    `Placement.spend`); how a room is shared out (`Shape`), `Sizer`
-    selection.py   the entries the options select, the call (`Request`), its `Frame`
+    selection.py   the entries the options select, the call (`Request`: its entries dressed
+                   as the options ask), its `Frame`
     options.py     `ViewOptions`, the one options type, and `check_view_options`
     layout.py      what surrounds the entries: labels, thinking, marks, headings, runs, footer
     render.py      an entry as text (whole, card, one line, group line) and the view's frame
