@@ -4,8 +4,9 @@
 widest), lets `frs.views.fitting` place the rest among the candidates once, assembles the text
 from the candidates' lines, and measures it: what the frame did not need goes to the band
 (`Placement.spend`); merged runs can come out larger than their parts, so then it shrinks the
-room and places it again. Every figure that changes with an append (the budget note, the positions left out, the
-counts) is on the last line, so an append leaves the top of the view as it was.
+room and places it again. Every figure that changes with an append (the budget note, the
+positions left out, the counts) is on the last line, so an append leaves the top of the view
+as it was.
 """
 
 from __future__ import annotations
