@@ -44,6 +44,7 @@ from frs.model import (
     ToolCall,
 )
 from frs.plans import PlanUpdated
+from frs.ranges import AskedRange
 from frs.recording import Recorded, Removed
 from frs.service import ReasoningService
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
@@ -57,6 +58,7 @@ __all__ = [
     "AliasNotFound",
     "AliasRef",
     "AlreadyRestored",
+    "AskedRange",
     "Checkpoint",
     "Conflict",
     "CoveredByLaterSquash",

@@ -22,6 +22,7 @@ from frs.focus import LayerClosed, LayerOpened
 from frs.model import Limits, NewMessage, Numbering, PlanStep, Scope, Session, SessionId
 from frs.plans import PlanUpdated
 from frs.ports import FileReader, Store, ThreadReader
+from frs.ranges import AskedRange
 from frs.recording import Progress, Recorded, Removed
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
 from frs.sources import SourceChanged, SourceStates
@@ -197,13 +198,13 @@ class ReasoningService:
     ) -> Squashed:
         """Replace the entries at positions (or, absolute, numbers) start..end by a summary."""
         (done,) = await self.compress_ranges(
-            [(start, end, summary)], numbering, session_id, expected_revision
+            [AskedRange(start, end, summary)], numbering, session_id, expected_revision
         )
         return done
 
     async def compress_ranges(
         self,
-        ranges: Sequence[tuple[int, int, str]],
+        ranges: Sequence[AskedRange],
         numbering: Numbering | None = None,
         session_id: SessionId | None = None,
         expected_revision: int | None = None,

@@ -17,7 +17,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from frs import Message, NewMessage, ReasoningService, Recorded, SessionId, ViewOptions, replies
+from frs import (
+    AskedRange,
+    Message,
+    NewMessage,
+    ReasoningService,
+    Recorded,
+    SessionId,
+    ViewOptions,
+    replies,
+)
 from frs.autopilot import Autopilot, Batch, plan_batch
 from frs.errors import StaleRevision
 from frs.host_threads import squash_kinds
@@ -124,7 +133,7 @@ class Conversation:
         )
         if batch is None:
             return None
-        ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+        ranges = [AskedRange(run.first, run.last, run.summary) for run in batch.runs]
         try:
             await service.compress_ranges(
                 ranges,

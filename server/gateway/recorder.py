@@ -40,6 +40,7 @@ from frs.matching import Unit, answer_unit, fit, new_units, title_of, units_of
 from frs.model import GatewayCall, NewMessage, Nudge, SessionId
 from frs.nudges import DEFAULT_STEP, candidates, due, nudge_text, sent_tokens
 from frs.owners import Caller, thread_key
+from frs.ranges import AskedRange
 from frs.recording import Recorded
 from frs.rewriting import mark_of, pinned_messages, plan_rewrite
 from frs.squashes import compress_ranges
@@ -328,7 +329,7 @@ class Recorder:
             )
             if batch is None:
                 return None
-            ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+            ranges = [AskedRange(run.first, run.last, run.summary) for run in batch.runs]
             try:
                 await compress_ranges(
                     self.env,

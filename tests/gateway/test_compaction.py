@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frs import ViewOptions
+from frs import AskedRange, ViewOptions
 from frs.host_compactions import SEALED
 from frs.model import Compaction
 from frs.replies import squashed
@@ -138,7 +138,7 @@ class TestClaudeCode:
                 await host.call()
             session = await session_of(r)
             (early,) = await service(r).compress_ranges(
-                [(2, 3, "Listed 1.")], session_id=session.id
+                [AskedRange(2, 3, "Listed 1.")], session_id=session.id
             )
             assert early.reach == "next"
             assert "from the model's next call" in squashed(early)
@@ -146,7 +146,9 @@ class TestClaudeCode:
             await host.compact()
             await host.call()
             # Positions 4-5 are a round the host summarised away: no longer sent.
-            (gone,) = await service(r).compress_ranges([(3, 4, "Listed 2.")], session_id=session.id)
+            (gone,) = await service(r).compress_ranges(
+                [AskedRange(3, 4, "Listed 2.")], session_id=session.id
+            )
             assert gone.reach == "gone"
             reply = squashed(gone)
             assert "The model is no longer sent these messages" in reply

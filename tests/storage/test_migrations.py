@@ -19,7 +19,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from frs import NewMessage, ReasoningService, SessionId, StoreUnavailable, ToolCall, ViewOptions
+from frs import (
+    AskedRange,
+    NewMessage,
+    ReasoningService,
+    SessionId,
+    StoreUnavailable,
+    ToolCall,
+    ViewOptions,
+)
 from frs.model import Scope
 from frs.originals import render_originals
 from frs.text import estimate_tokens
@@ -418,8 +426,8 @@ class TestBackfill:
                     *(NewMessage("user", f"more {i}") for i in range(6)),
                 ]
             )
-            await service.compress_ranges([(4, 6, "inner")])
-            await service.compress_ranges([(1, 5, "outer")])
+            await service.compress_ranges([AskedRange(4, 6, "inner")])
+            await service.compress_ranges([AskedRange(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
         # The file as version 6 left it: neither column, nor the index (nor 8's raw items,

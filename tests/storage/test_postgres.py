@@ -16,7 +16,7 @@ import anyio
 import asyncpg
 import pytest
 
-from frs import ReasoningService
+from frs import AskedRange, ReasoningService
 from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
 from frs.model import NewMessage, Scope, SessionId, ToolCall
 from storage import SchemaTooNew
@@ -225,8 +225,8 @@ class TestBackfill:
             await service.record(
                 [NewMessage("user", f"line {i}\n[not a header]") for i in range(9)]
             )
-            await service.compress_ranges([(4, 6, "inner")])
-            await service.compress_ranges([(1, 5, "outer")])
+            await service.compress_ranges([AskedRange(4, 6, "inner")])
+            await service.compress_ranges([AskedRange(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made = [tuple(r) for r in await fetch(dsn, layout)]
         lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]

@@ -31,7 +31,7 @@ import pytest
 
 from bench.corpus import load_corpus
 from bench.search import BACK_TO_7
-from frs import NewMessage, ReasoningService
+from frs import AskedRange, NewMessage, ReasoningService
 from frs.model import Scope
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, connect_postgres, open_postgres
@@ -129,7 +129,7 @@ async def fill(service: ReasoningService, transcripts: int | None = None) -> lis
         scoped = service.for_scope(Scope(tenant=tenant))
         await scoped.start_session(f"awkward {tenant} Title_%")
         await scoped.record([NewMessage("user", text) for text in AWKWARD])
-        await scoped.compress_ranges([(1, 2, "the summary of two awkward ones")])
+        await scoped.compress_ranges([AskedRange(1, 2, "the summary of two awkward ones")])
     return [*texts, *AWKWARD]
 
 
