@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from frs.errors import InvalidRequest
 from frs.text import estimate_tokens
 from frs.views.candidates import Candidates, tier_lines, weigh
-from frs.views.fitting import Fit, Placement, Tier, place, spent
+from frs.views.fitting import Fit, Tier, place, spent
 from frs.views.layout import (
     Shown,
     focus_heading,
@@ -36,7 +36,7 @@ _LEAST_ENTRY_TOKENS = 5
 # byte's weight is at most 255/256 token in any context, so it costs under a token more (the
 # estimate's rounding up costs nothing against a whole budget).
 _FIRST_LINE = 1
-_TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
+_TRIES = 6  # times the room is placed again, for the pinned task or a view over its budget
 _MARKER = "… entries left out here (the last line says which)"
 _PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget
 _POSITIONS = 'numbering="position", '
@@ -91,39 +91,31 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
     gaps = await _gap_room(request)
     fixed = weigh(_frame_lines(request, candidates.selection, budget)) + gaps + _FIRST_LINE
     room = budget - fixed
-    found = await _placed(candidates, room)
-    if found is not None and _pins(pinned, candidates, found[1]):
-        # The task is not shown as an entry of its own: pin it, in room the entries give up.
-        room -= weigh(pinned.task_lines)
-        found = await _placed(candidates, room)
-    for _ in range(_TRIES):
-        if found is None:
+    for attempt in range(_TRIES + 1):
+        placed = await place(candidates, room)
+        if placed is None:
             break
-        placed, fitted = found
-        text = await _assemble(request, candidates, fitted, budget, pinned)
+        if not attempt and _pins(pinned, candidates, placed.fitted):
+            # The task is not shown as an entry of its own: pin it, in room the entries give up.
+            room -= weigh(pinned.task_lines)
+            continue
+        text = await _assemble(request, candidates, placed.fitted, budget, pinned)
         excess = estimate_tokens(text) - budget
         if excess <= 0:
             # What the frame and the sizes' rounding left unused (not what the band could not
             # take: giving it that would move the band's start with every append).
-            unused = -excess - (room - await spent(candidates, fitted))
+            unused = -excess - (room - await spent(candidates, placed.fitted))
             if unused < _LEAST_ENTRY_TOKENS:
                 return text
             filled = await placed.spend(candidates, unused)
-            if filled == fitted:
+            if filled == placed.fitted:
                 return text
             wider = await _assemble(request, candidates, filled, budget, pinned)
             return wider if estimate_tokens(wider) <= budget else text
         if not candidates.count:
             break  # the frame alone is over: no room makes it smaller
         room -= excess + 1  # merged runs came out larger than their parts: show less
-        found = await _placed(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
-
-
-async def _placed(candidates: Candidates, room: float) -> tuple[Placement, Fit] | None:
-    """The placement of `room` (see `frs.views.fitting.place`) and its fit before any spare."""
-    placed = await place(candidates, room)
-    return None if placed is None else (placed, await placed.spend(candidates))
 
 
 async def _gap_room(request: Request) -> float:

@@ -181,9 +181,22 @@ class Fit:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """What a room decides before any spare: the heads, each region's room and start. The
-    spare (what the view's frame turned out not to need) then goes only where `spend` puts it,
-    so the heads and the regions above are placed once per room however it is spent."""
+    """What a room decides: `fitted`, the fit of the room itself. A spare (what the view's
+    frame turned out not to need) then goes only where `spend` puts it, so the heads and the
+    regions above are placed once per room however it is spent."""
+
+    fitted: Fit
+    regions: _Regions
+
+    async def spend(self, sizer: Sizer, spare: float) -> Fit:
+        """The fit with `spare` more room for the band, or in a room under `SMALL_ROOM` for
+        the one-line cards below the head; the regions above keep their room."""
+        return await self.regions.spend(sizer, spare) if spare else self.fitted
+
+
+@dataclass(frozen=True, slots=True)
+class _Regions:
+    """The heads, each region's room and start, and where a spare may go."""
 
     shaped: Fit  # the regions; below a small room's head, the walk without that head
     room: float  # what the band gets before the spare
@@ -197,8 +210,6 @@ class Placement:
     head: int = 0
 
     async def spend(self, sizer: Sizer, spare: float = 0.0) -> Fit:
-        """The fit with `spare` more room for the band, or in a room under `SMALL_ROOM` for
-        the one-line cards below the head; the regions above keep their room."""
         shaped = self.shaped
         if self.tail is not None:
             tail = replace(self.tail, line=self.tail.line + spare)
@@ -214,13 +225,19 @@ class Placement:
 async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
     """The tiers of a view whose entries get `room` estimated tokens, and `spare` for the band
     (see `Placement.spend`); None when not even the newest candidate fits as a one-line card."""
-    placed = await place(sizer, room)
-    return None if placed is None else await placed.spend(sizer, spare)
+    regions = await _place(sizer, room)
+    return None if regions is None else await regions.spend(sizer, spare)
 
 
 async def place(sizer: Sizer, room: float) -> Placement | None:
     """The placement of a view whose entries get `room` estimated tokens; None when not even
-    the newest candidate fits as a one-line card.
+    the newest candidate fits as a one-line card."""
+    regions = await _place(sizer, room)
+    return None if regions is None else Placement(await regions.spend(sizer), regions)
+
+
+async def _place(sizer: Sizer, room: float) -> _Regions | None:
+    """The regions of a view whose entries get `room` estimated tokens (see `place`).
 
     In a room of `SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
     share of it (the rich head), and the rest of the thread is fitted below them in what is
@@ -229,7 +246,7 @@ async def place(sizer: Sizer, room: float) -> Placement | None:
     after them. Neither head depends on what the thread adds later, so an append changes the
     view only below them; the room the regions below leave is filled (`_filled`)."""
     if sizer.count == 0:
-        return Placement(Fit(0, ()), room, None, 0)
+        return _Regions(Fit(0, ()), room, None, 0)
     shape = Shape.for_room(room)
     cap = max(shape.whole, room * _FILL_WHOLE_SHARE)
     if room >= SMALL_ROOM:
@@ -265,8 +282,8 @@ async def _place_from(
     head_share: float,
     cap: float | None,
     tail_block: int | None = None,
-) -> Placement | None:
-    """The placement of the candidates from `bottom` on in `room` (see `place`); under a
+) -> _Regions | None:
+    """The regions of the candidates from `bottom` on in `room` (see `place`); under a
     head, the one-line cards start on blocks of `tail_block` positions, when given, and take
     the spare."""
     last = sizer.count - 1
@@ -278,10 +295,10 @@ async def _place_from(
         # Under a rich head the band may reach the top of the rest; without one, only the
         # cards and the entries whole: the band's start moving would rewrite the whole view.
         floor = bottom or next((i for i, t in enumerate(plain.tiers) if t != "line"), last)
-        return Placement(plain, room, cap, bottom, floor)
+        return _Regions(plain, room, cap, bottom, floor)
     head, used = await _head_lines(sizer, room * head_share, last, bottom)
     if head == bottom:
-        return Placement(plain, room, cap, bottom)
+        return _Regions(plain, room, cap, bottom)
     taken = min(shape.group, used)
     headed = Shape.of(
         shape.whole,
@@ -294,11 +311,11 @@ async def _place_from(
     )
     if tail_block is not None:
         tail = replace(headed, line_block=tail_block)
-        return Placement(plain, room, cap, bottom, tail=tail, head=head)
+        return _Regions(plain, room, cap, bottom, tail=tail, head=head)
     walked = await _walk(sizer, headed, head)
     if walked is None:
-        return Placement(plain, room, cap, bottom)
-    return Placement(replace(walked, head=head), room, cap, bottom)
+        return _Regions(plain, room, cap, bottom)
+    return _Regions(replace(walked, head=head), room, cap, bottom)
 
 
 async def spent(sizer: Sizer, shaped: Fit) -> float:

@@ -39,12 +39,14 @@ Seen = tuple[float, float, Fit | None]  # the room placed, the spare spent, the 
 
 
 class Recorded:
-    """A placement that notes each fit it is spent into."""
+    """A placement that notes its fit, and each fit it is spent into."""
 
     def __init__(self, placed: Placement, room: float, seen: list[Seen]) -> None:
         self.placed, self.room, self.seen = placed, room, seen
+        self.fitted = placed.fitted
+        seen.append((room, 0.0, placed.fitted))
 
-    async def spend(self, sizer: Sizer, spare: float = 0.0) -> Fit:
+    async def spend(self, sizer: Sizer, spare: float) -> Fit:
         fitted = await self.placed.spend(sizer, spare)
         self.seen.append((self.room, spare, fitted))
         return fitted
