@@ -53,12 +53,13 @@ class Pinned:
 
 
 async def _task(request: Request, budget: int) -> Pinned:
-    sid, top = request.session.id, request.session.next_number
-    first = await request.reader.entries_between(sid, 0, top, ("user",), limit=1)
+    first = await request.reader.entries_between(
+        request.session.id, 0, request.session.next_number, ("user",), limit=1
+    )
     found = first[0] if first else None
     if found is None:
         return Pinned(None, [])
-    (position,) = await request.reader.positions_of(sid, [found.ord])
+    (position,) = await request.reader.positions_of(request.session.id, [found.ord])
     task = Shown(position, found)
     entry = Entry(label(found, position, request.numbering), found)
     tiers: tuple[Tier, ...] = ("card", "line")  # a card if it fits its share, else one line
@@ -121,8 +122,8 @@ async def budgeted(request: Request, candidates: Candidates, budget: int, pin: b
 async def _gap_room(request: Request) -> float:
     """Room for the line of every restored summary numbered inside the selection (few, and
     fixed once restored, so what the entries get moves no boundary between appends)."""
-    end = request.options.end
-    hi = request.session.next_number - 1 if end is None else end
+    last = request.session.next_number - 1
+    hi = last if request.options.end is None else request.options.end
     gaps = await request.restored(request.options.start or 1, hi)
     return weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0.0
 
@@ -269,7 +270,7 @@ def _note(
     if request.options.run_id is not None:
         return text
     args = [f"from={positions[0]}", f"to={positions[-1]}"]
-    if roles := request.options.roles:
-        args.append("roles=[" + ", ".join(f'"{r}"' for r in roles) + "]")
+    if request.options.roles:
+        args.append("roles=[" + ", ".join(f'"{r}"' for r in request.options.roles) + "]")
     prefix = _POSITIONS if request.numbering == "absolute" else ""
     return f"{text}: frs_view_thread({prefix}{', '.join(args)})"
