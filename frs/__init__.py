@@ -46,6 +46,7 @@ from frs.model import (
     ToolCall,
 )
 from frs.plans import PlanUpdated
+from frs.ranges import AskedRange
 from frs.recording import Recorded, Removed
 from frs.sessions import LiveThread, SessionPage, SessionStarted, SquashLog
 from frs.sources import SourceChanged, SourceStates
@@ -58,6 +59,7 @@ __all__ = [
     "AliasNotFound",
     "AliasRef",
     "AlreadyRestored",
+    "AskedRange",
     "Checkpoint",
     "Conflict",
     "CoveredByLaterSquash",

@@ -19,6 +19,16 @@ from frs.ports import ThreadReader
 
 
 @dataclass(frozen=True, slots=True)
+class AskedRange:
+    """A range a caller asks to squash: positions (or, absolute, numbers) `start`..`end`,
+    inclusive, and the summary to put in their place. Unchecked: `plan_range` checks it."""
+
+    start: int
+    end: int
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
 class Range:
     """A checked range: its entries, the position of the first, and its name in replies."""
 
@@ -52,14 +62,14 @@ async def plan_range(
     return Range(tuple(window), first, named)
 
 
-def check_apart(ranges: Sequence[Range], given: Sequence[tuple[int, int, str]]) -> None:
+def check_apart(ranges: Sequence[Range], given: Sequence[AskedRange]) -> None:
     """Ranges of one call may not overlap: each would squash what another squashes."""
     by_start = sorted(range(len(ranges)), key=lambda i: ranges[i].span[0])
     for earlier, later in itertools.pairwise(by_start):
         if ranges[later].span[0] <= ranges[earlier].span[1]:
             a, b = given[earlier], given[later]
             raise InvalidRequest(
-                f"ranges[{earlier}] ({a[0]}..{a[1]}) and ranges[{later}] ({b[0]}..{b[1]}) "
+                f"ranges[{earlier}] ({a.start}..{a.end}) and ranges[{later}] ({b.start}..{b.end}) "
                 "overlap; give ranges that do not share an entry."
             )
 

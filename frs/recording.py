@@ -82,30 +82,13 @@ async def record(
             await m.tx.insert_messages(first.id, stored)
             if progress is not None:
                 progress(min(start + CHUNK, len(messages)), len(messages))
-        count = len(batch.positions)
-        m.session = replace(
-            first,
-            next_number=batch.number,
-            live_count=first.live_count + count,
-            live_tokens=batch.tokens,
-            lanes=batch.lanes,
-            recorded=first.recorded + count,
-            recorded_tokens=first.recorded_tokens + batch.recorded_tokens,
-        )
-        m.change = f"recorded {plural(count, 'message')}"
+        m.session = batch.recorded()
+        m.change = f"recorded {plural(len(batch.positions), 'message')}"
         if compacting is not None:
-            before = messages[: compacting.at]
-            number = first.next_number + sum(1 for new in before if new.kind != "thinking")
-            kept = {*compacting.kept, *range(first.next_number, number)}
-            # The host sends the summary, then the turns it kept: those that run right up to
-            # the summary's entry are sent from where they start (others it kept, such as
-            # Codex's earlier user messages, are single messages it still sends).
-            sent_from = number
-            while sent_from - 1 in kept:
-                sent_from -= 1
-            compaction = Compaction(number, sent_from, env.clock(), compacting.first_key)
+            compaction = _compaction(first, messages, compacting, env.clock())
             await m.tx.add_compaction(first.id, compaction)
-            m.change = f"the host compacted its history: its summary at [{number}]; " + m.change
+            at = compaction.number
+            m.change = f"the host compacted its history: its summary at [{at}]; " + m.change
     return Recorded(
         first.id,
         tuple(batch.positions),
@@ -187,6 +170,23 @@ def measure(messages: Sequence[NewMessage], limits: Limits) -> list[Measured]:
     return measured
 
 
+def _compaction(
+    first: Session, messages: Sequence[NewMessage], compacting: Compacting, at: str
+) -> Compaction:
+    """The host's compaction as a batch recorded on `first` numbers it: the summary's entry,
+    and the first number the host sends from (the turns it kept right up to the summary)."""
+    before = messages[: compacting.at]
+    number = first.next_number + sum(1 for new in before if new.kind != "thinking")
+    kept = {*compacting.kept, *range(first.next_number, number)}
+    # The host sends the summary, then the turns it kept: those that run right up to the
+    # summary's entry are sent from where they start (others it kept, such as Codex's earlier
+    # user messages, are single messages it still sends).
+    sent_from = number
+    while sent_from - 1 in kept:
+        sent_from -= 1
+    return Compaction(number, sent_from, at, compacting.first_key)
+
+
 class _Batch:
     """What a batch adds up to as its messages are numbered one by one."""
 
@@ -201,6 +201,19 @@ class _Batch:
         # A thinking block sits after the last entry; that entry may be a summary, whose
         # fresh number lies outside the ord space, so anchor on the entry's span instead.
         self.after: int | None = None
+
+    def recorded(self) -> Session:
+        """The session once the batch is recorded."""
+        first, count = self.session, len(self.positions)
+        return replace(
+            first,
+            next_number=self.number,
+            live_count=first.live_count + count,
+            live_tokens=self.tokens,
+            lanes=self.lanes,
+            recorded=first.recorded + count,
+            recorded_tokens=first.recorded_tokens + self.recorded_tokens,
+        )
 
     async def add(
         self, index: int, new: NewMessage, measured: Measured, reader: ThreadReader

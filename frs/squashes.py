@@ -20,7 +20,7 @@ from frs.model import Message, Numbering, Session, SessionId, Squash
 from frs.mutation import Mutation, mutation
 from frs.originals import part_starts, render_parts
 from frs.ports import ThreadReader
-from frs.ranges import Range, check_apart, check_pairs, plan_range, span_name
+from frs.ranges import AskedRange, Range, check_apart, check_pairs, plan_range, span_name
 from frs.text import sha256_hex
 
 RANGE_FIX = "Write a shorter summary, or squash a longer range."
@@ -72,20 +72,20 @@ async def compress_range(
 ) -> Squashed:
     """Replace the entries at positions (or, absolute, numbers) start..end by a summary."""
     (done,) = await compress_ranges(
-        env, [(start, end, summary)], numbering, session_id, expected_revision
+        env, [AskedRange(start, end, summary)], numbering, session_id, expected_revision
     )
     return done
 
 
 async def compress_ranges(
     env: Env,
-    ranges: Sequence[tuple[int, int, str]],
+    ranges: Sequence[AskedRange],
     numbering: Numbering | None = None,
     session_id: SessionId | None = None,
     expected_revision: int | None = None,
     automatic: bool = False,
 ) -> tuple[Squashed, ...]:
-    """Squash several (start, end, summary) ranges, all or none, in one revision.
+    """Squash several ranges, each with its summary, all or none, in one revision.
 
     Every range names positions (or numbers) of the thread as it is before the call, so
     one view is enough to squash many stretches; ranges may not overlap. Each is checked
@@ -94,13 +94,13 @@ async def compress_ranges(
     numbered (SQ.n, and the summaries' M.n) in that order too. `automatic`: the gateway's
     autopilot makes them (`frs.autopilot`), not a model.
     """
-    texts = [check_summary(summary, env.limits) for _, _, summary in ranges]
+    texts = [check_summary(asked.summary, env.limits) for asked in ranges]
     if not ranges:
         raise InvalidRequest("ranges is empty; give at least one {from, to, summary}.")
     check_ranges_size(len(ranges), env.limits)
     async with mutation(env, session_id, expected_revision) as m:
         mode = numbering or m.session.numbering
-        planned = [await plan_range(m.tx, m.session, start, end, mode) for start, end, _ in ranges]
+        planned = [await plan_range(m.tx, m.session, r.start, r.end, mode) for r in ranges]
         check_apart(planned, ranges)
         base = (m.session.next_squash, m.session.next_number)
         done: dict[int, Squash] = {}

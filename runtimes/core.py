@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from frs import (
+    AskedRange,
     Env,
     Message,
     NewMessage,
@@ -144,7 +145,7 @@ class Conversation:
         )
         if batch is None:
             return None
-        ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+        ranges = [AskedRange(run.first, run.last, run.summary) for run in batch.runs]
         try:
             await squashes.compress_ranges(
                 env,

@@ -5,10 +5,12 @@ below it:
 
     thread.py      `render_thread`: the selection shown whole, or handed to the budget
     budgets.py     the budgeted view: the frame sized, the pinned task, assembly, the last line
-    candidates.py  a budgeted view's entries, read from the newest back, sized per tier
-    fitting.py     the tier each candidate gets: arithmetic on sizes, no text (`fit`)
-    shapes.py      how a room is shared out among the tiers, on which blocks (`Shape`, `Sizer`)
-    selection.py   the entries the options select, the call (`Request`), its `Frame`
+    candidates.py  a budgeted view's entries, read from the newest back, sized per tier,
+                   written out in the tiers fitted
+    fitting.py     the tier each candidate gets: arithmetic on sizes, no text (`place`, then
+                   `Placement.spend`); how a room is shared out (`Shape`), `Sizer`
+    selection.py   the entries the options select, the call (`Request`: its entries dressed
+                   as the options ask), its `Frame`
     options.py     `ViewOptions`, the one options type, and `check_view_options`
     layout.py      what surrounds the entries: labels, thinking, marks, headings, runs, footer
     render.py      an entry as text (whole, card, one line, group line) and the view's frame
@@ -18,11 +20,12 @@ One name per quantity, all the way down:
 - `budget`: estimated tokens the whole view may take: `ViewOptions.budget_tokens`, or on a
   view of the whole thread the server's cap (`Limits.view_tokens`).
 - `room`: what the entries get of the budget once the frame (header, marker, focus headings,
-  footer at its widest, restored-gap lines) is taken off. `fit` shares it out: a share to each
-  head, one room per region of the view (`Shape.whole`, `.card`, `.line`, `.group`), and what
-  the regions leave to the band.
+  footer at its widest, restored-gap lines) is taken off. `place` shares it out, once per
+  room: a share to each head, one room per region of the view (`Shape.whole`, `.card`,
+  `.line`, `.group`), and what the regions leave to the band.
 - `spare`: what the frame, sized at its widest, and the sizes' rounding left unused in an
-  assembled view; the band alone may take it, so no region's start moves for it.
+  assembled view; the band alone may take it (`Placement.spend`), so no region's start moves
+  for it.
 - `size`: estimated tokens one entry adds in one tier (`Sizer.size`); lines become tokens in
   one place, `candidates.weigh`.
 - `minimum`: the least budget the view could be fitted into, named in the error for a budget

@@ -1,10 +1,12 @@
 """Fitting a view into a token budget: the budgeted view, its pinned task and its last line.
 
 `budgeted` sizes what every view has besides its entries (header, marker, footer at their
-widest), lets `frs.views.fitting` share the rest out among the candidates, assembles the text, and
-measures it; merged runs can come out larger than their parts, so it shrinks and tries
-again. Every figure that changes with an append (the budget note, the positions left out, the
-counts) is on the last line, so an append leaves the top of the view as it was.
+widest), lets `frs.views.fitting` place the rest among the candidates once, assembles the text
+from the candidates' lines, and measures it: what the frame did not need goes to the band
+(`Placement.spend`); merged runs can come out larger than their parts, so then it shrinks the
+room and places it again. Every figure that changes with an append (the budget note, the
+positions left out, the counts) is on the last line, so an append leaves the top of the view
+as it was.
 """
 
 from __future__ import annotations
@@ -15,24 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frs.errors import InvalidRequest
-from frs.model import FocusLayer
 from frs.text import estimate_tokens
 from frs.views.candidates import Candidates, tier_lines, weigh
-from frs.views.fitting import Fit, fit, spent
+from frs.views.fitting import Fit, Tier, place, spent
 from frs.views.layout import (
     Shown,
-    attach,
     focus_heading,
-    focus_headings,
     footer_line,
     gap_line,
     label,
-    merge_runs,
-    restored_gaps,
     spans,
-    stamp,
 )
-from frs.views.render import Entry, checkpoint_line, plural
+from frs.views.render import Entry, plural
 from frs.views.selection import Request, Selection
 
 _LEAST_ENTRY_TOKENS = 5
@@ -40,7 +36,7 @@ _LEAST_ENTRY_TOKENS = 5
 # byte's weight is at most 255/256 token in any context, so it costs under a token more (the
 # estimate's rounding up costs nothing against a whole budget).
 _FIRST_LINE = 1
-_TRIES = 6  # assemble, measure, and shrink the room by any excess: merged runs can grow
+_TRIES = 6  # times the room is placed again, for the pinned task or a view over its budget
 _MARKER = "… entries left out here (the last line says which)"
 _PINNED_CARD_SHARE = 0.10  # the pinned task is a card when that fits this share of the budget
 _POSITIONS = 'numbering="position", '
@@ -57,17 +53,20 @@ class Pinned:
 
 
 async def _task(request: Request, budget: int) -> Pinned:
-    reader, session = request.reader, request.session
-    first = await reader.entries_between(session.id, 0, session.next_number, ("user",), limit=1)
+    first = await request.reader.entries_between(
+        request.session.id, 0, request.session.next_number, ("user",), limit=1
+    )
     found = first[0] if first else None
     if found is None:
         return Pinned(None, [])
-    (position,) = await reader.positions_of(session.id, [found.ord])
+    (position,) = await request.reader.positions_of(request.session.id, [found.ord])
     task = Shown(position, found)
     entry = Entry(label(found, position, request.numbering), found)
-    lines = tier_lines(entry, "card", request.preview_chars)
-    if weigh(lines) > budget * _PINNED_CARD_SHARE:
-        lines = tier_lines(entry, "line", request.preview_chars)
+    tiers: tuple[Tier, ...] = ("card", "line")  # a card if it fits its share, else one line
+    for tier in tiers:
+        lines = tier_lines(entry, tier, request.preview_chars)
+        if weigh(lines) <= budget * _PINNED_CARD_SHARE:
+            break
     return Pinned(task, lines)
 
 
@@ -89,60 +88,43 @@ async def fits_whole(candidates: Candidates, budget: float) -> bool:
 
 async def budgeted(request: Request, candidates: Candidates, budget: int, pin: bool) -> str:
     """The candidates fitted into `budget` estimated tokens (see the module's docstring)."""
-    selection = candidates.selection
     pinned = await _task(request, budget) if pin else Pinned(None, [])
     gaps = await _gap_room(request)
-    fixed = weigh(_frame_lines(request, selection, budget)) + gaps + _FIRST_LINE
+    fixed = weigh(_frame_lines(request, candidates.selection, budget)) + gaps + _FIRST_LINE
     room = budget - fixed
-    fitted = await fit(candidates, room)
-    if fitted is not None and _pins(pinned, candidates, fitted):
-        # The task is not shown as an entry of its own: pin it, in room the entries give up.
-        room -= weigh(pinned.task_lines)
-        fitted = await fit(candidates, room)
-    for _ in range(_TRIES):
-        if fitted is None:
+    for attempt in range(_TRIES + 1):
+        placed = await place(candidates, room)
+        if placed is None:
             break
-        text = await _assemble(request, candidates, fitted, budget, pinned)
+        if not attempt and _pins(pinned, candidates, placed.fitted):
+            # The task is not shown as an entry of its own: pin it, in room the entries give up.
+            room -= weigh(pinned.task_lines)
+            continue
+        text = await _assemble(request, candidates, placed.fitted, budget, pinned)
         excess = estimate_tokens(text) - budget
         if excess <= 0:
             # What the frame and the sizes' rounding left unused (not what the band could not
             # take: giving it that would move the band's start with every append).
-            unused = -excess - (room - await spent(candidates, fitted))
-            return await _spend(request, candidates, fitted, room, budget, pinned, text, unused)
+            unused = -excess - (room - await spent(candidates, placed.fitted))
+            if unused < _LEAST_ENTRY_TOKENS:
+                return text
+            filled = await placed.spend(candidates, unused)
+            if filled == placed.fitted:
+                return text
+            wider = await _assemble(request, candidates, filled, budget, pinned)
+            return wider if estimate_tokens(wider) <= budget else text
+        if not candidates.count:
+            break  # the frame alone is over: no room makes it smaller
         room -= excess + 1  # merged runs came out larger than their parts: show less
-        fitted = await fit(candidates, room)
     raise await _too_small(request, candidates, pinned, budget, gaps)
-
-
-async def _spend(
-    request: Request,
-    candidates: Candidates,
-    fitted: Fit,
-    room: float,
-    budget: int,
-    pinned: Pinned,
-    text: str,
-    unused: float,
-) -> str:
-    """`text`, or the view whose newest entries also get the `unused` tokens of the budget
-    (the frame is sized at its widest), when that view still fits: the band in a room of
-    `SMALL_ROOM` or more, else the one-line cards below the head. The regions above keep the
-    room they had, so their boundaries stay put."""
-    if unused < _LEAST_ENTRY_TOKENS:
-        return text
-    spent_fit = await fit(candidates, room, unused)
-    if spent_fit is None or spent_fit == fitted:
-        return text
-    filled = await _assemble(request, candidates, spent_fit, budget, pinned)
-    return filled if estimate_tokens(filled) <= budget else text
 
 
 async def _gap_room(request: Request) -> float:
     """Room for the line of every restored summary numbered inside the selection (few, and
     fixed once restored, so what the entries get moves no boundary between appends)."""
-    options = request.options
-    hi = request.session.next_number - 1 if options.end is None else options.end
-    gaps = await request.restored(options.start or 1, hi)
+    last = request.session.next_number - 1
+    hi = last if request.options.end is None else request.options.end
+    gaps = await request.restored(request.options.start or 1, hi)
     return weigh([gap_line(number, n) for number, n in gaps]) if gaps else 0.0
 
 
@@ -179,15 +161,14 @@ async def _too_small(
 def _frame_lines(request: Request, selection: Selection, budget: int) -> list[str]:
     """Every line a budgeted view may add besides its entries, at its widest: the header, the
     marker, every open layer's goal, and the footer with the largest figures it can hold."""
-    session, count = request.session, selection.count
-    top = session.live_count
+    count, top = selection.count, request.session.live_count
     # The note at its widest: a whole view is never all four tiers of every candidate, but the
     # figures can each reach the count's width; a gap makes `spans` write its longest form.
     gappy = [max(top - 5, 1), top - 3, top - 2, top - 1, top] if selection.shown else [1, top]
     widest = _note(request, budget, (count, count, count, count), [], gappy)
     scope = selection.scope
     footer = footer_line(
-        session,
+        request.session,
         count,
         [top - 1, top],
         scope,
@@ -217,15 +198,20 @@ async def _assemble(
     rich_lines: list[str] = []
     rich_counts, rich_ord = (0, 0), 0
     if rich:
-        rich_lines, _, rich_counts = await _entries(request, candidates, range(rich), fitted.rich)
+        rich_lines, _, rich_counts = await candidates.entry_lines(range(rich), fitted.rich)
         rich_ord = (await candidates.shown(rich - 1)).message.ord_last
     placed = [layer for layer in request.frame.layers if layer.start_ord <= rich_ord]
-    head, placed = await _head_lines(request, candidates, rich, fitted.head, placed)
-    groups = await _group_lines(request, candidates, fitted.first, top, fitted.per_group)
-    entries, trailing, counts = await _entries(
-        request, candidates, range(top, candidates.count), fitted.tiers[top - fitted.first :]
+    head, placed = await candidates.head_lines(rich, fitted.head, placed)
+    groups = await candidates.group_lines(fitted.first, top, fitted.per_group)
+    entries, trailing, counts = await candidates.entry_lines(
+        range(top, candidates.count), fitted.tiers[top - fitted.first :]
     )
     left_out = candidates.positions(fitted.head, fitted.first)
+    shown = [
+        candidates.position(i)
+        for i in (*range(fitted.head), *range(fitted.first, candidates.count))
+    ]
+    first_ord = (await candidates.shown(top)).message.ord if top < candidates.count else 10**18
     figures = (
         fitted.count("whole") + fitted.rich.count("whole"),
         fitted.count("card") + fitted.rich.count("card"),
@@ -233,10 +219,6 @@ async def _assemble(
         grouped,
     )
     note = _note(request, budget, figures, left_out, [])
-    shown = [
-        candidates.position(i)
-        for i in (*range(fitted.head), *range(fitted.first, candidates.count))
-    ]
     scope = candidates.selection.scope
     footer = footer_line(
         request.session,
@@ -249,7 +231,6 @@ async def _assemble(
         note,
         scope is None,
     )
-    first_ord = (await candidates.shown(top)).message.ord if top < candidates.count else 10**18
     left_behind = [
         layer
         for layer in request.frame.layers
@@ -264,104 +245,6 @@ async def _assemble(
     if fitted.first > fitted.head:
         lines.append(_MARKER)
     return "\n".join([*lines, *groups, *entries, *trailing, footer])
-
-
-async def _head_lines(
-    request: Request, candidates: Candidates, lo: int, head: int, placed: list[FocusLayer]
-) -> tuple[list[str], list[FocusLayer]]:
-    """Candidates `lo`..`head - 1` as one-line cards, as the line region showed them, each open
-    layer's goal (unless already `placed`) above its first; and the layers placed so far."""
-    lines: list[str] = []
-    placed = list(placed)
-    gaps: list[tuple[int, int]] = []
-    reached = 0
-    if head > lo and request.shows_gaps():
-        if lo:
-            reached = (await candidates.shown(lo - 1)).message.ord_last
-        else:
-            reached = request.starts_after((await candidates.shown(0)).message.ord)
-        gaps = await request.restored(reached + 1, (await candidates.shown(head - 1)).message.ord)
-    for index in range(lo, head):
-        shown = await candidates.shown(index)
-        await candidates.size(index, "line")  # renders and keeps the lines
-        while gaps and gaps[0][0] < shown.message.ord:
-            number, n = gaps.pop(0)
-            if number > reached:
-                lines.append(gap_line(number, n))
-        if gaps:
-            reached = max(reached, shown.message.ord_last)
-        for layer in request.frame.layers:
-            if layer not in placed and layer.start_ord <= shown.message.ord_last:
-                placed.append(layer)
-                lines.append(focus_heading(layer))
-        entry = Entry(label(shown.message, shown.position, request.numbering), shown.message)
-        lines.extend(candidates.lines(entry, index, "line"))
-    return lines, placed
-
-
-async def _group_lines(
-    request: Request, candidates: Candidates, lo: int, hi: int, size: int
-) -> list[str]:
-    """The group lines of candidates `lo`..`hi - 1`, each with the checkpoints inside."""
-    lines: list[str] = []
-    index = lo
-    while index < hi:
-        end = index
-        block = (candidates.anchor(index) - 1) // size
-        while end + 1 < hi and (candidates.anchor(end + 1) - 1) // size == block:
-            end += 1
-        lines.append(await candidates.group(index, end))
-        first = (await candidates.shown(index)).message.ord
-        last = (await candidates.shown(end)).message.ord_last
-        marks = request.frame.checkpoints
-        lines.extend(checkpoint_line(m) for m in marks if first <= m.after_ord <= last)
-        index = end + 1
-    return lines
-
-
-async def _entries(
-    request: Request, candidates: Candidates, indexes: range, shown_as: Sequence[str]
-) -> tuple[list[str], list[str], tuple[int, int]]:
-    """The lines of the candidates at `indexes`, shown one by one in the tiers `shown_as`,
-    decorated as the options ask; the lines after them; and how many entries they are,
-    before and after merging."""
-    options, session, numbering = request.options, request.session, request.numbering
-    top = indexes.start
-    shown = [await candidates.shown(i) for i in indexes]
-    tiers: list[str] = list(shown_as)
-    thinking = [
-        t
-        for i, tier in zip(indexes, tiers, strict=True)
-        if tier == "whole"
-        for t in candidates.thoughts(i)
-    ]
-    starts = top == 0 and candidates.selection.starts_thread
-    if options.show_thinking and starts and not options.roles:
-        thinking = [*await request.reader.thinking(session.id, 0, 0), *thinking]
-    labels = [label(s.message, s.position, numbering) for s in shown]
-    built, before = attach(shown, labels, thinking, request.frame.checkpoints, starts)
-    if shown and request.shows_gaps():
-        first = shown[0].message.ord
-        if top:
-            after = (await candidates.shown(top - 1)).message.ord_last
-        else:
-            after = request.starts_after(first)
-        gaps = await request.restored(after + 1, shown[-1].message.ord)
-        built = restored_gaps(built, gaps, after)
-    first_ord = shown[0].message.ord if shown else 10**18
-    in_view = [layer for layer in request.frame.layers if layer.start_ord >= first_ord or not top]
-    ends = not shown or shown[-1].position == session.live_count
-    built, trailing = focus_headings(built, in_view, ends)
-    count = len(built)
-    if options.merge_runs:
-        built, tiers = merge_runs(built, [s.position for s in shown], numbering, tiers)
-    if options.show_times:
-        built = stamp(built)
-    index_of = {s.message.ord: i for i, s in zip(indexes, shown, strict=True)}
-    lines = list(before)
-    for entry, tier in zip(built, tiers, strict=True):
-        lines.extend(candidates.lines(entry, index_of[entry.message.ord], tier))  # type: ignore[arg-type]
-    return lines, trailing, (count, len(built))
 
 
 def _note(
@@ -384,11 +267,10 @@ def _note(
     if not positions:
         return text
     text += f"; {spans(positions)} out"
-    options = request.options
-    if options.run_id is not None:
+    if request.options.run_id is not None:
         return text
     args = [f"from={positions[0]}", f"to={positions[-1]}"]
-    if options.roles:
-        args.append("roles=[" + ", ".join(f'"{r}"' for r in options.roles) + "]")
+    if request.options.roles:
+        args.append("roles=[" + ", ".join(f'"{r}"' for r in request.options.roles) + "]")
     prefix = _POSITIONS if request.numbering == "absolute" else ""
     return f"{text}: frs_view_thread({prefix}{', '.join(args)})"

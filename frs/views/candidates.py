@@ -1,5 +1,6 @@
 """A view's candidate entries as a budgeted view reads them: a chunk at a time, from the
-newest back, each rendered once per tier and sized in estimated tokens.
+newest back, each rendered once per tier and sized in estimated tokens; and written out, once
+fitted, as the head's one-line cards, group lines, or entries dressed as the options ask.
 
 Sizes are `frs.text.token_weight` sums, additive, so the sum of an entry's lines is what it
 adds to the view; `weigh` is the one place lines become tokens.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from frs.model import Message
+from frs.model import FocusLayer, Message
 from frs.text import TOKEN_UNIT, token_units, token_weight
-from frs.views.layout import Shown, label
+from frs.views.fitting import Tier
+from frs.views.layout import Shown, focus_heading, gap_line, label
 from frs.views.render import (
     REPLY_INDENT,
     Entry,
@@ -21,7 +23,6 @@ from frs.views.render import (
     render_entry,
 )
 from frs.views.selection import Request, Selection
-from frs.views.shapes import Tier
 
 #: A card's preview in budgeted views, shorter than the server's preview cap.
 CARD_CHARS = 300
@@ -139,6 +140,93 @@ class Candidates:
         plain = not (entry.headings or entry.stamp or entry.reply or entry.members)
         sized = self._lines.get((index, tier)) if plain else None
         return sized if sized is not None else tier_lines(entry, tier, self.request.preview_chars)
+
+    async def head_lines(
+        self, lo: int, head: int, placed: list[FocusLayer]
+    ) -> tuple[list[str], list[FocusLayer]]:
+        """Candidates `lo`..`head - 1` as one-line cards, as the line region showed them, each open
+        layer's goal (unless already `placed`) above its first; and the layers placed so far."""
+        lines: list[str] = []
+        placed = list(placed)
+        gaps: list[tuple[int, int]] = []
+        reached = 0
+        if head > lo and self.request.shows_gaps():
+            if lo:
+                reached = (await self.shown(lo - 1)).message.ord_last
+            else:
+                reached = self.request.starts_after((await self.shown(0)).message.ord)
+            gaps = await self.request.restored(
+                reached + 1, (await self.shown(head - 1)).message.ord
+            )
+        for index in range(lo, head):
+            shown = await self.shown(index)
+            await self.size(index, "line")  # renders and keeps the lines
+            while gaps and gaps[0][0] < shown.message.ord:
+                number, n = gaps.pop(0)
+                if number > reached:
+                    lines.append(gap_line(number, n))
+            if gaps:
+                reached = max(reached, shown.message.ord_last)
+            for layer in self.request.frame.layers:
+                if layer not in placed and layer.start_ord <= shown.message.ord_last:
+                    placed.append(layer)
+                    lines.append(focus_heading(layer))
+            entry = Entry(
+                label(shown.message, shown.position, self.request.numbering), shown.message
+            )
+            lines.extend(self.lines(entry, index, "line"))
+        return lines, placed
+
+    async def group_lines(self, lo: int, hi: int, size: int) -> list[str]:
+        """The group lines of candidates `lo`..`hi - 1`, each with the checkpoints inside."""
+        lines: list[str] = []
+        index = lo
+        while index < hi:
+            end = index
+            block = (self.anchor(index) - 1) // size
+            while end + 1 < hi and (self.anchor(end + 1) - 1) // size == block:
+                end += 1
+            lines.append(await self.group(index, end))
+            first = (await self.shown(index)).message.ord
+            last = (await self.shown(end)).message.ord_last
+            marks = (m for m in self.request.frame.checkpoints if first <= m.after_ord <= last)
+            lines.extend(checkpoint_line(m) for m in marks)
+            index = end + 1
+        return lines
+
+    async def entry_lines(
+        self, indexes: range, shown_as: Sequence[str]
+    ) -> tuple[list[str], list[str], tuple[int, int]]:
+        """The lines of the candidates at `indexes`, shown one by one in the tiers `shown_as`,
+        decorated as the options ask; the lines after them; and how many entries they are,
+        before and after merging."""
+        top = indexes.start
+        shown = [await self.shown(i) for i in indexes]
+        thinking = [
+            t
+            for i, tier in zip(indexes, shown_as, strict=True)
+            if tier == "whole"
+            for t in self.thoughts(i)
+        ]
+        starts = top == 0 and self.selection.starts_thread
+        if self.request.options.show_thinking and starts and not self.request.options.roles:
+            thinking = [
+                *await self.request.reader.thinking(self.request.session.id, 0, 0),
+                *thinking,
+            ]
+        after = None
+        if top and self.request.shows_gaps():
+            after = (await self.shown(top - 1)).message.ord_last
+        first_ord = shown[0].message.ord if shown else 10**18
+        in_view = [
+            layer for layer in self.request.frame.layers if layer.start_ord >= first_ord or not top
+        ]
+        dressed = await self.request.dressed(shown, shown_as, thinking, starts, after, in_view)
+        index_of = {s.message.ord: i for i, s in zip(indexes, shown, strict=True)}
+        lines = list(dressed.before)
+        for entry, tier in zip(dressed.entries, dressed.tiers, strict=True):
+            lines.extend(self.lines(entry, index_of[entry.message.ord], tier))  # type: ignore[arg-type]
+        return lines, dressed.after, (dressed.count, len(dressed.entries))
 
 
 def tier_lines(entry: Entry, tier: Tier, preview_chars: int) -> list[str]:

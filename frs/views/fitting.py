@@ -15,15 +15,127 @@ changes the heads, so a prompt cache over the view keeps hitting. In a room unde
 below it start on blocks of `_SMALL_TAIL_BLOCK` positions and also take what the frame did not
 need.
 
-`fit` sees the entries only through a `Sizer` (what each adds to the view in each tier), so
-this module knows nothing of rendering; `frs.views.candidates` is the sizer a view uses.
+A room is shared out among the tiers by a `Shape`, which also sizes the blocks of positions
+each region starts on. `place` decides what the room alone decides, once per room;
+`Placement.spend` then gives the band (or a small room's one-line cards) what the frame did not
+need, without placing the heads again. Both see the entries only through a `Sizer` (what each
+adds to the view in each tier), so this module knows nothing of rendering;
+`frs.views.candidates` is the sizer a view uses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal, Protocol
 
-from frs.views.shapes import SMALL_ROOM, Shape, Sizer, Tier
+Tier = Literal["whole", "card", "line", "group"]
+# Below this room for entries, most of it goes to group lines (see `Shape`).
+SMALL_ROOM = 2_500
+# Typical estimated tokens of a card, a one-line card (with its facts: 50 on the corpus) and a
+# group line: they size the blocks a region starts on, so that a region's start moves about
+# once per half of what it holds.
+_CARD_TOKENS = 90
+_LINE_TOKENS = 50
+_GROUP_TOKENS = 48
+#: Entries a group line stands for: groups start on positions 1, 9, 17, …
+PER_GROUP = 8
+
+
+class Sizer(Protocol):
+    """The candidates of a view (oldest first), read as the walk needs them."""
+
+    count: int
+
+    def position(self, index: int) -> int: ...
+    def anchor(self, index: int) -> int:
+        """Where the entry at `index` sits for blocks and groups: its position in the thread
+        when the candidates are a stretch of it, its 1-based place among them otherwise (a
+        role or run view), so that blocks hold entries the view shows."""
+        ...
+
+    async def size(self, index: int, tier: Tier) -> float:
+        """Estimated tokens the entry at `index` adds to the view in `tier` (not "group")."""
+        ...
+
+    async def group_size(self, lo: int, hi: int) -> float:
+        """Estimated tokens of the group line standing for the entries at `lo`..`hi`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How the room for entries is shared out, newest first: entries whole, cards, one-line
+    cards, group lines; and the blocks of positions each region but the first starts on.
+
+    A small room gives most of itself to group lines: the one-line cards then hold little more
+    than the group being filled, so an append adds a line at the end of the view and a full
+    group folds into one group line just above it, and what lies above stays as it was.
+    """
+
+    whole: float
+    card: float
+    line: float
+    group: float
+    card_block: int
+    line_block: int
+    group_block: int
+    per_group: int  # entries a group line stands for: groups start on positions 1, 1 + this, …
+    newest_card: float  # room the newest entry may take as a card
+    spread: float = 1.0  # what a line block is under what its region holds
+    group_spread: float = 1.0
+
+    @classmethod
+    def for_room(cls, room: float) -> Shape:
+        # Tuned on corpus threads with `python -m bench.cache` (BENCHMARKS.md has the
+        # figures): the median kept prefix after 1 and 10 appends at each budget it tries.
+        if room >= SMALL_ROOM:
+            shares, spread, group_spread, newest = (0.05, 0.09, 0.78), 1.1, 1.5, 0.16
+        else:
+            # Little room: most of it holds group lines, the one-line cards hold the group
+            # being filled, and the newest entry is a card only when a small one fits.
+            shares, spread, group_spread, newest = (0.03, 0.04, 0.30), 1.0, 1.0, 0.07
+        whole, card, line = (room * share for share in shares)
+        group = room - whole - card - line
+        return cls.of(whole, card, line, group, spread, group_spread, room * newest)
+
+    @classmethod
+    def of(
+        cls,
+        whole: float,
+        card: float,
+        line: float,
+        group: float,
+        spread: float,
+        group_spread: float,
+        newest_card: float,
+    ) -> Shape:
+        """The shape of these rooms, its blocks sized by what each region holds."""
+        per_group = PER_GROUP
+        # A block is what its region holds, divided by a spread: after a move the region still
+        # holds part of its room, and the next move comes only once a block's worth arrived.
+        line_block = _power_of_two(line / _LINE_TOKENS / spread, per_group, 256)
+        groups = group / _GROUP_TOKENS * per_group / group_spread
+        return cls(
+            whole,
+            card,
+            line,
+            group,
+            _power_of_two(card / _CARD_TOKENS, 2, 64),
+            line_block,
+            _power_of_two(groups, line_block, 4096),
+            per_group,
+            newest_card,
+            spread,
+            group_spread,
+        )
+
+
+def _power_of_two(value: float, low: int, high: int) -> int:
+    size = low
+    while size * 2 <= min(value, high):
+        size *= 2
+    return size
+
 
 # The share of the room the oldest entries keep as one-line cards once the thread outgrows it:
 # what an append can change is the rest (at 0.75 no ten-append window of the corpus keeps less
@@ -67,11 +179,65 @@ class Fit:
         return self.tiers.count(tier)
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What a room decides: `fitted`, the fit of the room itself. A spare (what the view's
+    frame turned out not to need) then goes only where `spend` puts it, so the heads and the
+    regions above are placed once per room however it is spent."""
+
+    fitted: Fit
+    regions: _Regions
+
+    async def spend(self, sizer: Sizer, spare: float) -> Fit:
+        """The fit with `spare` more room for the band, or in a room under `SMALL_ROOM` for
+        the one-line cards below the head; the regions above keep their room."""
+        return await self.regions.spend(sizer, spare) if spare else self.fitted
+
+
+@dataclass(frozen=True, slots=True)
+class _Regions:
+    """The heads, each region's room and start, and where a spare may go."""
+
+    shaped: Fit  # the regions; below a small room's head, the walk without that head
+    room: float  # what the band gets before the spare
+    cap: float | None  # an entry is whole in the band up to this size; None: no band
+    bottom: int  # the first candidate below the rich head
+    floor: int = 0  # the band starts here or after
+    rich: tuple[Tier, ...] = ()
+    # In a room under `SMALL_ROOM`: the shape below the head, whose one-line cards take the
+    # spare, and where that head ends.
+    tail: Shape | None = None
+    head: int = 0
+
+    async def spend(self, sizer: Sizer, spare: float = 0.0) -> Fit:
+        shaped = self.shaped
+        if self.tail is not None:
+            tail = replace(self.tail, line=self.tail.line + spare)
+            walked = await _walk(sizer, tail, self.head)
+            if walked is not None:
+                shaped = replace(walked, head=self.head)
+        filled = await _filled(sizer, shaped, self.room + spare, self.cap, self.bottom, self.floor)
+        if not self.rich:
+            return filled
+        return replace(filled, head=max(filled.head, len(self.rich)), rich=self.rich)
+
+
 async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
-    """The tiers of a view whose entries get `room` estimated tokens; None when not even the
-    newest candidate fits as a one-line card. `spare` is room the regions do not get but the
-    band may, or in a room under `SMALL_ROOM` the one-line cards below the head (what the
-    view's frame turned out not to need).
+    """The tiers of a view whose entries get `room` estimated tokens, and `spare` for the band
+    (see `Placement.spend`); None when not even the newest candidate fits as a one-line card."""
+    regions = await _place(sizer, room)
+    return None if regions is None else await regions.spend(sizer, spare)
+
+
+async def place(sizer: Sizer, room: float) -> Placement | None:
+    """The placement of a view whose entries get `room` estimated tokens; None when not even
+    the newest candidate fits as a one-line card."""
+    regions = await _place(sizer, room)
+    return None if regions is None else Placement(await regions.spend(sizer), regions)
+
+
+async def _place(sizer: Sizer, room: float) -> _Regions | None:
+    """The regions of a view whose entries get `room` estimated tokens (see `place`).
 
     In a room of `SMALL_ROOM` or more, the oldest entries keep their card form in a fixed
     share of it (the rich head), and the rest of the thread is fitted below them in what is
@@ -79,21 +245,20 @@ async def fit(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
     keep that form in a fixed share of the rest (the head), and the span left out is the one
     after them. Neither head depends on what the thread adds later, so an append changes the
     view only below them; the room the regions below leave is filled (`_filled`)."""
-    last = sizer.count - 1
-    if last < 0:
-        return Fit(0, ())
+    if sizer.count == 0:
+        return _Regions(Fit(0, ()), room, None, 0)
     shape = Shape.for_room(room)
     cap = max(shape.whole, room * _FILL_WHOLE_SHARE)
     if room >= SMALL_ROOM:
         rich, used = await _rich_head(sizer, room * _RICH_SHARE)
         if rich:
-            rest = await _fit_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap, spare)
+            rest = await _place_from(sizer, room - used, len(rich), _RICH_HEAD_SHARE, cap)
             if rest is not None:
-                return replace(rest, head=max(rest.head, len(rich)), rich=tuple(rich))
-        return await _fit_from(sizer, room, 0, _HEAD_SHARE, cap, spare)
+                return replace(rest, rich=tuple(rich))
+        return await _place_from(sizer, room, 0, _HEAD_SHARE, cap)
     # Under SMALL_ROOM no band: what it adds there is a few points of the budget, and it
     # would move the tail of a view of a few entries with most appends.
-    return await _fit_from(sizer, room, 0, _HEAD_SHARE, None, spare, _SMALL_TAIL_BLOCK)
+    return await _place_from(sizer, room, 0, _HEAD_SHARE, None, _SMALL_TAIL_BLOCK)
 
 
 async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
@@ -110,18 +275,17 @@ async def _rich_head(sizer: Sizer, room: float) -> tuple[list[Tier], float]:
     return tiers, used
 
 
-async def _fit_from(
+async def _place_from(
     sizer: Sizer,
     room: float,
     bottom: int,
     head_share: float,
     cap: float | None,
-    spare: float,
     tail_block: int | None = None,
-) -> Fit | None:
-    """The fit of the candidates from `bottom` on in `room` (see `fit`); under a head, the
-    one-line cards start on blocks of `tail_block` positions, when given, and also get
-    `spare`."""
+) -> _Regions | None:
+    """The regions of the candidates from `bottom` on in `room` (see `place`); under a
+    head, the one-line cards start on blocks of `tail_block` positions, when given, and take
+    the spare."""
     last = sizer.count - 1
     shape = Shape.for_room(room)
     plain = await _walk(sizer, shape, bottom)
@@ -131,10 +295,10 @@ async def _fit_from(
         # Under a rich head the band may reach the top of the rest; without one, only the
         # cards and the entries whole: the band's start moving would rewrite the whole view.
         floor = bottom or next((i for i, t in enumerate(plain.tiers) if t != "line"), last)
-        return await _filled(sizer, plain, room + spare, cap, bottom, floor)
+        return _Regions(plain, room, cap, bottom, floor)
     head, used = await _head_lines(sizer, room * head_share, last, bottom)
     if head == bottom:
-        return await _filled(sizer, plain, room + spare, cap, bottom)
+        return _Regions(plain, room, cap, bottom)
     taken = min(shape.group, used)
     headed = Shape.of(
         shape.whole,
@@ -146,11 +310,12 @@ async def _fit_from(
         shape.newest_card,
     )
     if tail_block is not None:
-        headed = replace(headed, line=headed.line + spare, line_block=tail_block)
+        tail = replace(headed, line_block=tail_block)
+        return _Regions(plain, room, cap, bottom, tail=tail, head=head)
     walked = await _walk(sizer, headed, head)
     if walked is None:
-        return await _filled(sizer, plain, room + spare, cap, bottom)
-    return await _filled(sizer, replace(walked, head=head), room + spare, cap, bottom)
+        return _Regions(plain, room, cap, bottom)
+    return _Regions(replace(walked, head=head), room, cap, bottom)
 
 
 async def spent(sizer: Sizer, shaped: Fit) -> float:

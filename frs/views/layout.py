@@ -2,8 +2,9 @@
 headings, merged runs and time stamps.
 
 Every function here is pure: it takes the entries a view chose (oldest first, each with its
-position) and returns them decorated. Plain and budgeted views share them, so an option means
-the same whichever way a view is fitted.
+position) and returns them decorated. Plain and budgeted views share them, in the one order
+`frs.views.selection.Request.dressed` applies them (`Dressed`), so an option means the same
+whichever way a view is fitted.
 """
 
 from __future__ import annotations
@@ -32,6 +33,19 @@ class Shown:
 
     position: int
     message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Dressed:
+    """Entries as a view shows them: `before` the first (thinking and marks that precede every
+    entry), the entries and the tier of each after merging, the focus headings `after` the
+    last, and how many entries there were before merging (`count`)."""
+
+    before: list[str]
+    entries: list[Entry]
+    tiers: list[str]
+    after: list[str]
+    count: int
 
 
 def label(message: Message, position: int, numbering: Numbering) -> str:

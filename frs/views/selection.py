@@ -14,9 +14,19 @@ from dataclasses import dataclass
 
 from frs.checks import check_numbers, check_positions
 from frs.errors import InvalidRequest
-from frs.model import Checkpoint, FocusLayer, Limits, Numbering, PlanStep, Session
+from frs.model import Checkpoint, FocusLayer, Limits, Message, Numbering, PlanStep, Session
 from frs.ports import ThreadReader
-from frs.views.layout import Shown, sources_block
+from frs.views.layout import (
+    Dressed,
+    Shown,
+    attach,
+    focus_headings,
+    label,
+    merge_runs,
+    restored_gaps,
+    sources_block,
+    stamp,
+)
 from frs.views.options import ViewOptions
 from frs.views.render import render_view
 
@@ -90,6 +100,37 @@ class Request:
         if not self.shows_gaps() or hi < lo:
             return []
         return await self.reader.restored_summaries(self.session.id, lo, hi)
+
+    async def dressed(
+        self,
+        shown: Sequence[Shown],
+        tiers: Sequence[str],
+        thinking: Sequence[Message],
+        starts_thread: bool,
+        after: int | None = None,
+        layers: Sequence[FocusLayer] | None = None,
+    ) -> Dressed:
+        """`shown` in `tiers` with every decoration the options ask for, in one order for
+        plain and budgeted views: labels, thinking and checkpoints, the numbers restored
+        summaries left (past `after`, else past where the view starts), the focus `layers`
+        (else every open one), merged runs, time stamps."""
+        gaps: list[tuple[int, int]] = []
+        if shown and self.shows_gaps():
+            after = self.starts_after(shown[0].message.ord) if after is None else after
+            gaps = await self.restored(after + 1, shown[-1].message.ord)
+        labels = [label(s.message, s.position, self.numbering) for s in shown]
+        built, before = attach(shown, labels, thinking, self.frame.checkpoints, starts_thread)
+        built = restored_gaps(built, gaps, after or 0)  # without gaps, `after` goes unread
+        ends = not shown or shown[-1].position == self.session.live_count
+        layers = self.frame.layers if layers is None else layers
+        built, trailing = focus_headings(built, layers, ends)
+        count = len(built)
+        merged = list(tiers)
+        if self.options.merge_runs:
+            built, merged = merge_runs(built, [s.position for s in shown], self.numbering, merged)
+        if self.options.show_times:
+            built = stamp(built)
+        return Dressed(before, built, merged, trailing, count)
 
     def header(self) -> list[str]:
         """The title line, goal, plan and sources: the view's first lines."""

@@ -14,16 +14,7 @@ from frs.ports import ThreadReader
 from frs.text import estimate_tokens
 from frs.views.budgets import budgeted, fits_whole
 from frs.views.candidates import Candidates
-from frs.views.layout import (
-    Shown,
-    attach,
-    focus_headings,
-    footer_line,
-    label,
-    merge_runs,
-    restored_gaps,
-    stamp,
-)
+from frs.views.layout import Shown, footer_line
 from frs.views.options import ViewOptions
 from frs.views.render import render_view
 from frs.views.selection import Frame, Request, Selection, load, load_frame, select
@@ -64,39 +55,28 @@ async def render_thread(
 
 async def plain(request: Request, selection: Selection, shown: list[Shown]) -> str:
     """The view of `shown` with every option applied and nothing shrunk."""
-    reader, session, options = request.reader, request.session, request.options
-    numbering = request.numbering
+    session = request.session
     thinking = []
-    if options.show_thinking and shown:
+    if request.options.show_thinking and shown:
         lo, hi = shown[0].message.ord, shown[-1].message.ord_last
-        thinking = await reader.thinking(session.id, lo, hi)
-    starts = not options.roles and (not shown or shown[0].position == 1)
-    if options.show_thinking and starts:
-        thinking = [*await reader.thinking(session.id, 0, 0), *thinking]
-    labels = [label(s.message, s.position, numbering) for s in shown]
-    marks = request.frame.checkpoints
-    built, before = attach(shown, labels, thinking, marks, selection.scope is None or starts)
+        thinking = await request.reader.thinking(session.id, lo, hi)
+    starts = not request.options.roles and (not shown or shown[0].position == 1)
+    if request.options.show_thinking and starts:
+        thinking = [*await request.reader.thinking(session.id, 0, 0), *thinking]
+    whole = ["whole"] * len(shown)
+    dressed = await request.dressed(shown, whole, thinking, selection.scope is None or starts)
     empty = ["(no messages yet: record them with frs_record)"] if session.live_count == 0 else []
-    if shown and request.shows_gaps():
-        after = request.starts_after(shown[0].message.ord)
-        gaps = await request.restored(after + 1, shown[-1].message.ord)
-        built = restored_gaps(built, gaps, after)
-    ends = not shown or shown[-1].position == session.live_count
-    built, trailing = focus_headings(built, request.frame.layers, ends)
-    count = len(built)
-    if options.merge_runs:
-        positions = [s.position for s in shown]
-        built, _ = merge_runs(built, positions, numbering, ["whole"] * count)
-    if options.show_times:
-        built = stamp(built)
     positions = [s.position for s in shown]
-    footer = footer_line(session, count, positions, selection.scope, options.roles, len(built))
+    shows = len(dressed.entries)
+    footer = footer_line(
+        session, dressed.count, positions, selection.scope, request.options.roles, shows
+    )
     return render_view(
         session.title,
         session.goal,
         request.plan,
-        [*request.leading, *empty, *before],
-        built,
-        "\n".join([*trailing, footer]),
+        [*request.leading, *empty, *dressed.before],
+        dressed.entries,
+        "\n".join([*dressed.after, footer]),
         request.preview_chars,
     )

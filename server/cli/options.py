@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from server.cli import exporter, importer
@@ -110,9 +111,16 @@ def _serving(p: argparse.ArgumentParser) -> None:
     )
 
 
-# A list of flags, each a few lines of help: long, and read top to bottom.
 def _http(http: argparse._ArgumentGroup) -> None:
-    """The options of the HTTP transports."""
+    """The options of the HTTP transports, in the order `--help` lists them."""
+    _http_access(http)
+    _http_requests(http)
+    _http_sockets(http)
+
+
+# Lists of flags, each a few lines of help: long, and read top to bottom.
+def _http_access(http: argparse._ArgumentGroup) -> None:
+    """Where the server listens, and who may call it."""
     http.add_argument(
         "--host",
         default="127.0.0.1",
@@ -145,6 +153,10 @@ def _http(http: argparse._ArgumentGroup) -> None:
         help="another name clients may use in Host/Origin (repeatable); loopback names and the "
         "bound address are always allowed",
     )
+
+
+def _http_requests(http: argparse._ArgumentGroup) -> None:
+    """What requests, streams and sessions may take."""
     http.add_argument(
         "--max-body-bytes",
         type=_positive,
@@ -173,6 +185,10 @@ def _http(http: argparse._ArgumentGroup) -> None:
         metavar="SECONDS",
         help="close Streamable HTTP sessions idle this long (default %(default)s)",
     )
+
+
+def _http_sockets(http: argparse._ArgumentGroup) -> None:
+    """What a socket may cost (`server.http.sockets`)."""
     http.add_argument(
         "--max-connections",
         type=_positive,
@@ -228,6 +244,60 @@ class _Command(argparse.ArgumentParser):
         return parsed, extra
 
 
+@dataclass(frozen=True, slots=True)
+class _Subcommand:
+    """A subcommand: the function that adds its options, its name, its line in `--help`, and
+    the description its own `--help` opens with."""
+
+    configure: Callable[[argparse.ArgumentParser], None]
+    name: str
+    help: str
+    description: str
+
+
+_SUBCOMMANDS = (
+    _Subcommand(
+        importer.configure,
+        "import",
+        "record a JSONL transcript into a new session",
+        "Record a JSONL transcript into a new session.",
+    ),
+    _Subcommand(
+        exporter.configure,
+        "export",
+        "print a session's live thread (--format openai|anthropic|text)",
+        "Print a session's live thread as chat messages a runtime can send to a model.",
+    ),
+    _Subcommand(
+        web.configure,
+        "web",
+        "serve a read-only web viewer of the sessions (http://127.0.0.1:8766/)",
+        "Serve a read-only web viewer of the database's sessions: threads "
+        "with their squashes, the audit trail, search. It never writes to the database.",
+    ),
+    _Subcommand(
+        gateway.configure,
+        "gateway",
+        "proxy a host's model API (http://127.0.0.1:8767): record the conversation, "
+        "send squashes instead of what they replaced",
+        "Serve an HTTP proxy between a host (Claude Code, ...) and its model "
+        "API. It records each conversation into its own session and sends the agent's "
+        "squashes instead of the messages they replaced; anything it cannot read goes "
+        "upstream exactly as the host sent it.",
+    ),
+    _Subcommand(
+        hook.configure,
+        "hook",
+        "run from a host's hooks (Claude Code, Codex CLI, Gemini CLI, OpenCode): "
+        "record its transcript, answer a compaction with a digest",
+        "Run from a host's own hook configuration: read the hook's JSON on "
+        "stdin, record what the host's transcript adds to the conversation's thread, and "
+        "after a compaction answer with a digest of the thread. It always exits 0; what "
+        "went wrong is one line on stderr. --print-config HOST prints the configuration.",
+    ),
+)
+
+
 def _commands(p: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """The subcommands; each takes --db and --log-level too, before or after its name."""
     commands: argparse._SubParsersAction[argparse.ArgumentParser] = p.add_subparsers(
@@ -238,56 +308,15 @@ def _commands(p: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse
         parser_class=_Command,
     )
     common = _common(suppress=True)
-    importer.configure(
-        commands.add_parser(
-            "import",
-            parents=[common],
-            help="record a JSONL transcript into a new session",
-            description="Record a JSONL transcript into a new session.",
+    for command in _SUBCOMMANDS:
+        command.configure(
+            commands.add_parser(
+                command.name,
+                parents=[common],
+                help=command.help,
+                description=command.description,
+            )
         )
-    )
-    exporter.configure(
-        commands.add_parser(
-            "export",
-            parents=[common],
-            help="print a session's live thread (--format openai|anthropic|text)",
-            description="Print a session's live thread as chat messages a runtime can send to "
-            "a model.",
-        )
-    )
-    web.configure(
-        commands.add_parser(
-            "web",
-            parents=[common],
-            help="serve a read-only web viewer of the sessions (http://127.0.0.1:8766/)",
-            description="Serve a read-only web viewer of the database's sessions: threads "
-            "with their squashes, the audit trail, search. It never writes to the database.",
-        )
-    )
-    gateway.configure(
-        commands.add_parser(
-            "gateway",
-            parents=[common],
-            help="proxy a host's model API (http://127.0.0.1:8767): record the conversation, "
-            "send squashes instead of what they replaced",
-            description="Serve an HTTP proxy between a host (Claude Code, ...) and its model "
-            "API. It records each conversation into its own session and sends the agent's "
-            "squashes instead of the messages they replaced; anything it cannot read goes "
-            "upstream exactly as the host sent it.",
-        )
-    )
-    hook.configure(
-        commands.add_parser(
-            "hook",
-            parents=[common],
-            help="run from a host's hooks (Claude Code, Codex CLI, Gemini CLI, OpenCode): "
-            "record its transcript, answer a compaction with a digest",
-            description="Run from a host's own hook configuration: read the hook's JSON on "
-            "stdin, record what the host's transcript adds to the conversation's thread, and "
-            "after a compaction answer with a digest of the thread. It always exits 0; what "
-            "went wrong is one line on stderr. --print-config HOST prints the configuration.",
-        )
-    )
     return commands
 
 

@@ -39,6 +39,7 @@ from frs.host_threads import (
 )
 from frs.model import GatewayCall, NewMessage, Nudge, SessionId
 from frs.owners import Caller, thread_key
+from frs.ranges import AskedRange
 from frs.recording import Recorded
 from frs.squashes import compress_ranges
 from frs.text import estimate_tokens
@@ -372,7 +373,7 @@ class Recorder:
             )
             if batch is None:
                 return None
-            ranges = [(run.first, run.last, run.summary) for run in batch.runs]
+            ranges = [AskedRange(run.first, run.last, run.summary) for run in batch.runs]
             try:
                 await compress_ranges(
                     self.env,

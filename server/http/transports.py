@@ -10,8 +10,8 @@ this app is `server.cli.serving`.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from mcp.server import MCPServer
@@ -104,6 +104,19 @@ def build_app(
     routes, transports = _routes(mcp, options)
     if viewer is not None:
         routes.append(Mount(UI_PATH, app=viewer))
+    app: ASGIApp = Starlette(routes=routes, lifespan=_lifespan(mcp, options, port, policy))
+    app = _capped(app, mcp, options, spared=UI_PATH if viewer is not None else "")
+    if options.secured:
+        app = BearerGuard(app, dict(options.tenants), principal)
+    app = HostGuard(app, policy, port)
+    return Health(app, tuple(transports))
+
+
+def _lifespan(
+    mcp: MCPServer[Any], options: HttpOptions, port: int, policy: HostPolicy
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: it runs the Streamable HTTP session manager when that transport is
+    served, and says where the server listens."""
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -117,7 +130,12 @@ def build_app(
             announce(options, port, policy)
             yield
 
-    app: ASGIApp = Starlette(routes=routes, lifespan=lifespan)
+    return lifespan
+
+
+def _capped(app: ASGIApp, mcp: MCPServer[Any], options: HttpOptions, spared: str) -> ASGIApp:
+    """`app` behind the caps on bodies, sessions, SSE streams and each tenant's requests, each
+    refusal worded for the client (but under `spared`, the viewer's path)."""
     app = RewordLimits(
         app,
         {
@@ -128,7 +146,7 @@ def build_app(
             "no longer use (closing ends its session), or restart frs-mcp with a larger "
             "--max-sessions.",
         },
-        spared=UI_PATH if viewer is not None else "",
+        spared=spared,
     )
     # Outside the rewording: its own refusal (a tenant over its share) names the share.
     # One tenant's share is the whole cap: the caps' own refusals stand.
@@ -148,15 +166,11 @@ def build_app(
         options.serves_streamable,
         per_tenant=share(options.max_sse_connections, tenants) if shared else 0,
     )
-    app = RequestShare(
+    return RequestShare(
         app,
         request_share(options.sockets.max_connections, tenants),
         options.sockets.max_connections,
     )
-    if options.secured:
-        app = BearerGuard(app, dict(options.tenants), principal)
-    app = HostGuard(app, policy, port)
-    return Health(app, tuple(transports))
 
 
 def _routes(mcp: MCPServer[Any], options: HttpOptions) -> tuple[list[BaseRoute], list[str]]:

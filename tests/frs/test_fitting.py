@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from frs.views.fitting import Fit, fit
-from frs.views.shapes import Tier
+from frs.views.fitting import Fit, Tier, fit
 
 CARD, LINE, GROUP = 90.0, 45.0, 48.0
 

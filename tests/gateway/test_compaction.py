@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frs import ViewOptions, squashes, viewing
+from frs import AskedRange, ViewOptions, squashes, viewing
 from frs import sessions as frs_sessions
 from frs.model import Compaction
 from frs.replies import squashed
@@ -139,7 +139,7 @@ class TestClaudeCode:
                 await host.call()
             session = await session_of(r)
             (early,) = await squashes.compress_ranges(
-                client_env(r), [(2, 3, "Listed 1.")], session_id=session.id
+                client_env(r), [AskedRange(2, 3, "Listed 1.")], session_id=session.id
             )
             assert early.reach == "next"
             assert "from the model's next call" in squashed(early)
@@ -148,7 +148,7 @@ class TestClaudeCode:
             await host.call()
             # Positions 4-5 are a round the host summarised away: no longer sent.
             (gone,) = await squashes.compress_ranges(
-                client_env(r), [(3, 4, "Listed 2.")], session_id=session.id
+                client_env(r), [AskedRange(3, 4, "Listed 2.")], session_id=session.id
             )
             assert gone.reach == "gone"
             reply = squashed(gone)

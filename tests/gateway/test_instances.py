@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import httpx2
 
+from frs import AskedRange
 from frs.autopilot import Autopilot
 from frs.host_threads import find_thread, squash_calls
 from frs.squashes import compress_ranges
@@ -104,7 +105,7 @@ async def play(tmp_path: Path, count: int, calls: int = 14) -> tuple[list[bytes]
                     env = apps[0].recorder.env
                     thread = await find_thread(env, *KEY)
                     assert thread is not None
-                    squash = [(2, 3, "Listed two folders.")]
+                    squash = [AskedRange(2, 3, "Listed two folders.")]
                     await compress_ranges(env, squash, None, thread.session.id)
             for app in apps:
                 await app.settled()

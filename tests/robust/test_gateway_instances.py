@@ -28,6 +28,7 @@ import anyio
 import httpx2
 import pytest
 
+from frs import AskedRange
 from frs.env import Env
 from frs.host_threads import find_thread
 from frs.model import Limits
@@ -141,7 +142,7 @@ async def squash(dsn: str) -> None:
         thread = await find_thread(env, "claude-code", "cc-session-1")
         assert thread is not None
         await compress_ranges(
-            env, [(2, 3, "Listed the first two folders.")], session_id=thread.session.id
+            env, [AskedRange(2, 3, "Listed the first two folders.")], session_id=thread.session.id
         )
 
 

@@ -20,6 +20,7 @@ import anyio
 import pytest
 
 from frs import (
+    AskedRange,
     Env,
     NewMessage,
     SessionId,
@@ -431,8 +432,8 @@ class TestBackfill:
                     *(NewMessage("user", f"more {i}") for i in range(6)),
                 ],
             )
-            await squashes.compress_ranges(env, [(4, 6, "inner")])
-            await squashes.compress_ranges(env, [(1, 5, "outer")])
+            await squashes.compress_ranges(env, [AskedRange(4, 6, "inner")])
+            await squashes.compress_ranges(env, [AskedRange(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made, lengths = rows_of(path, layout), rows_of(path, "select n, chars from squashes")
         # The file as version 6 left it: neither column, nor the index (nor 8's raw items,

@@ -16,7 +16,7 @@ import anyio
 import asyncpg
 import pytest
 
-from frs import Env, pages, recording, sessions, squashes
+from frs import AskedRange, Env, pages, recording, sessions, squashes
 from frs.errors import StaleRevision, StoreReadOnly, StoreUnavailable
 from frs.model import NewMessage, Scope, SessionId, ToolCall
 from storage import SchemaTooNew
@@ -229,8 +229,8 @@ class TestBackfill:
             await recording.record(
                 env, [NewMessage("user", f"line {i}\n[not a header]") for i in range(9)]
             )
-            await squashes.compress_ranges(env, [(4, 6, "inner")])
-            await squashes.compress_ranges(env, [(1, 5, "outer")])
+            await squashes.compress_ranges(env, [AskedRange(4, 6, "inner")])
+            await squashes.compress_ranges(env, [AskedRange(1, 5, "outer")])
         layout = "select n, seq, at from squash_members order by n, seq"
         made = [tuple(r) for r in await fetch(dsn, layout)]
         lengths = [tuple(r) for r in await fetch(dsn, "select n, chars from squashes order by n")]

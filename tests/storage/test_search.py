@@ -31,7 +31,7 @@ import pytest
 
 from bench.corpus import load_corpus
 from bench.search import BACK_TO_7
-from frs import Env, NewMessage, recording, sessions, squashes
+from frs import AskedRange, Env, NewMessage, recording, sessions, squashes
 from frs.model import Scope
 from storage import SqliteStore, open_database
 from storage.postgres import PgStore, connect_postgres, open_postgres
@@ -129,7 +129,9 @@ async def fill(env: Env, transcripts: int | None = None) -> list[str]:
         scoped = env.for_scope(Scope(tenant=tenant))
         await sessions.start(scoped, f"awkward {tenant} Title_%")
         await recording.record(scoped, [NewMessage("user", text) for text in AWKWARD])
-        await squashes.compress_ranges(scoped, [(1, 2, "the summary of two awkward ones")])
+        await squashes.compress_ranges(
+            scoped, [AskedRange(1, 2, "the summary of two awkward ones")]
+        )
     return [*texts, *AWKWARD]
 
 

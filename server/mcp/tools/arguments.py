@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from frs import ROLES, Limits, NewMessage, SessionId, ToolCall
+from frs import ROLES, AskedRange, Limits, NewMessage, SessionId, ToolCall
 from frs.model import Numbering
 
 SESSION_HELP = "Session id (from frs_session); omit to use your current session."
@@ -176,7 +176,7 @@ def session_of(value: str | None) -> SessionId | None:
 
 def ranges_asked(
     start: int | None, end: int | None, summary: str | None, ranges: list[RangeIn] | None
-) -> list[tuple[int, int, str]]:
+) -> list[AskedRange]:
     """The ranges asked for: from/to/summary, or `ranges`, never both."""
     single = (start, end, summary)
     if ranges is not None:
@@ -185,11 +185,11 @@ def ranges_asked(
                 "Give either from, to and summary (one range) or ranges=[{from, to, summary}, "
                 "...] (several), not both."
             )
-        return [(r.from_, r.to, r.summary) for r in ranges]
+        return [AskedRange(r.from_, r.to, r.summary) for r in ranges]
     if start is None or end is None or summary is None:
         missing = [n for n, v in zip(("from", "to", "summary"), single, strict=True) if v is None]
         raise ToolError(
             f"Missing {', '.join(missing)}: give from, to and summary, or "
             "ranges=[{from, to, summary}, ...]."
         )
-    return [(start, end, summary)]
+    return [AskedRange(start, end, summary)]

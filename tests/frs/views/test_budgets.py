@@ -7,6 +7,7 @@ thread; these stay small enough to read.)
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,8 @@ from frs import recording as frs_recording
 from frs.text import estimate_tokens, token_weight
 from frs.views import budgets
 from frs.views.candidates import weigh
-from frs.views.fitting import Fit, fit
-from frs.views.shapes import Sizer
-from tests.frs.conftest import open_env, user
+from frs.views.fitting import Fit, Placement, Sizer, place
+from tests.frs.conftest import assistant, open_env, user
 
 MARKER = "… entries left out here (the last line says which)"
 
@@ -34,6 +34,23 @@ def minimum_of(error: InvalidRequest) -> int:
 
 async def budgeted(env: Env, budget: int) -> str:
     return await viewing.view(env, ViewOptions(budget_tokens=budget))
+
+
+Seen = tuple[float, float, Fit | None]  # the room placed, the spare spent, the fit
+
+
+class Recorded:
+    """A placement that notes its fit, and each fit it is spent into."""
+
+    def __init__(self, placed: Placement, room: float, seen: list[Seen]) -> None:
+        self.placed, self.room, self.seen = placed, room, seen
+        self.fitted = placed.fitted
+        seen.append((room, 0.0, placed.fitted))
+
+    async def spend(self, sizer: Sizer, spare: float) -> Fit:
+        fitted = await self.placed.spend(sizer, spare)
+        self.seen.append((self.room, spare, fitted))
+        return fitted
 
 
 class TestEdges:
@@ -111,15 +128,18 @@ class TestRoom:
 
     @staticmethod
     def fits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float, Fit | None]]:
-        """Each fit the budgeted views ask for, as it is made: its room, spare and result."""
+        """Each fit the budgeted views ask for, as it is made: the room placed, the spare it
+        is spent with, and the fit."""
         seen: list[tuple[float, float, Fit | None]] = []
 
-        async def recording(sizer: Sizer, room: float, spare: float = 0.0) -> Fit | None:
-            fitted = await fit(sizer, room, spare)
-            seen.append((room, spare, fitted))
-            return fitted
+        async def placing(sizer: Sizer, room: float) -> Placement | Recorded | None:
+            placed = await place(sizer, room)
+            if placed is None:
+                seen.append((room, 0.0, None))
+                return None
+            return Recorded(placed, room, seen)
 
-        monkeypatch.setattr(budgets, "fit", recording)
+        monkeypatch.setattr(budgets, "place", placing)
         return seen
 
     @pytest.mark.parametrize(
@@ -200,6 +220,70 @@ class TestRoom:
                 assert len(below) == len(spent.tiers), below
                 grew += 1
         assert grew >= 10, grew
+
+
+class TestPlacedOnce:
+    """A view's room is placed (the heads, the regions' rooms and starts) once, twice when the
+    task is pinned in room the entries give up; the spare the frame left then goes to the
+    band, or a small room's one-line cards, without placing it again."""
+
+    @staticmethod
+    def counted(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+        rooms: list[float] = []
+        # `place`, or what `TestRoom.fits` put in its stead.
+        placing: Callable[[Sizer, float], Awaitable[Placement | None]] = vars(budgets)["place"]
+
+        async def counting(sizer: Sizer, room: float) -> Placement | None:
+            rooms.append(room)
+            return await placing(sizer, room)
+
+        monkeypatch.setattr(budgets, "place", counting)
+        return rooms
+
+    async def test_a_small_room_filled_with_its_spare_is_placed_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        fits = TestRoom.fits(monkeypatch)
+        rooms = self.counted(monkeypatch)
+        filled = 0
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user(text(n)) for n in range(1, 401)])
+            for n in range(401, 421):
+                await frs_recording.record(env, [user(text(n) if n % 2 else f"ok {n}")])
+                fits.clear()
+                rooms.clear()
+                view = await budgeted(env, 1_000)
+                assert estimate_tokens(view) <= 1_000
+                assert len(rooms) == 1
+                (_, _, plain), *spent_fits = fits
+                filled += any(spent not in (None, plain) for _, _, spent in spent_fits)
+        assert filled >= 5, filled
+
+    async def test_a_pinned_task_places_the_room_twice(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with open_env(tmp_path / "frs.db") as env:
+            # The task (the first user message) is third: the head it would be in is left out.
+            others = [user(text(n)) if n % 3 == 0 else assistant(text(n)) for n in range(2, 30)]
+            await frs_recording.record(env, [assistant("hello"), *others])
+            rooms = self.counted(monkeypatch)
+            view = await budgeted(env, 180)
+        assert estimate_tokens(view) <= 180
+        lines = view.split("\n")
+        assert lines[1].startswith("[3] User: message 3 ")  # pinned under the title
+        assert MARKER in lines
+        assert len(rooms) == 2
+        assert rooms[1] < rooms[0]  # the task's lines come out of the entries' room
+
+    async def test_an_empty_view_over_its_budget_is_refused_without_refitting(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        async with open_env(tmp_path / "frs.db") as env:
+            await frs_recording.record(env, [user("hi")])
+            rooms = self.counted(monkeypatch)
+            with pytest.raises(InvalidRequest, match="header and footer need"):
+                await viewing.view(env, ViewOptions(budget_tokens=10, roles=("tool",)))
+        assert len(rooms) == 1
 
 
 class TestWeigh:

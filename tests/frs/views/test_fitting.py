@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from frs.views.fitting import Fit, fit
-from frs.views.shapes import PER_GROUP, Shape, Tier
+from frs.views.fitting import PER_GROUP, Fit, Shape, Tier, fit
 
 RANK = {"group": 0, "line": 1, "card": 2, "whole": 3}
 
