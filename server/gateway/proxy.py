@@ -73,6 +73,17 @@ class Route:
 
 
 @dataclass(frozen=True, slots=True)
+class _Exchange:
+    """One request as it goes upstream, and the host's side of the connection."""
+
+    method: str
+    url: httpx2.URL
+    headers: list[tuple[str, str]]
+    receive: Receive
+    send: Send
+
+
+@dataclass(frozen=True, slots=True)
 class Upstreams:
     """Each provider's base URL (checked at start: `server.gateway.targets.upstream_of`)."""
 
@@ -155,22 +166,11 @@ class Gateway:
             return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         named = {k.lower(): v for k, v in headers}
-        tenant = tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) if self.tenants else None
-        if self.tenants and tenant is None:
-            await error_answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+        admitted = await self._admitted(scope, named, send)
+        if admitted is None:
             return
+        tenant, path = admitted
         recorder = self.recorders.of(tenant or LOCAL_TENANT)
-        path = path_of(scope.get("raw_path") or scope["path"].encode(), scope["path"])
-        if path is None:
-            # The target is not logged: it could hold a key in its query.
-            log.warning("refused a request whose target is not a path (origin form)")
-            await error_answer(
-                send,
-                400,
-                "the request target must be a path such as /v1/messages: the gateway sends "
-                "every request to its configured upstream, and to nowhere a request names",
-            )
-            return
         body = await _body(receive)
         if body is None:
             self.traffic.incomplete += 1
@@ -183,6 +183,42 @@ class Gateway:
         if plain and route.wire is not None and scope["method"] == "POST":
             caller = caller_of(named, tenant_says=bool(self.tenants))
             prepared = await self._prepare(recorder, route.wire, body, named, caller)
+        self._count(scope, body, prepared)
+        forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
+        if prepared.beta is not None:
+            forwarded = with_beta(forwarded, prepared.beta)
+        exchange = _Exchange(
+            scope["method"],
+            route.upstream.url(path, scope.get("query_string", b"")),
+            forwarded,
+            receive,
+            send,
+        )
+        await self._forward(_Call(recorder, route, prepared, body), exchange)
+
+    async def _admitted(
+        self, scope: Scope, named: Mapping[str, str], send: Send
+    ) -> tuple[str | None, bytes] | None:
+        """The caller's tenant (None without tokens) and the request's path; None when the
+        request was refused (answered here): no gateway token, or a target not a path."""
+        tenant = tenant_of(self.tenants, named.get(TOKEN_HEADER, "")) if self.tenants else None
+        if self.tenants and tenant is None:
+            await error_answer(send, 401, f"send the gateway's token in the {TOKEN_HEADER} header")
+            return None
+        path = path_of(scope.get("raw_path") or scope["path"].encode(), scope["path"])
+        if path is None:
+            # The target is not logged: it could hold a key in its query.
+            log.warning("refused a request whose target is not a path (origin form)")
+            await error_answer(
+                send,
+                400,
+                "the request target must be a path such as /v1/messages: the gateway sends "
+                "every request to its configured upstream, and to nowhere a request names",
+            )
+            return None
+        return tenant, path
+
+    def _count(self, scope: Scope, body: bytes, prepared: Prepared) -> None:
         self.traffic.requests += 1
         self.traffic.sent_bytes += len(body)
         self.traffic.forwarded_bytes += len(prepared.body)
@@ -196,10 +232,11 @@ class Gateway:
                 len(prepared.body),
                 ", ".join(f"SQ.{n}" for n in prepared.plan.applied),
             )
-        url = route.upstream.url(path, scope.get("query_string", b""))
-        forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
-        if prepared.beta is not None:
-            forwarded = with_beta(forwarded, prepared.beta)
+
+    async def _forward(self, call: _Call, exchange: _Exchange) -> None:
+        """Relay the call, recording beside it, then settle what it leaves behind: the
+        answer, its row, the autopilot's batch, the conversation's turn freed."""
+        prepared = call.prepared
         # Pending from before the answer starts, so `settled` never misses it.
         if self._recording == 0:
             self._settled = anyio.Event()
@@ -209,41 +246,36 @@ class Gateway:
         # the thread up to that answer. A long backlog (a resumed conversation's first call)
         # is recorded after the answer, off its path.
         early = prepared.fresh <= EARLY_UNITS
-        tee = Tee() if route.wire is not None and prepared.belongs else None
-        turn = Turn(recorder, prepared)
+        tee = Tee() if call.route.wire is not None and prepared.belongs else None
+        turn = Turn(call.recorder, prepared)
         try:
             async with anyio.create_task_group() as tg:
                 recorded = anyio.Event()
                 if early:
-                    tg.start_soon(self._record_then, recorder, prepared, recorded)
+                    tg.start_soon(self._record_then, call.recorder, prepared, recorded)
                 else:
                     recorded.set()
-                await self._relay(
-                    scope["method"],
-                    url,
-                    forwarded,
-                    prepared.body,
-                    receive,
-                    send,
-                    tee,
-                    recorded,
-                    turn.take if prepared.belongs else None,
-                )
+                ending = turn.take if prepared.belongs else None
+                await self._relay(exchange, prepared.body, tee, Held(recorded, ending))
         finally:
             with anyio.CancelScope(shield=True):
-                if not early:
-                    await self._record(recorder, prepared)
-                    if prepared.belongs and turn.session_id is None:
-                        await turn.take()  # a first call's session exists only now
-                if tee is not None and route.wire is not None:
-                    await self._record_answer(recorder, route.wire, prepared, tee)
-                call = await self._add_call(recorder, prepared, body)
-                if turn.session_id is not None and call is not None:
-                    await self._squash_on_its_own(recorder, prepared, call)
-                await turn.end()
+                await self._settle(call, tee, turn, early)
                 self._recording -= 1
                 if self._recording == 0:
                     self._settled.set()
+
+    async def _settle(self, call: _Call, tee: Tee | None, turn: Turn, early: bool) -> None:
+        recorder, prepared = call.recorder, call.prepared
+        if not early:
+            await self._record(recorder, prepared)
+            if prepared.belongs and turn.session_id is None:
+                await turn.take()  # a first call's session exists only now
+        if tee is not None and call.route.wire is not None:
+            await self._record_answer(recorder, call.route.wire, prepared, tee)
+        stored = await self._add_call(recorder, prepared, call.body)
+        if turn.session_id is not None and stored is not None:
+            await self._squash_on_its_own(recorder, prepared, stored)
+        await turn.end()
 
     async def _record_answer(
         self, recorder: Recorder, wire: WireFormat, prepared: Prepared, tee: Tee
@@ -310,18 +342,7 @@ class Gateway:
             _log_failure(f"{wire.name} request", exc)
             return Prepared(body)
 
-    async def _relay(
-        self,
-        method: str,
-        url: httpx2.URL,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        tee: Tee | None = None,
-        recorded: anyio.Event | None = None,
-        ending: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
+    async def _relay(self, exchange: _Exchange, body: bytes, tee: Tee | None, held: Held) -> None:
         """Forward the request and stream its answer back. A host that hangs up stops it at
         once: the upstream request is cancelled and its connection closed (httpcore closes a
         connection whose exchange was cut), so the provider stops generating, and nothing of
@@ -331,7 +352,7 @@ class Gateway:
         async def watch(scope: anyio.CancelScope) -> None:
             # After the body, the server's receive() answers only when the host is gone (or
             # the answer is complete, which `answered` tells apart).
-            while (await receive())["type"] != "http.disconnect":
+            while (await exchange.receive())["type"] != "http.disconnect":
                 pass
             if not answered.is_set():
                 log.info("the host hung up: its upstream request is cancelled")
@@ -339,23 +360,19 @@ class Gateway:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch, tg.cancel_scope)
-            await self._exchange(
-                method, url, headers, body, send, tee, Held(recorded, ending), answered
-            )
+            await self._exchange(exchange, body, tee, held, answered)
             tg.cancel_scope.cancel()
 
     async def _exchange(
         self,
-        method: str,
-        url: httpx2.URL,
-        headers: list[tuple[str, str]],
+        exchange: _Exchange,
         body: bytes,
-        send: Send,
         tee: Tee | None,
         held: Held,
         answered: anyio.Event,
     ) -> None:
-        request = httpx2.Request(method, url, headers=headers, content=body)
+        send, url = exchange.send, exchange.url
+        request = httpx2.Request(exchange.method, url, headers=exchange.headers, content=body)
         started = time.monotonic()
         where = str(url.copy_with(query=None))
         try:
@@ -381,32 +398,12 @@ class Gateway:
             )
             if tee is not None:
                 tee.start(response.status_code, response.headers)
-            try:
-                async for chunk in response.aiter_raw():
-                    if tee is not None:
-                        tee.add(chunk)  # a reference kept, read after the answer is sent
-                    out = held.let_through(chunk)
-                    if out:
-                        await send({"type": "http.response.body", "body": out, "more_body": True})
-            except httpx2.HTTPError as exc:
-                # The status is with the host already. What came goes to it, and then its
-                # stream is cut as the provider's was: the app ends without the answer's end,
-                # so the server closes the connection short of it. A stream ended cleanly
-                # would pass for a whole answer.
-                log.warning(
-                    "upstream %s broke mid-answer (%s): cut for the host too",
-                    where,
-                    type(exc).__name__,
-                )
-                rest = await held.rest(whole=False)
-                if rest:
-                    await send({"type": "http.response.body", "body": rest, "more_body": True})
-                return
-            last = await held.rest()
-            answered.set()
-            await send({"type": "http.response.body", "body": last, "more_body": False})
-            if tee is not None:
-                tee.done = True
+            if await _streamed(response, send, tee, held, where):
+                last = await held.rest()
+                answered.set()
+                await send({"type": "http.response.body", "body": last, "more_body": False})
+                if tee is not None:
+                    tee.done = True
         finally:
             with anyio.CancelScope(shield=True):  # a host that hung up still closes it
                 await response.aclose()
@@ -433,6 +430,32 @@ class Gateway:
         return 502, f"the gateway could not reach {where}"
 
 
+async def _streamed(
+    response: httpx2.Response, send: Send, tee: Tee | None, held: Held, where: str
+) -> bool:
+    """Relay the answer's body as it comes, all but what `held` keeps back; False when the
+    upstream cut it. The status is with the host already then: what came goes to it, and
+    its stream is cut as the provider's was (the app ends without the answer's end, so the
+    server closes the connection short of it): a stream ended cleanly would pass for a
+    whole answer."""
+    try:
+        async for chunk in response.aiter_raw():
+            if tee is not None:
+                tee.add(chunk)  # a reference kept, read after the answer is sent
+            out = held.let_through(chunk)
+            if out:
+                await send({"type": "http.response.body", "body": out, "more_body": True})
+    except httpx2.HTTPError as exc:
+        log.warning(
+            "upstream %s broke mid-answer (%s): cut for the host too", where, type(exc).__name__
+        )
+        rest = await held.rest(whole=False)
+        if rest:
+            await send({"type": "http.response.body", "body": rest, "more_body": True})
+        return False
+    return True
+
+
 def with_beta(headers: list[tuple[str, str]], beta: str) -> list[tuple[str, str]]:
     """The headers with `beta` among the `anthropic-beta` values: added to the host's header,
     comma-separated as the API combines betas, or as a header of its own when it sent none.
@@ -447,6 +470,17 @@ def with_beta(headers: list[tuple[str, str]], beta: str) -> list[tuple[str, str]
                 value = ",".join([*values, beta])
         out.append((name, value))
     return out if found else [*out, ("anthropic-beta", beta)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A call being forwarded: whose recorder, the route it takes, what was prepared to
+    send, and the body the host sent."""
+
+    recorder: Recorder
+    route: Route
+    prepared: Prepared
+    body: bytes
 
 
 class Turn:

@@ -94,6 +94,17 @@ class _Conversation:
 
 
 @dataclass(frozen=True, slots=True)
+class _Read:
+    """A request's body as its wire read it."""
+
+    wire: WireFormat
+    text: str
+    headers: Mapping[str, str]
+    request: WireRequest
+    units: tuple[Unit, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Prepared:
     """A request ready to forward: the bytes to send and what to record afterwards."""
 
@@ -181,6 +192,53 @@ class Recorder:
         slot = named
         if named is not None and caller is not None and caller.credential is not None:
             slot = (named[0], f"{named[1]}#{caller.credential}")
+        read = self._read(wire, text, headers, slot)
+        key = wire.conversation_of(headers, read.units)
+        if key is None:
+            return Prepared(body)
+        if caller is not None:
+            if key != named:
+                caller = replace(caller, system=system_of(text, read.request))
+            title = title_of(read.units) if read.units and read.request.has_tools else None
+            key = await thread_key(self.env, caller, key, key == named, title)
+        await self._wait_turn(key)
+        conversation = self._conversation(key)
+        async with conversation.lock:
+            thread = await self._thread(key, conversation)
+            newest = await self._take_newest(thread, conversation)
+            self._calls += 1
+            request, units = read.request, read.units
+            belongs = _belongs(request, units, thread, key)
+            if slot is not None and belongs:  # a side call's body would be no help next time
+                self._keep_body(slot, Parsed(text, request, units))
+            # What the conversation had sent once this request went (the frozen state), and
+            # what is recorded after it; each way out below changes only what it decided.
+            base = Prepared(
+                body,
+                key=key,
+                units=_said(request, units),
+                belongs=belongs,
+                fresh=len(new_units(units, thread.keys if thread else ())) if belongs else 0,
+                wire=wire.name,
+                sent=tuple(sorted(conversation.sent.items())),
+                nudges=tuple(conversation.nudges),
+                bound=conversation.bound,
+                summarise=request.summarise,
+                compaction=_compaction_of(request, units, thread) if belongs else None,
+                pinned=_pinned_keys(request, units),
+                received=received,
+                previous_tokens=newest.sent_tokens if newest is not None else None,
+                holder=f"{self._me}-{self._calls}",
+            )
+            if not (belongs and thread and rewrite):
+                return base
+            return await self._rewritten(base, read, thread, conversation, key)
+
+    def _read(
+        self, wire: WireFormat, text: str, headers: Mapping[str, str], slot: tuple[str, str] | None
+    ) -> _Read:
+        """The request as the wire reads it, and its units (fitted to the limits); what it
+        repeats of the conversation's last body (kept under `slot`) is taken over unread."""
         previous = self._parsed.get(slot) if slot else None
         request = wire.parse(text, headers, previous)
         if previous is None:
@@ -193,88 +251,60 @@ class Recorder:
                 u if u.message < kept else fit(u, self.env.limits)
                 for u in units_of(request, old, kept)
             )
-        key = wire.conversation_of(headers, units)
-        if key is None:
-            return Prepared(body)
-        if caller is not None:
-            if key != named:
-                caller = replace(caller, system=system_of(text, request))
-            title = title_of(units) if units and request.has_tools else None  # it would record
-            key = await thread_key(self.env, caller, key, key == named, title)
-        await self._wait_turn(key)
-        conversation = self._conversation(key)
-        async with conversation.lock:
-            thread = await self._thread(key, conversation)
-            newest = await self._take_newest(thread, conversation)
-            self._calls += 1
-            belongs = _belongs(request, units, thread, key)
-            compaction = _compaction_of(request, units, thread) if belongs else None
-            if slot is not None and belongs:  # a side call's body would be no help next time
-                self._parsed[slot] = Parsed(text, request, units)
-                self._parsed.move_to_end(slot)
-                if len(self._parsed) > self.bodies:
-                    self._parsed.popitem(last=False)
-            fresh = len(new_units(units, thread.keys if thread else ())) if belongs else 0
-            # What the conversation had sent once this request went (the frozen state), and
-            # what is recorded after it; each way out below changes only what it decided.
-            base = Prepared(
-                body,
-                key=key,
-                units=_said(request, units),
-                belongs=belongs,
-                fresh=fresh,
-                wire=wire.name,
-                sent=tuple(sorted(conversation.sent.items())),
-                nudges=tuple(conversation.nudges),
-                bound=conversation.bound,
-                summarise=request.summarise,
-                compaction=compaction,
-                pinned=_pinned_keys(request, units),
-                received=received,
-                previous_tokens=newest.sent_tokens if newest is not None else None,
-                holder=f"{self._me}-{self._calls}",
+        return _Read(wire, text, headers, request, units)
+
+    def _keep_body(self, slot: tuple[str, str], parsed: Parsed) -> None:
+        self._parsed[slot] = parsed
+        self._parsed.move_to_end(slot)
+        if len(self._parsed) > self.bodies:
+            self._parsed.popitem(last=False)
+
+    async def _rewritten(
+        self,
+        base: Prepared,
+        read: _Read,
+        thread: StoredThread,
+        conversation: _Conversation,
+        key: tuple[str, str],
+    ) -> Prepared:
+        """`base` with the rewrite its plan makes (the squashes that apply, the reminders),
+        when the wire's checks pass it; else `base`, the host's bytes."""
+        wire, text, request, units = read.wire, read.text, read.request, read.units
+        bound = conversation.bound and wire.bind is not None
+        plan = plan_rewrite(request, units, thread.squashes, conversation.sent, bound)
+        if self.nudge_step is not None and request.untouchable is None and not request.summarise:
+            plan = await self._nudged(plan, request, units, thread, conversation, key)
+        _log_plan(wire, plan)
+        base = replace(base, nudges=tuple(conversation.nudges))
+        if not plan.changes:
+            return replace(base, plan=plan)
+        rewritten = wire.render(text, request, plan)
+        checked = conversation.checked
+        last = checked[1] if checked is not None and checked[0] == wire.name else None
+        refusal, parsed = refusal_of(wire, request, text, rewritten, last, read.headers)
+        if parsed is not None:
+            conversation.checked = (wire.name, parsed)
+        if refusal:
+            log.warning(
+                "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
             )
-            if not (belongs and thread and rewrite):
-                return base
-            bound = conversation.bound and wire.bind is not None
-            plan = plan_rewrite(request, units, thread.squashes, conversation.sent, bound)
-            if (
-                self.nudge_step is not None
-                and request.untouchable is None
-                and not request.summarise
-            ):
-                plan = await self._nudged(plan, request, units, thread, conversation, key)
-            _log_plan(wire, plan)
-            base = replace(base, nudges=tuple(conversation.nudges))
-            if not plan.changes:
-                return replace(base, plan=plan)
-            rewritten = wire.render(text, request, plan)
-            checked = conversation.checked
-            last = checked[1] if checked is not None and checked[0] == wire.name else None
-            refusal, read = refusal_of(wire, request, text, rewritten, last, headers)
-            if read is not None:
-                conversation.checked = (wire.name, read)
-            if refusal:
-                log.warning(
-                    "%s: a rewrite was not sent (%s); forwarding the original", wire.name, refusal
-                )
-                return base
-            mark = mark_of(units)
-            for n in plan.applied:
-                if mark is not None:
-                    conversation.sent.setdefault(n, mark)
-            beta = None
-            if plan.drop_block and wire.bind is not None:
-                rewritten = wire.bind(text, rewritten, request)
-                conversation.bound, beta = True, wire.beta
-            return replace(
-                base,
-                body=rewritten.encode("utf-8"),
-                plan=plan,
-                sent=tuple(sorted(conversation.sent.items())),
-                bound=conversation.bound,
-                beta=beta,
-            )
+            return base
+        mark = mark_of(units)
+        for n in plan.applied:
+            if mark is not None:
+                conversation.sent.setdefault(n, mark)
+        beta = None
+        if plan.drop_block and wire.bind is not None:
+            rewritten = wire.bind(text, rewritten, request)
+            conversation.bound, beta = True, wire.beta
+        return replace(
+            base,
+            body=rewritten.encode("utf-8"),
+            plan=plan,
+            sent=tuple(sorted(conversation.sent.items())),
+            bound=conversation.bound,
+            beta=beta,
+        )
 
     async def record(self, prepared: Prepared) -> int:
         """Record what the request added to its conversation; the number of units recorded.
@@ -337,15 +367,8 @@ class Recorder:
         revision it was planned on so a squash the model made meanwhile wins; None when it
         made none."""
         settings = self.autopilot
-        if settings is None or prepared.key is None or not prepared.belongs:
-            return None
-        if prepared.summarise or not prepared.units:
-            return None
         sent_tokens = sum(unit.tokens for unit in prepared.units)
-        if sent_tokens < settings.after:
-            return None
-        previous = prepared.previous_tokens
-        if previous is not None and previous // PLAN_STEP == call.sent_tokens // PLAN_STEP:
+        if settings is None or prepared.key is None or not _plans(prepared, call, settings):
             return None
         conversation = self._conversation(prepared.key)
         async with conversation.lock:
@@ -549,6 +572,17 @@ class Recorder:
             return kept
         conversation.thread = await find_thread(self.env, *key)
         return conversation.thread
+
+
+def _plans(prepared: Prepared, call: GatewayCall, settings: Autopilot) -> bool:
+    """Whether the autopilot plans after this call: one of the conversation's, past the
+    threshold, whose size crossed a `PLAN_STEP` from its previous call's (either way)."""
+    if not prepared.belongs or prepared.summarise or not prepared.units:
+        return False
+    if sum(unit.tokens for unit in prepared.units) < settings.after:
+        return False
+    previous = prepared.previous_tokens
+    return previous is None or previous // PLAN_STEP != call.sent_tokens // PLAN_STEP
 
 
 def _grown(
