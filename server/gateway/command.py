@@ -30,6 +30,7 @@ from server.gateway.chat import WIRE as OPENAI_CHAT
 from server.gateway.proxy import (
     DEFAULT_ANTHROPIC,
     DEFAULT_OPENAI,
+    READ_BUDGET,
     Gateway,
     Recorders,
     Upstreams,
@@ -71,6 +72,7 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_BODY_TIMEOUT = 60.0
 #: Conversations whose last request body the gateway keeps in memory, all tenants together.
 KEPT_BODIES = 32
+KEPT_BODY_CHARS = 96 << 20  # and their characters at most (`server.gateway.recorder`)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -167,6 +169,15 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
         "own limit); a larger one gets 413 before it is read",
     )
     p.add_argument(
+        "--read-budget",
+        type=int,
+        default=READ_BUDGET,
+        metavar="BYTES",
+        help="bytes of request bodies read at once (default %(default)s: 64 MiB); reading one "
+        "holds about ten times its size until its call ends, so past this a request is "
+        "forwarded as the host sent it, unread",
+    )
+    p.add_argument(
         "--upstream-timeout",
         type=float,
         default=DEFAULT_UPSTREAM_TIMEOUT,
@@ -261,6 +272,8 @@ def _wrong_flag(args: argparse.Namespace) -> str | None:
         return f"--nudge-tokens {args.nudge_tokens} is below 1000; give 1000 or more"
     if not 1024 <= args.max_body <= 1 << 31:
         return f"--max-body {args.max_body}: give 1024 to 2147483648 bytes"
+    if not 0 <= args.read_budget <= 1 << 40:
+        return f"--read-budget {args.read_budget}: give 0 to 1099511627776 bytes"
     for flag in ("upstream_timeout", "connect_timeout", "body_timeout", "write_timeout"):
         value = getattr(args, flag)
         if not 0 < value <= 86_400:
@@ -286,18 +299,20 @@ async def open_gateway(
     upstream_timeout: float = DEFAULT_UPSTREAM_TIMEOUT,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     autopilot: Autopilot | None = AUTOPILOT,
+    read_budget: int = READ_BUDGET,
 ) -> AsyncIterator[Gateway]:
     """The gateway app over the database, with its upstream client; closed on exit.
     `autopilot`: when it squashes on its own (None: never)."""
     # The last bodies the recorders keep, to read a conversation's next request faster, are
     # shared out among the tenants: the memory they hold stays that of one recorder's.
-    bodies = max(1, KEPT_BODIES // max(1, len(set((tenants or {}).values()))))
+    shares = max(1, len(set((tenants or {}).values())))
+    bodies, chars = max(1, KEPT_BODIES // shares), KEPT_BODY_CHARS // shares
     async with open_env(settings) as env:
 
         def recorder_for(tenant: str) -> Recorder:
             """A tenant's recorder: its writes go under the tenant, as the gateway's client."""
             scoped = env.for_scope(Scope(tenant=tenant, client=GATEWAY_CLIENT))
-            return Recorder(scoped, nudge_step, autopilot, bodies)
+            return Recorder(scoped, nudge_step, autopilot, bodies, chars)
 
         # `read` bounds the silence before an answer's first byte and between two of its bytes;
         # `pool` a wait for a connection, which the cap on the host's sockets bounds anyway.
@@ -319,6 +334,7 @@ async def open_gateway(
                 },
                 tenants=tenants,
                 rewrite=rewrite,
+                read_budget=read_budget,
             )
 
 
@@ -349,6 +365,7 @@ async def _serve(
         upstream_timeout=args.upstream_timeout,
         connect_timeout=args.connect_timeout,
         autopilot=autopilot,
+        read_budget=args.read_budget,
     ) as gateway:
         app = guarded(gateway, args.host, port, tuple(args.allowed_host))
         shown = args.host if args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"

@@ -48,6 +48,12 @@ OPENAI_PATHS = ("/v1/responses", "/v1/chat/completions", "/v1/completions", "/v1
 TOKEN_HEADER = "x-frs-token"
 #: New units recorded before a call is forwarded; more wait until its answer has streamed.
 EARLY_UNITS = 64
+#: Bytes of request bodies the gateway reads (parses, records, rewrites) at once by default.
+#: Reading one holds about ten times its size until its call settles (the text, the parsed
+#: request, the units, the rewrite, the store's pages), forwarding one unread under three:
+#: past this, a request goes as the host sent it, so concurrent large requests cannot take
+#: the gateway's memory (64 MiB read at once: some 650 MiB at the peak).
+READ_BUDGET = 64 << 20
 _HOP = frozenset(
     {
         "connection",
@@ -99,6 +105,7 @@ class Traffic:
     rewritten: int = 0
     failed: int = 0  # reads or rewrites that fell back to the original bytes
     incomplete: int = 0  # requests whose body never arrived whole: not forwarded
+    unread: int = 0  # requests forwarded unread: the bodies being read were at the budget
     sent_bytes: int = 0  # what hosts sent
     forwarded_bytes: int = 0  # what went upstream
     saved_tokens: int = 0  # estimated tokens the rewrites left out (after each answer)
@@ -132,7 +139,10 @@ class Gateway:
         wires: Mapping[str, WireFormat],
         tenants: Mapping[str, str] | None = None,
         rewrite: bool = True,
+        read_budget: int = READ_BUDGET,
     ) -> None:
+        """`read_budget`: bytes of request bodies read at once; a request that would go
+        over it is forwarded unread (one larger than the budget is read when it is alone)."""
         self.recorders = recorders
         self.upstreams = upstreams
         self.client = client
@@ -140,6 +150,8 @@ class Gateway:
         self.tenants = dict(tenants or {})
         self.rewrite = rewrite
         self.traffic = Traffic()
+        self.read_budget = read_budget
+        self._reading = 0  # bytes of the bodies read whose calls have not settled yet
         self._recording = 0
         self._settled = anyio.Event()
         self._settled.set()
@@ -180,21 +192,46 @@ class Gateway:
         prepared = Prepared(body)
         # A compressed body is forwarded as it came: reading it would mean writing it again.
         plain = named.get("content-encoding", "identity").lower() == "identity"
-        if plain and route.wire is not None and scope["method"] == "POST":
-            caller = caller_of(named, tenant_says=bool(self.tenants))
-            prepared = await self._prepare(recorder, route.wire, body, named, caller)
-        self._count(scope, body, prepared)
-        forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
-        if prepared.beta is not None:
-            forwarded = with_beta(forwarded, prepared.beta)
-        exchange = _Exchange(
-            scope["method"],
-            route.upstream.url(path, scope.get("query_string", b"")),
-            forwarded,
-            receive,
-            send,
+        wire = route.wire if self._may_read(scope["method"], route, plain, body) else None
+        read = len(body) if wire is not None else 0
+        self._reading += read
+        try:
+            if wire is not None:
+                caller = caller_of(named, tenant_says=bool(self.tenants))
+                prepared = await self._prepare(recorder, wire, body, named, caller)
+            self._count(scope, body, prepared)
+            forwarded = [(k, v) for k, v in headers if k.lower() not in _HOP]
+            if prepared.beta is not None:
+                forwarded = with_beta(forwarded, prepared.beta)
+            exchange = _Exchange(
+                scope["method"],
+                route.upstream.url(path, scope.get("query_string", b"")),
+                forwarded,
+                receive,
+                send,
+            )
+            await self._forward(_Call(recorder, route, prepared, body), exchange)
+        finally:
+            self._reading -= read
+
+    def _may_read(self, method: str, route: Route, plain: bool, body: bytes) -> bool:
+        """Whether a wire's body may be read: a POST, not compressed (reading it would mean
+        writing it again), and the bodies being read stay within the budget (or none is being
+        read). Else it goes as the host sent it, and its messages are recorded from the
+        conversation's next request."""
+        if method != "POST" or not plain or route.wire is None:
+            return False
+        if self._reading == 0 or self._reading + len(body) <= self.read_budget:
+            return True
+        self.traffic.unread += 1
+        log.warning(
+            "a request of %d bytes forwarded unread: %d bytes of other requests are being "
+            "read (--read-budget %d)",
+            len(body),
+            self._reading,
+            self.read_budget,
         )
-        await self._forward(_Call(recorder, route, prepared, body), exchange)
+        return False
 
     async def _admitted(
         self, scope: Scope, named: Mapping[str, str], send: Send

@@ -56,6 +56,9 @@ log = logging.getLogger("frs-mcp.gateway")
 
 _KEPT = 1_000  # conversations whose lock, thread and sent squashes stay in memory
 _PARSED = 32  # conversations whose last request body stays in memory, to read the next faster
+#: Characters of those bodies kept at most: a kept body holds its text, its parsed request
+#: and its units, some three times its size, so 32 bodies at the 32 MiB cap would hold GBs.
+_PARSED_CHARS = 96 << 20
 #: The autopilot plans when a conversation's request crosses a multiple of this many tokens
 #: (as the gateway estimates a body, `GatewayCall.sent_tokens`) from its previous request's,
 #: in either direction (a host's compaction shrinks it): reading a long thread and writing
@@ -149,15 +152,19 @@ class Recorder:
         nudge_step: int | None = DEFAULT_STEP,
         autopilot: Autopilot | None = None,
         bodies: int = _PARSED,
+        body_chars: int = _PARSED_CHARS,
     ) -> None:
         """`nudge_step`: tokens sent between two reminders to squash; None sends none.
         `autopilot`: when the gateway squashes on its own (`frs.autopilot`); None: never.
-        `bodies`: conversations whose last request body stays in memory (one recorder per
-        tenant shares `_PARSED` out among them)."""
+        `bodies`: conversations whose last request body stays in memory, `body_chars` the
+        characters of those bodies at most (one recorder per tenant shares `_PARSED` and
+        `_PARSED_CHARS` out among them)."""
         self.env = env
         self.nudge_step = nudge_step
         self.autopilot = autopilot
         self.bodies = bodies
+        self.body_chars = body_chars
+        self._parsed_chars = 0
         self._conversations: OrderedDict[tuple[str, str], _Conversation] = OrderedDict()
         self._parsed: OrderedDict[tuple[str, str], Parsed] = OrderedDict()
         # Turns are held per call; the prefix tells this gateway's calls from another's.
@@ -254,10 +261,17 @@ class Recorder:
         return _Read(wire, text, headers, request, units)
 
     def _keep_body(self, slot: tuple[str, str], parsed: Parsed) -> None:
+        """Keep the conversation's last body, the newest `bodies` of at most `body_chars`."""
+        replaced = self._parsed.pop(slot, None)
+        if replaced is not None:
+            self._parsed_chars -= len(replaced.body)
+        if len(parsed.body) > self.body_chars:
+            return
         self._parsed[slot] = parsed
-        self._parsed.move_to_end(slot)
-        if len(self._parsed) > self.bodies:
-            self._parsed.popitem(last=False)
+        self._parsed_chars += len(parsed.body)
+        while len(self._parsed) > self.bodies or self._parsed_chars > self.body_chars:
+            _, dropped = self._parsed.popitem(last=False)
+            self._parsed_chars -= len(dropped.body)
 
     async def _rewritten(
         self,

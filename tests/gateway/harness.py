@@ -29,7 +29,7 @@ from frs.autopilot import Autopilot
 from server.gateway import chat, responses
 from server.gateway.anthropic_rules import problems
 from server.gateway.command import AUTOPILOT, open_gateway
-from server.gateway.proxy import Gateway, Upstreams
+from server.gateway.proxy import READ_BUDGET, Gateway, Upstreams
 from server.http.listening import bind_socket
 from server.settings import Settings
 from tests.hosts.model import binding
@@ -201,6 +201,7 @@ async def rig(
     dsn: str | None = None,
     autopilot: Autopilot | None = AUTOPILOT,
     upstream_timeout: float = 600.0,
+    read_budget: int = READ_BUDGET,
 ) -> AsyncIterator[Rig]:
     """The gateway on a fresh database (SQLite, or the PostgreSQL database `dsn`), in front
     of a scripted upstream; its autopilot as `frs-mcp gateway` runs it unless told."""
@@ -216,6 +217,7 @@ async def rig(
                 nudge_step=nudges,
                 autopilot=autopilot,
                 upstream_timeout=upstream_timeout,
+                read_budget=read_budget,
             ) as gateway,
             served(gateway) as url,
             httpx2.AsyncClient(timeout=30) as client,

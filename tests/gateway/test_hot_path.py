@@ -5,14 +5,17 @@ loop over characters, and a rewrite that repeats the last one is checked from it
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import anyio
 import pytest
 
+from frs.env import Env
 from frs.wire.requests import Parsed, common_prefix
 from server.gateway.anthropic import WIRE
 from server.gateway.anthropic_rules import problems
 from server.gateway.proxy import Held
+from server.gateway.recorder import Recorder
 from server.gateway.wires import _from_repeat
 from tests.gateway.conversation import body, call, result, said, user
 
@@ -211,3 +214,25 @@ class TestCheckFromTheRepeat:
     def test_with_nothing_checked_before_the_whole_body_is(self):
         text = body(self.conversation(3)).decode()
         assert _from_repeat(text, WIRE.parse(text, {}), None) == text
+
+
+class TestKeptBodies:
+    def test_the_last_bodies_kept_stay_within_their_count_and_characters(self) -> None:
+        recorder = Recorder(cast(Env, None), bodies=3, body_chars=1_000)
+        request = WIRE.parse(body([user("hi")]).decode(), {}, None)
+
+        def keep(slot: str, size: int) -> None:
+            recorder._keep_body(("claude-code", slot), Parsed("x" * size, request))
+
+        for slot in "abc":
+            keep(slot, 300)
+        assert [k for _, k in recorder._parsed] == ["a", "b", "c"]
+        keep("d", 300)  # four: the oldest goes
+        assert [k for _, k in recorder._parsed] == ["b", "c", "d"]
+        keep("e", 500)  # 1,100 characters: the oldest go until they fit
+        assert [k for _, k in recorder._parsed] == ["d", "e"]
+        keep("d", 100)  # a conversation's newer body replaces its last
+        assert [k for _, k in recorder._parsed] == ["e", "d"]
+        keep("f", 2_000)  # larger than all: not kept, nothing dropped for it
+        assert [k for _, k in recorder._parsed] == ["e", "d"]
+        assert recorder._parsed_chars == 600

@@ -11,15 +11,18 @@ import socket
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 import pytest
 
+from frs.host_threads import find_thread
 from server.__main__ import main
+from server.gateway.recorder import Recorder
 from tests.command import frs_mcp
 from tests.gateway.conversation import SESSION, TASK, body
-from tests.gateway.harness import Upstream, served, text_reply
+from tests.gateway.harness import Upstream, rig, served, text_reply
 from tests.gateway.process import gateway_process
 from tests.web.conftest import viewer_process
 from tests.web.sample import write_sample
@@ -224,3 +227,45 @@ class TestBodyCap:
         assert answer.status_code == 200
         assert upstream.seen[-1].body == big
         assert grown < 4 * len(big), f"grew {grown / len(big):.1f} times the body"
+
+
+class TestReadBudget:
+    """Concurrent large requests cannot take the gateway's memory: past `--read-budget`
+    bytes of bodies being read (parsed, recorded, rewritten: about ten times their size until
+    their calls settle), a request is forwarded as the host sent it, unread."""
+
+    async def test_a_request_past_the_budget_goes_unread_and_the_next_is_read(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        release = anyio.Event()
+        settling = Recorder.add_call
+
+        async def slowly(self: Recorder, prepared: Any, sent: bytes) -> Any:
+            await release.wait()  # the first call has not settled: its body is still read
+            return await settling(self, prepared, sent)
+
+        monkeypatch.setattr(Recorder, "add_call", slowly)
+        first, second, third = body(TASK[:3]), body(TASK[:5]), body(TASK[:7])
+        headers = [("content-type", "application/json"), ("x-api-key", "sk-test"), *SESSION]
+        async with rig(tmp_path, read_budget=len(first) + len(second) - 1) as r:
+            url = r.url + "/v1/messages"
+            assert (await r.client.post(url, content=first, headers=headers)).status_code == 200
+            assert r.gateway.traffic.unread == 0
+            assert (await r.client.post(url, content=second, headers=headers)).status_code == 200
+            assert r.upstream.seen[-1].body == second  # as the host sent it
+            assert r.gateway.traffic.unread == 1
+            release.set()
+            await r.gateway.settled()
+            thread = await find_thread(r.gateway.recorder.env, "claude-code", "cc-session-1")
+            assert thread is not None
+            assert len(thread.keys) == 3  # the first request's; the second's went unread
+            assert (await r.post(third, SESSION)).status_code == 200
+            assert r.gateway.traffic.unread == 1  # read again once the others settled
+            thread = await find_thread(r.gateway.recorder.env, "claude-code", "cc-session-1")
+            assert thread is not None
+            assert len(thread.keys) == 7  # and it brings what the second one added
+
+    def test_a_budget_out_of_range_is_refused_at_start(self, capsys: pytest.CaptureFixture[str]):
+        assert main(["gateway", "--read-budget", "-1", "--port", "0"]) == 2
+        error = capsys.readouterr().err
+        assert "--read-budget -1: give 0 to 1099511627776 bytes" in error
