@@ -568,9 +568,18 @@ class Held:
         b"response.output_item.done",
         b'"finish_reason":"',
     )
-    #: The end of a stream: Anthropic's last event, the Responses API's, Chat Completions'.
-    FINAL = (b"message_stop", b"response.completed", b"data: [DONE]")
-    TAIL = max(map(len, MARKS + FINAL)) - 1
+    #: The end of a stream: Anthropic's last event, the Responses API's, Chat Completions',
+    #: each only where a line of the stream starts (an `event:` line, or a `data:` line
+    #: without one): the same words in the model's text or a tool's input stand inside a
+    #: JSON string, where a raw newline cannot, and must not hold the rest of the answer.
+    FINAL = (
+        b"event: message_stop",
+        b'data: {"type":"message_stop"',
+        b"event: response.completed",
+        b'data: {"type":"response.completed"',
+        b"data: [DONE]",
+    )
+    TAIL = max(map(len, (*MARKS, *(b"\n" + f for f in FINAL)))) - 1
 
     def __init__(
         self,
@@ -582,6 +591,7 @@ class Held:
         self.kept = b""
         self.stopped = False  # a mark came while recording: what follows waits for it
         self.ended = False  # the answer's end came: what follows waits for the turn
+        self.edge = b"\n"  # the last byte let through: a stream starts at a line's start
 
     def let_through(self, chunk: bytes) -> bytes:
         """The bytes that may go to the host now."""
@@ -595,8 +605,10 @@ class Held:
         if not recording and self.ending is None:
             self.kept = b""
             return pending
-        marks = self.MARKS + self.FINAL if recording else self.FINAL
-        found = [at for at in map(pending.find, marks) if at >= 0]
+        found = [at for at in map(pending.find, self.MARKS) if at >= 0] if recording else []
+        # A mark at a line's start: "\n" + mark in what came with the byte before it.
+        lines = self.edge + pending
+        found += [at for at in (lines.find(b"\n" + mark) for mark in self.FINAL) if at >= 0]
         if found:
             self.stopped = True
             self.ended = not recording  # from here on only the end is left
@@ -604,6 +616,7 @@ class Held:
         else:
             cut = max(len(pending) - self.TAIL, 0)
         out, self.kept = pending[:cut], pending[cut:]
+        self.edge = out[-1:] or self.edge
         return out
 
     async def rest(self, whole: bool = True) -> bytes:

@@ -170,6 +170,8 @@ class Recorder:
         # Turns are held per call; the prefix tells this gateway's calls from another's.
         self._me = secrets.token_hex(6)
         self._calls = 0
+        #: The conversations a call of this gateway holds the turn of, each set when freed.
+        self._settling: dict[tuple[str, str], anyio.Event] = {}
 
     def _conversation(self, key: tuple[str, str]) -> _Conversation:
         found = self._conversations.get(key)
@@ -534,6 +536,10 @@ class Recorder:
         decides this request's bytes. A turn whose holder died runs out; waiting longer than
         a turn lasts means the store says nothing sensible, and the request goes on."""
         deadline = time.monotonic() + TURN_SECONDS
+        settling = self._settling.get(key)
+        if settling is not None:  # a call of this gateway's: told at once when it is freed
+            with anyio.move_on_after(TURN_SECONDS):
+                await settling.wait()
         pause = 0.002
         while await turn_held(self.env, *key) and time.monotonic() < deadline:
             await anyio.sleep(pause)
@@ -551,7 +557,9 @@ class Recorder:
         call = await last_call(self.env, thread.session.id)
         if call is None or call == conversation.newest:
             return call
-        conversation.sent = dict(call.sent) | conversation.sent
+        # The stored marks win: the newest row is what last went upstream, the prefix a
+        # prompt cache holds; a mark only this gateway has was never sent after it.
+        conversation.sent = conversation.sent | dict(call.sent)
         stored = set(call.nudges)
         conversation.nudges = [*call.nudges, *(n for n in conversation.nudges if n not in stored)]
         conversation.nudged = max([conversation.nudged, *(n.level for n in call.nudges)])
@@ -564,10 +572,18 @@ class Recorder:
         session's id when it has it, None when there is nothing to hold it for."""
         if prepared.key is None or not prepared.belongs:
             return None
-        return await take_turn(self.env, *prepared.key, prepared.holder)
+        taken = await take_turn(self.env, *prepared.key, prepared.holder)
+        if taken is not None:
+            self._settling[prepared.key] = anyio.Event()
+        return taken
 
     async def end_turn(self, prepared: Prepared, session_id: SessionId) -> None:
-        await end_turn(self.env, session_id, prepared.holder)
+        try:
+            await end_turn(self.env, session_id, prepared.holder)
+        finally:
+            settling = self._settling.pop(prepared.key, None) if prepared.key else None
+            if settling is not None:
+                settling.set()
 
     async def _thread(
         self, key: tuple[str, str], conversation: _Conversation

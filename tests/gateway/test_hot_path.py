@@ -157,6 +157,38 @@ class TestTheEndWaitsForTheTurn:
         assert sent + await held.rest() == answer.encode()
         assert taken == [True]
 
+    async def test_the_words_of_an_end_in_the_models_text_hold_nothing_back(self):
+        async def ending() -> None:
+            pass
+
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded, ending)
+        said = [
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":'
+            + json.dumps({"type": "text_delta", "text": text}).encode()
+            + b"}\n\n"
+            for text in ("the stream ends with message_stop", "then data: [DONE]", "and more")
+        ]
+        out = b"".join(held.let_through(chunk) for chunk in said)
+        # All but the last few bytes (which a cut end could begin in) went out as they came.
+        assert len(b"".join(said)) - len(out) <= Held.TAIL
+        assert await held.rest() == b"".join(said)[len(out) :]
+
+    async def test_an_end_cut_between_two_chunks_after_its_newline_still_waits(self):
+        async def ending() -> None:
+            pass
+
+        recorded = anyio.Event()
+        recorded.set()
+        held = Held(recorded, ending)
+        start = sse("message_start") + sse("message_delta")
+        whole = start + sse("message_stop")
+        cut = len(start) + 6  # inside "event: message_stop"
+        out = held.let_through(whole[:cut]) + held.let_through(whole[cut:])
+        assert out == start
+        assert await held.rest() == sse("message_stop")
+
     async def test_an_answer_cut_short_takes_no_turn(self):
         taken: list[bool] = []
 

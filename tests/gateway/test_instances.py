@@ -11,14 +11,17 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import anyio
 import httpx2
 
 from frs import AskedRange
 from frs.autopilot import Autopilot
-from frs.host_threads import find_thread, squash_calls
+from frs.env import Env
+from frs.host_threads import StoredThread, find_thread, squash_calls
+from frs.model import GatewayCall, Nudge
 from frs.squashes import compress_ranges
 from frs.turns import take_turn, turn_held
 from server.gateway import recorder as recorder_module
@@ -27,7 +30,7 @@ from server.gateway.command import open_gateway
 from server.gateway.proxy import Gateway, Upstreams
 from server.settings import Settings
 from tests.gateway.conversation import SESSION, SYSTEM, TOOLS, result, user
-from tests.gateway.harness import Upstream, served
+from tests.gateway.harness import Reply, Seen, Upstream, served
 from tests.gateway.test_thinking import Model
 
 SMALL = Autopilot(keep=3, after=6_000, payback=4)
@@ -169,6 +172,80 @@ class TestTurns:
             assert await take_turn(a.env, *KEY, "a-1") is not None
             assert await turn_held(b.env, *KEY)
             assert await take_turn(b.env, *KEY, "b-1") is None  # a-1 settles, and plans
+
+
+class TestTurnsAreFreed:
+    """Whatever way a call ends, the conversation's turn it took is freed when it settles:
+    the next request never waits out a turn nobody holds."""
+
+    async def test_after_an_error_answer_and_after_a_failure_while_settling(
+        self, tmp_path, monkeypatch
+    ):
+        model = Model()
+        failing = {"status": False}
+
+        def script(seen: Seen) -> Reply:
+            if failing["status"]:
+                return Reply(status=529, chunks=(b'{"type":"error"}',))
+            return model(seen)
+
+        upstream = Upstream(script)
+        async with (
+            gateways(tmp_path, 1, upstream) as (urls, apps),
+            httpx2.AsyncClient(timeout=30) as client,
+        ):
+            loop = Loop(urls, client)
+            await loop.call()
+            await apps[0].settled()
+            failing["status"] = True
+            headers = [("x-api-key", "sk-test"), ("content-type", "application/json"), *SESSION]
+            payload = {"model": "claude-test", "max_tokens": 10, "system": SYSTEM,
+                           "tools": TOOLS, "messages": loop.messages}  # fmt: skip
+            answer = await client.post(urls[0] + "/v1/messages", json=payload, headers=headers)
+            assert answer.status_code == 529
+            await apps[0].settled()
+            assert not await turn_held(apps[0].recorder.env, *KEY)
+            failing["status"] = False
+
+            async def broken(*args: Any, **kwargs: Any) -> Any:
+                raise RuntimeError("the store went away")
+
+            monkeypatch.setattr(recorder_module.Recorder, "add_call", broken)
+            await loop.call()
+            await apps[0].settled()
+            assert not await turn_held(apps[0].recorder.env, *KEY)
+
+
+class TestTakeover:
+    async def test_the_newest_stored_call_wins_over_what_this_gateway_kept(self, monkeypatch):
+        # This gateway rendered squash 3 with one mark; another instance sent it since with
+        # another and stored it: the stored one went upstream last, and the prompt cache holds
+        # it. A mark only this gateway has, and a reminder, are kept beside.
+        stored = GatewayCall(
+            at="2026-11-29T12:00:00.000000Z",
+            wire="anthropic",
+            sent_bytes=1,
+            sent_tokens=1,
+            forwarded_bytes=1,
+            forwarded_tokens=1,
+            sent=((3, "stored"),),
+            nudges=(Nudge("u:2", "squash?", 1),),
+            bound=True,
+        )
+
+        async def newest(env: Any, session_id: Any) -> GatewayCall:
+            return stored
+
+        monkeypatch.setattr(recorder_module, "last_call", newest)
+        recorder = recorder_module.Recorder(cast(Env, None))
+        conversation = recorder._conversation(KEY)
+        conversation.sent = {3: "mine", 4: "only mine"}
+        conversation.nudges = [Nudge("u:1", "earlier", 1)]
+        thread = cast(StoredThread, SimpleNamespace(session=SimpleNamespace(id="s")))
+        assert await recorder._take_newest(thread, conversation) == stored
+        assert conversation.sent == {3: "stored", 4: "only mine"}
+        assert conversation.nudges == [Nudge("u:2", "squash?", 1), Nudge("u:1", "earlier", 1)]
+        assert conversation.bound
 
 
 class TestRecordOnce:
