@@ -41,7 +41,7 @@ from server.gateway.anthropic_rules import problems
 from server.gateway.command import AUTOPILOT, open_gateway
 from server.gateway.proxy import Upstreams
 from server.settings import Settings
-from tests.gateway.harness import served
+from tests.gateway.harness import served, whole_body
 
 SIZES = (50, 500, 5_000)
 WARM_STEP = 1_000  # pairs sent per warm-up call before the timed calls
@@ -112,13 +112,7 @@ class Upstream:
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        self.bodies.append(b"".join(chunks))
+        self.bodies.append(await whole_body(receive))
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b'{"type":"message","content":[]}'})

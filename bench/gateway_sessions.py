@@ -69,7 +69,7 @@ from server.gateway.anthropic_rules import problems
 from server.gateway.command import AUTOPILOT, open_gateway
 from server.gateway.proxy import Upstreams
 from server.settings import Settings
-from tests.gateway.harness import served
+from tests.gateway.harness import served, whole_body
 from tests.hosts.model import binding
 
 #: The host compacts when the last answer's usage plus what it added since reaches this many
@@ -352,13 +352,7 @@ class Model:
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await whole_body(receive)
         headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
         status, answer = self.answer(body, headers)
         await send(

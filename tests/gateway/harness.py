@@ -85,6 +85,16 @@ VALIDATORS: dict[str, Callable[[object], list[str]]] = {
 }
 
 
+async def whole_body(receive: Receive) -> bytes:
+    """An ASGI request's whole body, as the scripted upstreams read it (tests and bench)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
 @dataclass
 class Upstream:
     # An answer with no content: the gateway records nothing from it, so tests whose host
@@ -99,18 +109,12 @@ class Upstream:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
         seen = Seen(
             scope["method"],
             scope["path"],
             scope["query_string"].decode(),
             tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]),
-            b"".join(chunks),
+            await whole_body(receive),
         )
         self.seen.append(seen)
         validator = VALIDATORS.get(seen.path)

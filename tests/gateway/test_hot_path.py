@@ -20,6 +20,10 @@ from server.gateway.wires import _from_repeat
 from tests.gateway.conversation import body, call, result, said, user
 
 
+async def ending() -> None:
+    """A turn taken at once (what `Held` awaits before an answer's end)."""
+
+
 def sse(kind: str) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind})}\n\n".encode()
 
@@ -109,9 +113,6 @@ class TestTheEndWaitsForTheTurn:
     async def test_a_block_stop_held_for_the_recording_goes_once_recorded(self):
         recorded = anyio.Event()
 
-        async def ending() -> None:
-            pass
-
         held = Held(recorded, ending)
         start = sse("message_start")
         assert held.let_through(start + sse("content_block_stop")) == start
@@ -158,9 +159,6 @@ class TestTheEndWaitsForTheTurn:
         assert taken == [True]
 
     async def test_the_words_of_an_end_in_the_models_text_hold_nothing_back(self):
-        async def ending() -> None:
-            pass
-
         recorded = anyio.Event()
         recorded.set()
         held = Held(recorded, ending)
@@ -176,9 +174,6 @@ class TestTheEndWaitsForTheTurn:
         assert await held.rest() == b"".join(said)[len(out) :]
 
     async def test_an_end_cut_between_two_chunks_after_its_newline_still_waits(self):
-        async def ending() -> None:
-            pass
-
         recorded = anyio.Event()
         recorded.set()
         held = Held(recorded, ending)
