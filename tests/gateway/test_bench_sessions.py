@@ -195,7 +195,7 @@ class TestTheSession:
 
 async def test_the_autopilots_squashes_are_counted_from_the_gateways_rows(tmp_path):
     # An autopilot that acts early and often enough for the short transcript.
-    early = gs.Mode("passive", {"autopilot": Autopilot(after=1_000, keep=1, payback=100)})
+    early = gs.Mode("passive", {"autopilot": Autopilot(after=1_000, keep=1, payback=100, seen=100)})
     runs: list[gs.Run] = []
     row = await gs.replay(
         tmp_path,
