@@ -14,16 +14,20 @@ line, sizes and numbers, and the aliases that return the originals). It never ta
   the results in their user message: a reminder, the files it attaches after a compaction):
   a squash never cuts a request message (`frs.wire.rewriting`), so it could never be sent.
 
-Its own cards pile up too: once the automatic summaries the model is sent pass `ROLLUP`
-tokens, each run of two or more adjacent ones (never the newest, never a model's summary)
-is rolled up into one: a digest of what they say (`frs.digest`: files, commands with their
-last outcome, open errors, decisions, each with the alias that returns its original), nested
-over them, so `get_alias` of the roll-up returns the cards and each card's alias its
-originals.
+Its own cards pile up too: once the cards the model is sent pass `rollup` tokens, each run of
+two or more adjacent ones (never the newest, never a model's summary) is rolled up into one: a
+digest of what they say (`frs.digest`: files, commands with their last outcome, open errors,
+decisions, each with the alias that returns its original), nested over them, so `get_alias` of
+the roll-up returns the cards and each card's alias its originals. A roll-up is left as it is
+until the roll-ups pass `TIER` times `rollup`; then they are rolled up together. So the digests
+at the front stay as they were sent, and the prompt cache keeps them: a roll-up that took them
+along each time would write the whole conversation after the task again (the API reads a
+cache only up to an entry a breakpoint wrote before the change, `frs.wire.anchors`).
 
 When: in batches, and only when a batch pays back within `payback` later calls under a prompt
 cache (`frs.economics`: squashing S tokens into Σ with T after them costs 1.25·(Σ+T) − 0.1·(S+T)
-once and saves 0.1·(S−Σ) a call), and only once what the model is sent has reached `after`
+once and saves 0.1·(S−Σ) a call), and within `seen` of the calls the session has made (a short
+session may end before it pays), and only once what the model is sent has reached `after`
 tokens: a short session is never squashed, so it never costs more than without FRS. A batch
 is every candidate run at once: each run of adjacent exchanges one squash, all in one
 revision, so a cache breaks once per batch.
@@ -49,16 +53,24 @@ from frs.text import estimate_tokens
 #: Defaults, each an option of `frs-mcp gateway` (and of the runtime adapters).
 #: Tokens of automatic summaries sent before the older ones are rolled up into a digest, and
 #: the budget of that digest.
-ROLLUP = 2_000
+ROLLUP = 6_000
 ROLLUP_BUDGET = 1_200
+#: Roll-ups are rolled up together only once they pass this many times `rollup`.
+TIER = 3
+#: A batch pays back within this share of the calls the session has made, at most: a session
+#: that has made n calls is about as likely to end within n more as to go on (a session's
+#: length is heavy-tailed), so a batch that needs most of them may never pay.
+SEEN = 0.5
 #: How a roll-up's summary starts: the view and `frs.digest` know it as automatic.
 ROLLED = f"{HEADER}, rolled up"
 # Chosen on the bench's corpus sessions (bench/gateway_sessions.py: thinking in the tool
-# loops, a compaction at 40k): 2, 12,000 and 8 left no transcript costlier than without the
-# gateway and cost least of the settings tried (4 / 20,000 / 4: pooled 1.04 of the host's
-# run; 2 / 12,000 / 8: 0.85; a lower threshold made short sessions costlier).
-KEEP = 2  # newest finished exchanges left verbatim
-AFTER = 12_000  # tokens the model is sent before the autopilot squashes at all
+# loops, a compaction at 40k, billed as the API bills a prompt cache, the gateway's breakpoint
+# on its newest summary): 1, 9,000, 8, a roll-up at 6,000 and `SEEN` 0.5 cost least of the
+# settings tried with no transcript costlier than without the gateway (pooled 0.71 of the
+# host's run; 2 / 12,000 / 8 with a roll-up at 2,000, the earlier defaults: 0.78; a lower
+# threshold, or no `SEEN`, made the 12- and 13-call sessions 2-7% costlier).
+KEEP = 1  # newest finished exchanges left verbatim
+AFTER = 9_000  # tokens the model is sent before the autopilot squashes at all
 PAYBACK = 8  # later calls a batch must pay back within
 
 
@@ -70,6 +82,7 @@ class Autopilot:
     after: int = AFTER
     payback: int = PAYBACK
     rollup: int = ROLLUP  # tokens of its own summaries before the older ones are rolled up
+    seen: float = SEEN  # share of the calls made so far a batch must pay back within
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +119,7 @@ def plan_batch(
     max_chars: int = 8_000,
     placed: Mapping[str, int] | None = None,
     automatic: Collection[int] = (),
+    made: int | None = None,
 ) -> Batch | None:
     """The batch to squash now, or None.
 
@@ -118,7 +132,8 @@ def plan_batch(
     the model restored; `max_chars` the longest summary a squash may have (`Limits`): a run
     whose cards would be longer is squashed in several pieces, one after the other; `placed`
     the request message (its index) each sent key sits in (None: each alone); `automatic` the
-    squash numbers the autopilot made, whose summaries it may roll up.
+    squash numbers the autopilot made, whose summaries it may roll up; `made` the model calls
+    the session has made (None: not known, and `payback` alone bounds the wait).
     """
     if sent_tokens < settings.after:
         return None
@@ -136,9 +151,17 @@ def plan_batch(
     written = [span.written(next_squash + i, max_chars) for i, span in enumerate(spans)]
     summaries = sum(estimate_tokens(run.summary) for run in written)
     calls = payback_calls(squashed, summaries, following)
-    if calls is None or calls > settings.payback:
+    if calls is None or calls > _horizon(settings, made):
         return None
     return Batch(tuple(written), squashed, summaries, following, calls)
+
+
+def _horizon(settings: Autopilot, made: int | None) -> float:
+    """The later calls a batch must pay back within: `payback`, and no more than `seen` of the
+    calls the session has made (`made`; None: not known)."""
+    if made is None:
+        return float(settings.payback)
+    return min(float(settings.payback), max(made * settings.seen, 1.0))
 
 
 def _may_pay_back(
@@ -183,9 +206,14 @@ def _rollups(
         and e.squash_n in automatic
         and (sent is None or e.interface_message_id is None or e.interface_message_id in sent)
     ]
-    if sum(e.tokens for e in mine) < threshold:
+    cards = [e for e in mine if not e.content.startswith(ROLLED)]
+    rolled = [e for e in mine if e.content.startswith(ROLLED)]
+    if sum(e.tokens for e in cards) >= threshold:
+        older = {e.ord for e in cards[:-1]}
+    elif sum(e.tokens for e in rolled) >= TIER * threshold:
+        older = {e.ord for e in rolled[:-1]}
+    else:
         return []
-    older = {e.ord for e in mine[:-1]}
     runs: list[list[Message]] = []
     current: list[Message] = []
     for entry in entries:

@@ -8,6 +8,8 @@ the same request always gives the same bytes and a prompt cache breaks once per 
     requests.py     a request as messages of blocks with their spans in the body; a rewrite
                     plan; splices (`WireRequest`, `RewritePlan`, `apply_splices`)
     matching.py     a request's units (what gets recorded) and their keys: what is new
+    anchors.py      the prompt-cache breakpoint a rewritten request adds on its newest
+                    summary, within the provider's rules (`anchor`)
     rewriting.py    which live squashes a request carries instead of their originals, and
                     where their summaries go (`plan_rewrite`)
     nudges.py       the reminders to squash: when one is due, what it says

@@ -47,6 +47,9 @@ class WireBlock:
     pinned: bool = False
     #: What the block says, hashed so it is stable across requests: no cache markers.
     digest: str = ""
+    #: The prompt-cache breakpoints the host put on the block or the blocks it holds
+    #: (Anthropic's `cache_control`): each one's lifetime, "5m" or "1h".
+    markers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,12 @@ class WireRequest:
     summarise: bool = False
     instruction: int | None = None
     summary: int | None = None
+    #: The prompt-cache breakpoints the host set outside the messages, in prompt order (tools,
+    #: system, then a top-level automatic one, which lands on the last block): each one's
+    #: lifetime, "5m" or "1h". With the blocks' own (`WireBlock.markers`) they are all the
+    #: breakpoints the request spends (`frs.wire.anchors`).
+    head_markers: tuple[str, ...] = ()
+    automatic_marker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +206,10 @@ class RewritePlan:
     #: refusing the request (Anthropic's `thinking.block_binding.prefix_mismatch_behavior:
     #: "drop_block"`, which the wire module adds with its beta header).
     drop_block: bool = False
+    #: The summary text (one of the plan's) that carries a prompt-cache breakpoint, and its
+    #: lifetime ("5m", "1h"): where the next request's cache can pick up again after the
+    #: next squash (`frs.wire.anchors`). None: no breakpoint added.
+    anchor: tuple[str, str] | None = None
 
     @property
     def changes(self) -> bool:

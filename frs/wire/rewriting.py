@@ -59,6 +59,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from frs.wire.anchors import Placed, anchor
 from frs.wire.matching import Unit
 from frs.wire.requests import Insertion, Replacement, RewritePlan, WireRequest
 
@@ -313,6 +314,7 @@ class _Placement:
     insertions: list[Insertion] = field(default_factory=list)
     changed: dict[int, int] = field(default_factory=dict)  # squash n -> first message changed
     failed: set[int] = field(default_factory=set)
+    placed: list[Placed] = field(default_factory=list)  # each summary text, where it goes
 
     def carry(self, group: _Group) -> None:
         """A group goes: one message of its role in its place, else its summaries join the
@@ -325,15 +327,18 @@ class _Placement:
         if first == last and first != "system":
             # A message must stand here; a later piece of a squash says where its summary is.
             self.replacements.append(Replacement(lo, hi, first, texts or _continued(members)))
+            self._place(lo, 1, texts)
         elif first == "assistant" and before is not None and messages[before].role == "user":
             self.replacements.append(Replacement(lo, hi, None))
             if texts:
                 self.insertions.append(Insertion(before, "last", texts))
+                self._place(before, 2, texts)
                 at = before
         elif first == "user" and after is not None and messages[after].role == "user":
             self.replacements.append(Replacement(lo, hi, None))
             if texts:
                 self.insertions.append(Insertion(after, "first", texts))
+                self._place(after, 0, texts)
         else:
             self.failed.update(p.squash.n for p in members)
             return
@@ -347,12 +352,18 @@ class _Placement:
         before = _beside(self.request, span.lo, -1)
         if messages[span.hi].role == "user":
             self.insertions.append(Insertion(span.hi, "last", text))
+            self._place(span.hi, 2, text)
             self.changed[squash.n] = span.hi
         elif before is not None and messages[before].role == "user":
             self.insertions.append(Insertion(before, "last", text))
+            self._place(before, 2, text)
             self.changed[squash.n] = before
         else:
             self.failed.add(squash.n)
+
+    def _place(self, message: int, order: int, texts: Sequence[str]) -> None:
+        if texts:
+            self.placed.append(Placed(message, order, texts[-1]))
 
 
 def _placed(context: _Context, spans: Sequence[_Span]) -> RewritePlan:
@@ -386,6 +397,7 @@ def _placed(context: _Context, spans: Sequence[_Span]) -> RewritePlan:
             waiting=context.waiting,
             skipped=context.skipped,
             drop_block=_thinks(request, min(changed.values()) + 1),
+            anchor=anchor(request, placement.placed, placement.replacements, ()),
         )
     dropped, kept_stale = _stale_thinking(context, applied, placement)
     return RewritePlan(
@@ -396,6 +408,7 @@ def _placed(context: _Context, spans: Sequence[_Span]) -> RewritePlan:
         waiting=context.waiting,
         skipped=context.skipped,
         drop_block=kept_stale and context.policy == "strip",
+        anchor=anchor(request, placement.placed, placement.replacements, dropped),
     )
 
 

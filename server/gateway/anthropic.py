@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from frs.conversations import from_headers
@@ -126,6 +127,13 @@ class AnthropicMessages(WireFormat):
             binding = str(setting["block_binding"].get("prefix_mismatch_behavior", "error"))
         read: tuple[WireMessage, ...] = fields["messages"].value
         found = find_compaction(read)
+        head = [
+            item
+            for name in ("tools", "system")
+            if name in fields and isinstance(fields[name].value, list)
+            for item in fields[name].value
+        ]
+        automatic = fields.get("cache_control")
         return WireRequest(
             messages=read,
             messages_span=array,
@@ -138,6 +146,8 @@ class AnthropicMessages(WireFormat):
             summarise=found.summarise,
             instruction=found.instruction,
             summary=found.summary,
+            head_markers=_markers(head),
+            automatic_marker=_lifetime(automatic.value) if automatic is not None else None,
         )
 
     def answer_of(self, raw: bytes, content_type: str) -> WireMessage | None:
@@ -160,7 +170,8 @@ class AnthropicMessages(WireFormat):
 
     def render(self, body: str, request: WireRequest, plan: RewritePlan) -> str:
         """The body with the plan applied: replaced spans spliced, edited messages rebuilt from
-        their blocks' own text; every other character as it was."""
+        their blocks' own text; every other character as it was. The plan's anchor summary
+        carries a prompt-cache breakpoint (`frs.wire.anchors`)."""
         messages = request.messages
         splices: list[Splice] = []
         for r in plan.replacements:
@@ -169,13 +180,13 @@ class AnthropicMessages(WireFormat):
                 # The messages and the separator after them go, up to the next message.
                 splices.append(Splice(Span(start, messages[r.last + 1].span.start), ""))
                 continue
-            content = [{"type": "text", "text": text} for text in r.texts]
+            content = [_text(text, plan.anchor) for text in r.texts]
             replacement = compact({"role": r.role, "content": content})
             splices.append(Splice(Span(start, messages[r.last].span.end), replacement))
         edits: dict[int, tuple[list[str], set[int], list[str]]] = {}
         for ins in plan.insertions:
             first, _, last = edits.setdefault(ins.message, ([], set(), []))
-            blocks = [compact({"type": "text", "text": text}) for text in ins.texts]
+            blocks = [compact(_text(text, plan.anchor)) for text in ins.texts]
             (first if ins.where == "first" else last).extend(blocks)
         dropped: dict[int, set[int]] = {}
         for index, block in plan.dropped:
@@ -271,9 +282,15 @@ def _content(body: str, at: int) -> tuple[tuple[Any, Span | None], int]:
 
 def _block(body: str, at: int) -> tuple[WireBlock, int]:
     value, end = decode(body, at)
-    span = Span(at, end)
     if not isinstance(value, dict):
         raise ValueError("a content block that is not an object")
+    block, end = _read_block(value, Span(at, end))
+    markers = _markers(value)
+    return (replace(block, markers=markers) if markers else block), end
+
+
+def _read_block(value: dict[str, Any], span: Span) -> tuple[WireBlock, int]:
+    end = span.end
     kind = _KINDS.get(str(value.get("type")), "other")
     if kind == "text":
         text = str(value.get("text", ""))
@@ -309,6 +326,35 @@ def _block(body: str, at: int) -> tuple[WireBlock, int]:
     pinned = value.get("type") in _PINNED
     block = WireBlock(kind, span, f"[{value.get('type')}]", digest=_digest(value), pinned=pinned)
     return block, end
+
+
+def _text(text: str, anchor: tuple[str, str] | None) -> dict[str, Any]:
+    """A summary's text block; the anchor's with its breakpoint (a 5-minute one as the API's
+    default, unsaid; a 1-hour one said)."""
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if anchor is not None and anchor[0] == text:
+        marker = {"type": "ephemeral"}
+        block["cache_control"] = marker if anchor[1] == "5m" else {**marker, "ttl": anchor[1]}
+    return block
+
+
+def _markers(value: object) -> tuple[str, ...]:
+    """The lifetimes of the prompt-cache breakpoints (`cache_control`) in a value, in order:
+    a block's own and those of the blocks it holds (a tool result's content)."""
+    if isinstance(value, list):
+        return tuple(m for item in value for m in _markers(item))
+    if not isinstance(value, dict):
+        return ()
+    own = _lifetime(value["cache_control"]) if "cache_control" in value else None
+    held = _markers(value.get("content")) if isinstance(value.get("content"), list) else ()
+    return ((own,) if own is not None else ()) + held
+
+
+def _lifetime(marker: object) -> str | None:
+    """A `cache_control` value's lifetime ("5m" unless it asks for "1h"); None for a null."""
+    if not isinstance(marker, dict):
+        return None
+    return "1h" if marker.get("ttl") == "1h" else "5m"
 
 
 def _loads_tools(content: object) -> bool:

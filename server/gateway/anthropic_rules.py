@@ -14,7 +14,8 @@ def problems(payload: object) -> list[str]:
     every tool call is answered first thing in the next message and every result answers a
     call of the message just before, call ids are unique, thinking blocks carry their
     signatures, a deferred tool (`defer_loading`) is called only after a `tool_reference`
-    loaded it (else the model could not have called it, and would not see it now)."""
+    loaded it (else the model could not have called it, and would not see it now), at most
+    four prompt-cache breakpoints, none of 1 hour after one of 5 minutes."""
     if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
         return ["the body is not an object with a messages array"]
     found: list[str] = []
@@ -63,6 +64,37 @@ def problems(payload: object) -> list[str]:
             if kind == "redacted_thinking" and not isinstance(block.get("data"), str):
                 found.append(f"{where}.content[{j}] is redacted thinking without its data")
         found.extend(_pairing(messages, i, blocks))
+    found.extend(_breakpoints(payload))
+    return found
+
+
+#: "You can define up to 4 cache breakpoints"; "a 1-hour cache entry must appear before any
+#: 5-minute cache entries" (https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+MAX_BREAKPOINTS = 4
+
+
+def _breakpoints(payload: dict[str, Any]) -> list[str]:
+    """The request's prompt-cache breakpoints, over the limit or out of lifetime order."""
+    lifetimes: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            if isinstance(value.get("cache_control"), dict):
+                lifetimes.append("1h" if value["cache_control"].get("ttl") == "1h" else "5m")
+            walk(value.get("content"))
+
+    for part in ("tools", "system", "messages"):
+        walk(payload.get(part))
+    if isinstance(payload.get("cache_control"), dict):  # automatic caching takes a slot
+        lifetimes.append("1h" if payload["cache_control"].get("ttl") == "1h" else "5m")
+    found = []
+    if len(lifetimes) > MAX_BREAKPOINTS:
+        found.append(f"{len(lifetimes)} cache_control breakpoints, at most {MAX_BREAKPOINTS}")
+    if "5m" in lifetimes and "1h" in lifetimes[lifetimes.index("5m") :]:
+        found.append("a 1-hour cache_control breakpoint after a 5-minute one")
     return found
 
 

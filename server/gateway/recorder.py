@@ -409,6 +409,7 @@ class Recorder:
                 max_chars=self.env.limits.max_summary_chars,
                 placed={unit.key: unit.message for unit in prepared.units},
                 automatic=automatic,
+                made=len({u.message for u in prepared.units if u.new.role == "assistant"}),
             )
             if batch is None:
                 return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from frs.autopilot import Autopilot, plan_batch
+from frs.autopilot import ROLLED, SEEN, TIER, Autopilot, Run, plan_batch
 from frs.cards import HEADER, cards
 from frs.economics import payback_calls
 from frs.facts import exchanges
@@ -121,3 +121,72 @@ class TestWhen:
     def test_short_results_are_not_worth_a_card(self):
         entries = loop(10, output="ok")
         assert plan_batch(entries, keys(entries), 50_000, SETTINGS) is None
+
+
+def carded(cards_: list[tuple[int, int, int, str]], tail: int) -> list[Message]:
+    """A task, automatic summaries (squash n over first..last, each with its text), then
+    `tail` finished exchanges, all sent."""
+    thread = Thread().user("Find the race.")
+    for n, first, last, text in cards_:
+        thread.summary(text, first, last, squash=n)
+    start = max(last for _, _, last, _ in cards_) + 1
+    thread._next = start
+    for i in range(tail):
+        thread.assistant("", (f"t{i}", "Bash", {"command": f"ls {i}"})).tool(f"t{i}", BIG)
+    return [replace(e, interface_message_id=f"k{e.ord}") for e in thread.entries]
+
+
+CARD = f"{HEADER} of 4 tool exchanges: " + "M.2 Bash `ls src` → ok, 4 lines · src/a.py\n" * 40
+ROLLED_UP = f"{ROLLED}: " + "digest line · src/a.py\n" * 40
+
+
+class TestRollUps:
+    """Cards roll up into a digest once they pass `rollup` tokens; a digest is rolled up again
+    only once the digests pass `TIER` times that, so the stretch before the newest cards stays
+    as it was sent, and a prompt cache keeps it (`frs.wire.anchors`)."""
+
+    SETTINGS = Autopilot(keep=2, after=1_000, payback=50, rollup=1_000)
+
+    def test_the_cards_roll_up_and_the_digests_before_them_stay(self):
+        entries = carded(
+            [(1, 2, 9, ROLLED_UP), (2, 10, 17, CARD), (3, 18, 25, CARD), (4, 26, 33, CARD)], 3
+        )
+        batch = plan_batch(entries, keys(entries), 50_000, self.SETTINGS, automatic={1, 2, 3, 4})
+        assert batch is not None
+        rolled = [r for r in batch.runs if r.summary.startswith(ROLLED)]
+        assert [(r.first, r.last) for r in rolled] == [(10, 25)]  # cards 2 and 3, not 1 or 4
+
+    def test_digests_roll_up_together_only_past_the_tier(self):
+        def digests(count: int) -> list[Message]:
+            made = [(n, 2 + 8 * i, 9 + 8 * i, ROLLED_UP) for i, n in enumerate(range(1, count + 1))]
+            return carded(made, 3)
+
+        def rolled(entries: list[Message]) -> list[Run]:
+            automatic = {e.squash_n for e in entries if e.squash_n is not None}
+            batch = plan_batch(entries, keys(entries), 50_000, self.SETTINGS, automatic=automatic)
+            return [r for r in batch.runs if r.summary.startswith(ROLLED)] if batch else []
+
+        def size(entries: list[Message]) -> int:
+            return sum(e.tokens for e in entries if e.kind == "summary")
+
+        few = next(digests(k) for k in range(2, 50) if size(digests(k)) >= 1_000)
+        assert size(few) < TIER * 1_000  # past `rollup`, where cards would roll up
+        assert rolled(few) == []
+        many = next(digests(k) for k in range(2, 200) if size(digests(k)) >= TIER * 1_000)
+        (run,) = rolled(many)
+        newest = max(e.ord for e in many if e.kind == "summary")
+        assert (run.first, run.last) == (2, newest - 1)  # all but the newest digest
+
+
+class TestHorizon:
+    def test_a_batch_must_pay_back_within_a_share_of_the_calls_made(self):
+        entries = loop(10)
+        batch = plan_batch(entries, keys(entries), 50_000, PATIENT)
+        assert batch is not None
+        calls = batch.payback
+        # A session that has made few calls may end soon: the batch waits for more of them.
+        enough = int(calls / SEEN) + 1
+        assert plan_batch(entries, keys(entries), 50_000, PATIENT, made=enough) is not None
+        assert (
+            plan_batch(entries, keys(entries), 50_000, PATIENT, made=int(calls / SEEN) - 1) is None
+        )

@@ -32,7 +32,7 @@ from server.gateway.command import AUTOPILOT, open_gateway
 from server.gateway.proxy import READ_BUDGET, Gateway, Upstreams
 from server.http.listening import bind_socket
 from server.settings import Settings
-from tests.hosts.model import binding
+from tests.hosts.model import binding, caching
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +124,8 @@ class Upstream:
             found = validator(payload)
             if seen.path == "/v1/messages":
                 checked = binding.check(payload, seen.headers)
-                refused = checked.error
-                found = [*found, checked.error] if checked.error else found
+                refused = checked.error or caching.check(payload)
+                found = [*found, refused] if refused else found
                 self.dropped[len(self.seen) - 1] = checked.dropped
             if found:
                 self.invalid.append((len(self.seen) - 1, found))

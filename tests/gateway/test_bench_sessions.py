@@ -16,6 +16,7 @@ from bench import gateway_sessions as gs
 from bench import report
 from bench.corpus import CORPUS, load_transcript
 from bench.gateway_replay import Policy
+from bench.prompt_cache import billed, blocks_of
 from bench.run import SECTIONS
 from bench.session import Counter, Tally
 from bench.tokenizer import Tokenizer, verified
@@ -55,6 +56,10 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
         )
 
     return anyio.run(go), runs
+
+
+def run_show(run: gs.Run) -> Callable[[Any], Any]:
+    return lambda value: gs.shown_part(value, run.thoughts)
 
 
 def _run(runs: list[gs.Run], name: str) -> gs.Run:
@@ -141,7 +146,18 @@ class TestTheSession:
                     t.add(counter, gs.segments(gs.shown(payload, checked.dropped, run.thoughts)))
             figures = row["modes"][run.mode.name]["forwarded"]
             assert figures["tokens"] == t.tokens
-            assert figures["cost"] == round(t.cost, 1)
+            assert figures["prefix_cost"] == round(t.cost, 1)
+            # The headline cost bills as the API does: from the blocks, with the breakpoints.
+            api = billed(
+                (
+                    blocks_of(json.loads(got.body), got.dropped, run_show(run))
+                    for got in run.received
+                    if got.status == 200
+                ),
+                counter,
+            )
+            assert figures["cost"] == round(api.cost, 1)
+            assert api.read + api.written + api.plain == api.tokens
         passive = row["modes"]["passive"]
         assert passive["ratio"] == round(
             passive["forwarded"]["cost"] / row["modes"]["host"]["forwarded"]["cost"], 3
@@ -179,7 +195,7 @@ class TestTheSession:
 
 async def test_the_autopilots_squashes_are_counted_from_the_gateways_rows(tmp_path):
     # An autopilot that acts early and often enough for the short transcript.
-    early = gs.Mode("passive", {"autopilot": Autopilot(after=1_000, keep=1, payback=100)})
+    early = gs.Mode("passive", {"autopilot": Autopilot(after=1_000, keep=1, payback=100, seen=100)})
     runs: list[gs.Run] = []
     row = await gs.replay(
         tmp_path,

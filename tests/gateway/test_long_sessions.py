@@ -375,7 +375,7 @@ def check_thinking(session: Session) -> None:
                 first = message["content"][0]
                 assert first["type"] == "thinking", message
                 assert first["signature"], message  # kept though its text was omitted
-    kept = 0
+    kept = held = 0
     markers: set[str] = set()
     compacted = False
     for exchange in session.received:
@@ -398,7 +398,10 @@ def check_thinking(session: Session) -> None:
         previous = (answers[-1], 0)
         assert previous in thinking, exchange.step
         assert previous not in exchange.dropped, exchange.step
-    assert kept > len(session.received)  # more than one thought kept per request on average
+        held += 1
+    # Most requests change nothing before the open loop, and carry the previous thought.
+    assert held > len(session.received) / 2
+    assert kept >= held
 
 
 # -- Codex CLI ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from tests.hosts.model import binding
+from tests.hosts.model import binding, caching
 from tests.hosts.model.script import Exchange, Script, Seen, Tool, ToolResult, Turn
 from tests.hosts.model.wire import (
     Reply,
@@ -144,9 +144,11 @@ class Anthropic:
         headers = {"request-id": new_id("req_011")}
         # Thinking sent back is checked as the API documents it, on counts too.
         checked = binding.check(exchange.json or {}, exchange.headers)
-        if checked.error is not None and route in ("count", "messages"):
-            exchange.error = checked.error
-            error = {"type": "invalid_request_error", "message": checked.error}
+        # ... and so are its prompt-cache breakpoints.
+        wrong = checked.error or caching.check(exchange.json or {})
+        if wrong is not None and route in ("count", "messages"):
+            exchange.error = wrong
+            error = {"type": "invalid_request_error", "message": wrong}
             return json_reply(400, {"type": "error", "error": error}, headers)
         exchange.dropped = checked.dropped
         if route == "count":
