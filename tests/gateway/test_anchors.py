@@ -72,7 +72,7 @@ class TestAnchor:
             # The first summary is where it was, unmarked now: what the earlier request cached
             # up to its breakpoint is the start of this one (markers are not part of a prefix).
             def plain(payload: dict[str, Any]) -> list[Any]:
-                out = json.loads(json.dumps(payload["messages"]))
+                out: list[Any] = json.loads(json.dumps(payload["messages"]))
                 for m in out:
                     for block in m["content"] if isinstance(m["content"], list) else ():
                         block.pop("cache_control", None)
@@ -219,7 +219,9 @@ class TestUpstreamRefuses:
             ],
         }
         assert "ttl='1h'" in str(caching.check(payload))
-        payload["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+        payload["system"] = [
+            {"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+        ]
         assert caching.check(payload) is None
 
     async def test_the_harness_upstream_answers_them_with_a_400(self, tmp_path):
