@@ -19,7 +19,7 @@ automatic one included ("uses one of the 4 available breakpoint slots"); a 1-hou
 after a 5-minute one ("a 1-hour cache entry must appear before any 5-minute cache entries"), so
 it takes the longer lifetime when a breakpoint after it has it. It adds none to a request
 that sets none: that host does not cache, and a breakpoint would bill it writes it never asked
-for. Only a wire that marks its blocks (`WireBlock.markers`) gets one; OpenAI's caches match
+for. Only a wire that marks its blocks (`WireRequest.marked`) gets one; OpenAI's caches match
 prefixes without markers.
 """
 
@@ -56,16 +56,13 @@ def anchor(
     if not placed:
         return None
     newest = max(placed, key=lambda p: (p.message, p.order))
-    gone = {i for r in replacements for i in range(r.first, r.last + 1)}
     before = list(request.head_markers)
     after: list[str] = []
-    for i, message in enumerate(request.messages):
-        if i in gone:
+    for i, j, marker in request.marked:  # a handful: never a walk over a long request
+        if (i, j) in dropped or any(r.first <= i <= r.last for r in replacements):
             continue
         later = i > newest.message or (i == newest.message and newest.order == 0)
-        for j, block in enumerate(message.blocks):
-            if (i, j) not in dropped:
-                (after if later else before).extend(block.markers)
+        (after if later else before).append(marker)
     if request.automatic_marker is not None:
         after.append(request.automatic_marker)
     spent = len(before) + len(after)

@@ -100,10 +100,13 @@ class WireRequest:
     summary: int | None = None
     #: The prompt-cache breakpoints the host set outside the messages, in prompt order (tools,
     #: system, then a top-level automatic one, which lands on the last block): each one's
-    #: lifetime, "5m" or "1h". With the blocks' own (`WireBlock.markers`) they are all the
-    #: breakpoints the request spends (`frs.wire.anchors`).
+    #: lifetime, "5m" or "1h". With the messages' own (`marked`) they are all the breakpoints
+    #: the request spends (`frs.wire.anchors`).
     head_markers: tuple[str, ...] = ()
     automatic_marker: str | None = None
+    #: The messages' breakpoints, in order: (message index, block index, lifetime), one per
+    #: breakpoint in or under the block (`WireBlock.markers`).
+    marked: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,9 +97,11 @@ class AnthropicMessages(WireFormat):
         kept = _kept(body, previous)
         array: Span | None = None
 
+        taken = 0  # messages taken over from `previous`
+
         def messages(text: str, at: int) -> tuple[tuple[WireMessage, ...], int]:
             read: list[WireMessage] = []
-            nonlocal array
+            nonlocal array, taken
 
             def one(text: str, at: int) -> tuple[WireMessage, int]:
                 message, end = _message(text, at)
@@ -111,6 +113,7 @@ class AnthropicMessages(WireFormat):
             if kept and kept[0].span.start == first_item(text, at):
                 read.extend(kept)
                 resume = kept[-1].span.end
+                taken = len(kept)
             _, array = array_items(text, at, one, resume)
             return tuple(read), array.end
 
@@ -148,6 +151,17 @@ class AnthropicMessages(WireFormat):
             summary=found.summary,
             head_markers=_markers(head),
             automatic_marker=_lifetime(automatic.value) if automatic is not None else None,
+            # Those of the messages taken over as they were read, then the new ones': a long
+            # request is not walked again for its few breakpoints.
+            marked=(
+                *(m for m in (previous.request.marked if previous else ()) if m[0] < taken),
+                *(
+                    (i, j, marker)
+                    for i in range(taken, len(read))
+                    for j, block in enumerate(read[i].blocks)
+                    for marker in block.markers
+                ),
+            ),
         )
 
     def answer_of(self, raw: bytes, content_type: str) -> WireMessage | None:

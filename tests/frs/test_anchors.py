@@ -17,7 +17,13 @@ def message(role: str, *markers: tuple[str, ...]) -> WireMessage:
 
 
 def request(*messages: WireMessage, head: tuple[str, ...] = ("5m",), auto: str | None = None):
-    return WireRequest(messages, head_markers=head, automatic_marker=auto)
+    marked = tuple(
+        (i, j, marker)
+        for i, message in enumerate(messages)
+        for j, block in enumerate(message.blocks)
+        for marker in block.markers
+    )
+    return WireRequest(messages, head_markers=head, automatic_marker=auto, marked=marked)
 
 
 SUMMARIES = [Placed(0, 2, "SQ.1 cards"), Placed(2, 1, "SQ.2 cards")]

@@ -72,7 +72,7 @@ class TestAnchor:
             # The first summary is where it was, unmarked now: what the earlier request cached
             # up to its breakpoint is the start of this one (markers are not part of a prefix).
             def plain(payload: dict[str, Any]) -> list[Any]:
-                out = json.loads(json.dumps(payload["messages"]))
+                out: list[Any] = json.loads(json.dumps(payload["messages"]))
                 for m in out:
                     for block in m["content"] if isinstance(m["content"], list) else ():
                         block.pop("cache_control", None)
@@ -99,6 +99,33 @@ class TestAnchor:
             payload = received(r)
             assert "Ran the tests." in json.dumps(payload)  # the squash went out
             assert len(caching.breakpoints(payload)) == 4  # the host's own, nothing added
+            assert r.upstream.invalid == []
+
+    async def test_a_breakpoint_on_an_old_message_read_once_still_counts(self, tmp_path):
+        # The first message keeps its breakpoint from request to request: the gateway reads it
+        # once and takes it over after; with two on the system prompt and the host's newest,
+        # that is four, and none may be added.
+        system = [
+            {"type": "text", "text": f"part {i}", "cache_control": {"type": "ephemeral"}}
+            for i in range(2)
+        ]
+
+        def pinned(n: int) -> bytes:
+            payload = json.loads(body(TASK[:n], system=system))
+            payload["messages"][0]["content"][0]["cache_control"] = {"type": "ephemeral"}
+            return json.dumps(payload).encode()
+
+        async with rig(tmp_path) as r:
+            for n in (1, 3, 5, 7):
+                await r.post(pinned(n), SESSION)
+            session = await session_of(r)
+            await squashes.compress_range(
+                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
+            )
+            await r.post(pinned(9), SESSION)
+            payload = received(r)
+            assert "Ran the tests." in json.dumps(payload)  # the squash went out
+            assert len(caching.breakpoints(payload)) == 4
             assert r.upstream.invalid == []
 
     async def test_a_host_that_sets_no_breakpoint_gets_none(self, tmp_path):
@@ -192,7 +219,9 @@ class TestUpstreamRefuses:
             ],
         }
         assert "ttl='1h'" in str(caching.check(payload))
-        payload["system"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+        payload["system"] = [
+            {"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+        ]
         assert caching.check(payload) is None
 
     async def test_the_harness_upstream_answers_them_with_a_400(self, tmp_path):
