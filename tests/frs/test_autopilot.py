@@ -103,6 +103,19 @@ class TestWhatItTakes:
         assert first.summary == cards(group, "SQ.1")
 
 
+class TestABacklog:
+    def test_a_backlog_longer_than_one_call_may_squash_goes_oldest_first(self):
+        # Each card alone fills a summary: one squash per exchange, 60 of them waiting.
+        entries = loop(62)
+        settings = Autopilot(keep=2, after=1_000, payback=50, seen=100)
+        batch = plan_batch(entries, keys(entries), 500_000, settings, max_chars=600, max_ranges=25)
+        assert batch is not None
+        assert len(batch.runs) == 25  # a call's limit (`Limits.max_plan_steps`), not none
+        assert batch.runs[0].first == 2
+        assert [r.first for r in batch.runs[1:]] == [r.last + 1 for r in batch.runs[:-1]]
+        assert batch.squashed == sum(r.tokens for r in batch.runs)
+
+
 class TestWhen:
     def test_not_before_the_threshold(self):
         entries = loop(10)
