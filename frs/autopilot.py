@@ -135,7 +135,9 @@ def plan_batch(
     holds at most `max_ranges` of them (the oldest; `Limits.max_plan_steps`); `placed`
     the request message (its index) each sent key sits in (None: each alone); `automatic` the
     squash numbers the autopilot made, whose summaries it may roll up; `made` the model calls
-    the session has made (None: not known, and `payback` alone bounds the wait).
+    the session has made (None: not known, and `payback` alone bounds the wait; a gateway
+    counts the assistant messages of the request, so after a host's compaction the count
+    starts again and the autopilot waits as at a session's start).
     """
     if sent_tokens < settings.after:
         return None
@@ -208,8 +210,9 @@ def _rollups(
     automatic: Collection[int],
     threshold: int,
 ) -> list[list[Message]]:
-    """Runs of two or more adjacent automatic summaries to roll up, the newest left out, once
-    the automatic summaries the model is sent pass `threshold` tokens."""
+    """Runs of two or more adjacent automatic summaries to roll up, the newest left out: the
+    cards once they pass `threshold` tokens, else the roll-ups once they pass `TIER` times it
+    (each only among the summaries the model is sent)."""
     mine = [
         e
         for e in entries
@@ -219,12 +222,18 @@ def _rollups(
     ]
     cards = [e for e in mine if not e.content.startswith(ROLLED)]
     rolled = [e for e in mine if e.content.startswith(ROLLED)]
-    if sum(e.tokens for e in cards) >= threshold:
-        older = {e.ord for e in cards[:-1]}
-    elif sum(e.tokens for e in rolled) >= TIER * threshold:
-        older = {e.ord for e in rolled[:-1]}
-    else:
-        return []
+    for tier, limit in ((cards, threshold), (rolled, TIER * threshold)):
+        # Cards too far apart to roll up (a user turn, a model's squash between them) leave
+        # the roll-ups their turn.
+        runs = _adjacent(entries, tier[:-1]) if sum(e.tokens for e in tier) >= limit else []
+        if runs:
+            return runs
+    return []
+
+
+def _adjacent(entries: Sequence[Message], chosen: Sequence[Message]) -> list[list[Message]]:
+    """The runs of two or more of `chosen` with nothing else between them, in thread order."""
+    older = {e.ord for e in chosen}
     runs: list[list[Message]] = []
     current: list[Message] = []
     for entry in entries:

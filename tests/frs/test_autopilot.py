@@ -190,6 +190,31 @@ class TestRollUps:
         newest = max(e.ord for e in many if e.kind == "summary")
         assert (run.first, run.last) == (2, newest - 1)  # all but the newest digest
 
+    def test_cards_that_cannot_roll_up_leave_the_digests_their_turn(self):
+        # Digests past the tier, then cards past `rollup` but each alone between exchanges.
+        thread = Thread().user("Find the race.")
+        n = 0
+        digests = 0
+        while digests < TIER * 1_000:
+            n += 1
+            thread.summary(ROLLED_UP, 2 + 8 * (n - 1), 9 + 8 * (n - 1), squash=n)
+            digests += thread.entries[-1].tokens
+        thread._next = 2 + 8 * n
+        for i in range(4):
+            n += 1
+            thread.summary(CARD, thread._next, thread._next + 1, squash=n)
+            thread.assistant("", (f"u{i}", "Bash", {"command": "true"})).tool(f"u{i}", "ok")
+        for i in range(3):
+            thread.assistant("", (f"t{i}", "Bash", {"command": f"ls {i}"})).tool(f"t{i}", BIG)
+        entries = [replace(e, interface_message_id=f"k{e.ord}") for e in thread.entries]
+        cards = [e for e in entries if e.content.startswith(HEADER) and e.kind == "summary"]
+        assert sum(e.tokens for e in cards if not e.content.startswith(ROLLED)) >= 1_000
+        automatic = {e.squash_n for e in entries if e.squash_n is not None}
+        batch = plan_batch(entries, keys(entries), 50_000, self.SETTINGS, automatic=automatic)
+        assert batch is not None
+        (rolled,) = [r for r in batch.runs if r.summary.startswith(ROLLED)]
+        assert rolled.first == 2  # the digests, which the lone cards did not block
+
 
 class TestHorizon:
     def test_a_batch_must_pay_back_within_a_share_of_the_calls_made(self):
