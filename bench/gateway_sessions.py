@@ -57,7 +57,7 @@ from starlette.types import Scope as AsgiScope
 from bench.corpus import Call, Line, Transcript
 from bench.fidelity import facts_of
 from bench.gateway_replay import Policy, call_ids, call_input
-from bench.prompt_cache import Billed, Blocks, billed, blocks_of
+from bench.prompt_cache import PLAIN, Billed, Blocks, billed, blocks_of
 from bench.session import READ, WRITE, Counter, Tally
 from bench.tokenizer import Tokenizer
 from frs import Env, SessionId, pages
@@ -873,7 +873,8 @@ def measure(run: Run, counter: Counter, earlier: Sequence[str]) -> dict[str, Any
     # Billed as the API bills (`bench.prompt_cache`); the shared-prefix figure beside it.
     api = billed((r.blocks for r in ok), counter)
     api_sent = billed((blocks_of(b, (), show) for b in bodies), counter)
-    first = counter.count(ok[0].prompt) if ok else 0
+    first = sum(len(counter.tokens(text)) for text, _ in ok[0].blocks) if ok else 0
+    head = first * max(len(ok) - 1, 0)  # the first request's, read on every later call
     waits = delays(run)
     made = [d for d in waits if d is not None]
     after = [i for i, s in enumerate(host.sent) if s.kind == "compaction"]
@@ -904,10 +905,14 @@ def measure(run: Run, counter: Counter, earlier: Sequence[str]) -> dict[str, Any
         "nudged": sum(NUDGE.encode() in r.body for r in received),
         "forwarded": {**forwarded.as_dict(), **_billed(api, forwarded)},
         "sent": {**sent.as_dict(), **_billed(api_sent, sent)},
-        # The least any gateway that sends each new message once pays: each new token written
-        # once, the head and the task read on every later call (from the host's history as it
-        # sent it, which is uncompacted unless the host compacted in this mode).
-        "floor": round(WRITE * (sent.tokens - sent.cached) + READ * first * max(len(ok) - 1, 0), 1),
+        # What a gateway that sends each new message once pays at least, from the host's
+        # history as it sent it (uncompacted unless the host compacted in this mode): the
+        # head and the task read on every later call, and each new token written to the cache
+        # once (`floor`: a gateway that caches what it sends), or billed once at the plain
+        # price and never sent again (`floor_plain`: no cache write, no working set, no card;
+        # the least there is).
+        "floor": round(WRITE * (new := api_sent.written + api_sent.plain) + READ * head, 1),
+        "floor_plain": round(PLAIN * new + READ * head, 1),
         "support": support(run, earlier).as_dict(),
         "squashes": len(run.squashes),
         "automatic": sum(s["automatic"] for s in run.squashes),
@@ -959,8 +964,9 @@ async def replay(
             runs.append(run)
     base = row["modes"].get("host", {}).get("forwarded", {}).get("cost")
     uncompacted = [f for f in row["modes"].values() if not f["compactions"]]
-    row["floor"] = min((f["floor"] for f in uncompacted), default=None)
-    row["floor_ratio"] = round(row["floor"] / base, 3) if base and row["floor"] else None
+    for kind in ("floor", "floor_plain"):
+        row[kind] = min((f[kind] for f in uncompacted), default=None)
+        row[f"{kind}_ratio"] = round(row[kind] / base, 3) if base and row[kind] else None
     for figures in row["modes"].values():
         cost = figures["forwarded"]["cost"]
         figures["ratio"] = round(cost / base, 3) if base else None
@@ -1054,13 +1060,14 @@ async def run(
         "rows": rows,
         "total": total(rows),
         "floor_ratio": floor_ratio(rows),
+        "floor_plain_ratio": floor_ratio(rows, "floor_plain"),
     }
 
 
-def floor_ratio(rows: Sequence[dict[str, Any]]) -> float | None:
-    """The transcripts' floors pooled, ÷ the `host` sessions' cost."""
+def floor_ratio(rows: Sequence[dict[str, Any]], kind: str = "floor") -> float | None:
+    """The transcripts' floors (`kind`) pooled, ÷ the `host` sessions' cost."""
     base = sum(r["modes"]["host"]["forwarded"]["cost"] for r in rows if "host" in r["modes"])
-    floors: list[float | None] = [r.get("floor") for r in rows]
+    floors: list[float | None] = [r.get(kind) for r in rows]
     if not base or any(f is None for f in floors):
         return None
     return round(float(sum(f for f in floors if f is not None)) / float(base), 3)
@@ -1131,7 +1138,7 @@ def _cost_rows(section: dict[str, Any], names: Sequence[str]) -> list[list[str]]
                     f"{m[n]['forwarded']['tokens'] / max(1, m[n]['calls']):,.0f}" for n in names
                 ),
                 f"{m['host']['forwarded']['cost']:,.0f}" if "host" in m else "–",
-                _x(r.get("floor_ratio")),
+                f"{_x(r.get('floor_ratio'))} / {_x(r.get('floor_plain_ratio'))}",
                 *(f"{_x(m[n]['ratio'])} ({_x(m[n]['ratio_sent'])})" for n in names if n != "host"),
             ]
         )
@@ -1143,7 +1150,7 @@ def _cost_rows(section: dict[str, Any], names: Sequence[str]) -> list[list[str]]
             " / ".join(str(t[n]["compactions"]) for n in names),
             " → ".join(f"{t[n]['tokens_per_call']:,}" for n in names),
             f"{t['host']['cost']:,.0f}" if "host" in t else "–",
-            f"**{_x(section.get('floor_ratio'))}**",
+            f"**{_x(section.get('floor_ratio'))}** / {_x(section.get('floor_plain_ratio'))}",
             *(
                 f"**{_x(t[n]['ratio'])}** (worst {_x(t[n]['worst_ratio'])})"
                 for n in names
@@ -1193,7 +1200,8 @@ def judge(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[d
                 "target": f"{name}: pooled cost ≤ {TARGETS['cost']}× the session without it",
                 "figure": _x(f["ratio"])
                 + (
-                    f" (floor {_x(section['floor_ratio'])})"
+                    f" (floor {_x(section['floor_ratio'])} cached,"
+                    f" {_x(section.get('floor_plain_ratio'))} plain)"
                     if section.get("floor_ratio") is not None
                     else ""
                 ),
@@ -1299,10 +1307,13 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
         f" {section['prices']['write']}× writes up to the last breakpoint, 1× after it);"
         " × = the mode's cost ÷ the `host` session's (in brackets: ÷ what the host sent"
         " in the same run, which, when squashes keep the host from compacting, is the larger"
-        " uncompacted history); `floor` = the least any gateway that sends each new message"
-        " once can pay: every new token written once, the head and the task read on every"
-        " later call, ÷ the `host` session's. Billed by the longest common prefix with the"
-        " previous call instead (the model of earlier runs, which reads any shared prefix),"
+        " uncompacted history); `floor` = the least a gateway that sends each new message"
+        " once pays, ÷ the `host` session's: the head and the task read on every later call,"
+        " and every new token written to the cache once (cached: a gateway that caches what it"
+        " sends), or billed once at the plain price and never sent again (plain: no cache"
+        " write, no working set, no card; the least there is). Billed by the longest common"
+        " prefix with the previous call instead (the model of earlier runs, which reads any"
+        " shared prefix),"
         " pooled: "
         + ", ".join(f"{n} {_x(section['total'][n].get('prefix_ratio'))}" for n in others)
         + f". Every call is replayed; load average before: {load[0]:.2f}."
@@ -1315,7 +1326,7 @@ def render(section: dict[str, Any], ttfb: dict[str, Any] | None = None) -> list[
                 "compactions",
                 "tokens per call",
                 "host cost",
-                "floor ×",
+                "floor × cached / plain",
                 *(f"{n} ×" for n in others),
             ],
             _cost_rows(section, names),

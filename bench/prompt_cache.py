@@ -40,30 +40,39 @@ def blocks_of(
     dropped: Iterable[tuple[int, int]],
     show: Callable[[Any], Any],
 ) -> Blocks:
-    """A request as billed blocks: the head, then each message's framing and blocks, each as
-    `show` makes it (as the model is shown it: unmarked, thinking as billed), without the
-    blocks the API dropped (`dropped`: message and block indices), each marked when it carries
-    a breakpoint as sent."""
+    """A request as billed blocks: the head, then each message's blocks, each as `show` makes
+    it (as the model is shown it: unmarked, thinking as billed), without the blocks the API
+    dropped (`dropped`: message and block indices), each marked when it carries a breakpoint
+    as sent. A message's framing (its role) is billed with its first block: it is not a block
+    the lookback counts. A top-level `cache_control` (automatic caching) marks the last block."""
     gone = set(dropped)
     head = {k: v for k, v in payload.items() if k != "messages"}
-    found = [(_compact(show(head)), _has_marker(head))]
+    found = [
+        (_compact(show(head)), _has_marker({k: v for k, v in head.items() if k != "cache_control"}))
+    ]
     for i, message in enumerate(payload.get("messages") or []):
         content = message.get("content")
         if not isinstance(content, list):
             found.append((_compact(show(message)), False))
             continue
-        found.append((_compact({"role": message.get("role")}), False))  # never marked
+        framing = _compact({"role": message.get("role")})
+        kept = [b for j, b in enumerate(content) if (i, j) not in gone]
+        if not kept:
+            found.append((framing, False))
         found.extend(
-            (_compact(show(block)), _has_marker(block))
-            for j, block in enumerate(content)
-            if (i, j) not in gone
+            ((framing if k == 0 else "") + _compact(show(b)), _has_marker(b))
+            for k, b in enumerate(kept)
         )
+    if isinstance(payload.get("cache_control"), dict):
+        found[-1] = (found[-1][0], True)
     return tuple(found)
 
 
 def _has_marker(value: Any) -> bool:
     if isinstance(value, dict):
-        return "cache_control" in value or any(_has_marker(v) for v in value.values())
+        return isinstance(value.get("cache_control"), dict) or any(
+            _has_marker(v) for v in value.values()
+        )
     if isinstance(value, list):
         return any(_has_marker(v) for v in value)
     return False

@@ -40,7 +40,7 @@ several gateway instances, one writes the batch.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from frs.cards import HEADER, card, header
@@ -117,6 +117,7 @@ def plan_batch(
     pinned: Collection[str] = (),
     restored: Collection[int] = (),
     max_chars: int = 8_000,
+    max_ranges: int = 100,
     placed: Mapping[str, int] | None = None,
     automatic: Collection[int] = (),
     made: int | None = None,
@@ -130,10 +131,13 @@ def plan_batch(
     `next_squash` the n the batch's first squash gets (the session's); `pinned` the keys of
     messages that must stay where they are; `restored` the numbers of messages of squashes
     the model restored; `max_chars` the longest summary a squash may have (`Limits`): a run
-    whose cards would be longer is squashed in several pieces, one after the other; `placed`
+    whose cards would be longer is squashed in several pieces, one after the other, and a batch
+    holds at most `max_ranges` of them (the oldest; `Limits.max_plan_steps`); `placed`
     the request message (its index) each sent key sits in (None: each alone); `automatic` the
     squash numbers the autopilot made, whose summaries it may roll up; `made` the model calls
-    the session has made (None: not known, and `payback` alone bounds the wait).
+    the session has made (None: not known, and `payback` alone bounds the wait; a gateway
+    counts the assistant messages of the request, so after a host's compaction the count
+    starts again and the autopilot waits as at a session's start).
     """
     if sent_tokens < settings.after:
         return None
@@ -142,7 +146,9 @@ def plan_batch(
     rolls = _rollups(entries, sent, automatic, settings.rollup)
     if (not runs and not rolls) or not _may_pay_back(entries, runs, rolls, settings.payback):
         return None
-    spans = _spans(runs, rolls, max_chars)
+    # The oldest first, as many as one call may squash (`Limits.max_plan_steps`): a backlog of
+    # thousands of exchanges goes over several batches, not never.
+    spans = _spans(runs, rolls, max_chars, max_ranges)
     if not spans:
         return None
     first = spans[0].lo
@@ -180,15 +186,22 @@ def _may_pay_back(
 
 
 def _spans(
-    runs: Sequence[Sequence[Exchange]], rolls: Sequence[Sequence[Message]], max_chars: int
+    runs: Sequence[Sequence[Exchange]],
+    rolls: Sequence[Sequence[Message]],
+    max_chars: int,
+    max_ranges: int,
 ) -> list[_Span]:
-    """The batch's squashes in thread order: each run's cards in pieces that fit `max_chars`,
-    and each roll-up of automatic summaries."""
-    pieces = [p for run in runs for p in _fitted([_Card.of(x) for x in run], max_chars)]
-    spans = [_Span(p[0].exchange.call.ord, p[-1].members[-1].ord, p) for p in pieces]
-    spans += [_Span(r[0].ord, r[-1].ord_last, r) for r in rolls]
+    """The batch's squashes in thread order, at most `max_ranges`: each roll-up of automatic
+    summaries, and each run's cards in pieces that fit `max_chars`, the oldest first (cards are
+    worked out only for the pieces taken: a backlog of thousands costs one batch's worth)."""
+    spans = [_Span(r[0].ord, r[-1].ord_last, r) for r in rolls]
+    for run in runs:
+        for piece in _fitted((_Card.of(x) for x in run), max_chars):
+            if len(spans) >= max_ranges:
+                break
+            spans.append(_Span(piece[0].exchange.call.ord, piece[-1].members[-1].ord, piece))
     spans.sort(key=lambda span: span.lo)
-    return spans
+    return spans[:max_ranges]
 
 
 def _rollups(
@@ -197,8 +210,9 @@ def _rollups(
     automatic: Collection[int],
     threshold: int,
 ) -> list[list[Message]]:
-    """Runs of two or more adjacent automatic summaries to roll up, the newest left out, once
-    the automatic summaries the model is sent pass `threshold` tokens."""
+    """Runs of two or more adjacent automatic summaries to roll up, the newest left out: the
+    cards once they pass `threshold` tokens, else the roll-ups once they pass `TIER` times it
+    (each only among the summaries the model is sent)."""
     mine = [
         e
         for e in entries
@@ -208,12 +222,18 @@ def _rollups(
     ]
     cards = [e for e in mine if not e.content.startswith(ROLLED)]
     rolled = [e for e in mine if e.content.startswith(ROLLED)]
-    if sum(e.tokens for e in cards) >= threshold:
-        older = {e.ord for e in cards[:-1]}
-    elif sum(e.tokens for e in rolled) >= TIER * threshold:
-        older = {e.ord for e in rolled[:-1]}
-    else:
-        return []
+    for tier, limit in ((cards, threshold), (rolled, TIER * threshold)):
+        # Cards too far apart to roll up (a user turn, a model's squash between them) leave
+        # the roll-ups their turn.
+        runs = _adjacent(entries, tier[:-1]) if sum(e.tokens for e in tier) >= limit else []
+        if runs:
+            return runs
+    return []
+
+
+def _adjacent(entries: Sequence[Message], chosen: Sequence[Message]) -> list[list[Message]]:
+    """The runs of two or more of `chosen` with nothing else between them, in thread order."""
+    older = {e.ord for e in chosen}
     runs: list[list[Message]] = []
     current: list[Message] = []
     for entry in entries:
@@ -350,11 +370,10 @@ def _whole(run: Sequence[Exchange], entries: Sequence[Message]) -> bool:
 _HEADER_CHARS = 200
 
 
-def _fitted(run: Sequence[_Card], max_chars: int) -> list[list[_Card]]:
+def _fitted(run: Iterable[_Card], max_chars: int) -> Iterator[list[_Card]]:
     """The run cut into adjacent pieces whose cards each fit in `max_chars` (an exchange
-    whose card alone is longer is left out: it stays as it is)."""
+    whose card alone is longer is left out: it stays as it is), each as soon as it is whole."""
     room = max_chars - _HEADER_CHARS
-    pieces: list[list[_Card]] = []
     current: list[_Card] = []
     used = 0
     for card_ in run:
@@ -363,11 +382,10 @@ def _fitted(run: Sequence[_Card], max_chars: int) -> list[list[_Card]]:
             used += card_.chars
             continue
         if current:
-            pieces.append(current)
+            yield current
         current, used = ([card_], card_.chars) if card_.chars <= room else ([], 0)
     if current:
-        pieces.append(current)
-    return pieces
+        yield current
 
 
 def _run(piece: Sequence[_Card], n: int) -> Run:

@@ -141,6 +141,7 @@ class Conversation:
             next_squash=session.next_squash,
             restored=restored,
             max_chars=env.limits.max_summary_chars,
+            max_ranges=env.limits.max_plan_steps,
             automatic=automatic,
         )
         if batch is None:

@@ -4,6 +4,8 @@ after it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.prompt_cache import LOOKBACK, Billed, blocks_of
 from bench.session import Counter
 from bench.tokenizer import estimator
@@ -67,7 +69,7 @@ class TestBilled:
 
 
 def test_blocks_keep_each_block_and_its_breakpoint_apart():
-    payload = {
+    payload: dict[str, Any] = {
         "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
         "messages": [
             {"role": "user", "content": "task"},
@@ -85,5 +87,43 @@ def test_blocks_keep_each_block_and_its_breakpoint_apart():
         ],
     }
     found = blocks_of(payload, [(1, 0)], lambda value: value)
-    assert [marked for _, marked in found] == [True, False, False, False, False, True]
+    # The head; the task (a string: one block); the answer's text, its framing with it (its
+    # thinking was dropped); the result, marked. No block of framing alone.
+    assert [marked for _, marked in found] == [True, False, False, True]
+    assert found[2][0].startswith('{"role":"assistant"}{"type":"text"')
     assert '"signature"' not in "".join(text for text, _ in found)  # the dropped block is out
+    # Automatic caching marks the last block, not the head; a null marker is none.
+    payload["cache_control"] = {"type": "ephemeral"}
+    payload["system"][0]["cache_control"] = None
+    payload["messages"][2]["content"][0].pop("cache_control")
+    auto = blocks_of(payload, [(1, 0)], lambda value: value)
+    assert [marked for _, marked in auto] == [False, False, False, True]
+
+
+def test_the_lookback_counts_blocks_not_messages_framing():
+    """Fifteen one-block messages after the last entry: within the API's 20 blocks (a
+    message's role is not a block of its own)."""
+
+    def request(n: int) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [
+            {
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": [{"type": "text", "text": f"m{i}"}],
+            }
+            for i in range(n)
+        ]
+        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        return {"model": "m", "messages": messages}
+
+    def unmarked(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {k: v for k, v in value.items() if k != "cache_control"}
+
+    billed = Billed(COUNTER)
+    billed.add(blocks_of(request(5), (), unmarked))
+    first = billed.written
+    billed.add(blocks_of(request(20), (), unmarked))
+    assert billed.read == first  # the first request's entry, 15 blocks back, was found
+    billed.add(blocks_of(request(45), (), unmarked))
+    assert billed.read == first  # 25 blocks back: out of the window (nothing read this time)

@@ -12,7 +12,11 @@ A breakpoint on the newest summary the request sends makes the conversation up t
 on every request that sends it. The autopilot's next batch squashes what comes after that
 summary, so its first changed block lies after the entry: the cache picks up there, and only
 the new summary and what follows are written again. Between batches the summary stays where it
-is, so the breakpoint costs nothing (its prefix is read, not written).
+is, so the breakpoint costs nothing (its prefix is read, not written). What it cannot do: the
+next request finds that entry only from a breakpoint at most 20 blocks after it, so a batch
+whose newest summary lands further on (its runs split by many kept messages) is written again
+from the host's head breakpoint; and a request that already spends four gets none (the squash
+reply's payback figures assume the cache picks up at the squash).
 
 The rules it keeps (the same page): at most `MAX_BREAKPOINTS` in a request, a top-level
 automatic one included ("uses one of the 4 available breakpoint slots"); a 1-hour entry never
@@ -43,6 +47,23 @@ class Placed:
     message: int
     order: int
     text: str
+
+
+def broken(lifetimes: Sequence[str]) -> list[str]:
+    """What the API refuses of a request's breakpoints (their lifetimes in prompt order), in
+    words: more than `MAX_BREAKPOINTS`, a 1-hour one after a 5-minute one."""
+    found = []
+    if len(lifetimes) > MAX_BREAKPOINTS:
+        found.append(f"{len(lifetimes)} cache_control breakpoints, at most {MAX_BREAKPOINTS}")
+    if SHORT in lifetimes and LONG in lifetimes[lifetimes.index(SHORT) :]:
+        found.append("a 1-hour cache_control breakpoint after a 5-minute one")
+    return found
+
+
+def lifetimes(request: WireRequest) -> list[str]:
+    """The lifetimes of all the request's breakpoints, in prompt order (as parsed)."""
+    automatic = [request.automatic_marker] if request.automatic_marker else []
+    return [*request.head_markers, *(m for _, _, m in request.marked), *automatic]
 
 
 def anchor(

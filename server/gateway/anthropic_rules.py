@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from frs.wire.anchors import broken
+
 
 def problems(payload: object) -> list[str]:
     """What the Messages API would refuse in this request body (decoded JSON), in words; empty
@@ -68,13 +70,9 @@ def problems(payload: object) -> list[str]:
     return found
 
 
-#: "You can define up to 4 cache breakpoints"; "a 1-hour cache entry must appear before any
-#: 5-minute cache entries" (https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
-MAX_BREAKPOINTS = 4
-
-
 def _breakpoints(payload: dict[str, Any]) -> list[str]:
-    """The request's prompt-cache breakpoints, over the limit or out of lifetime order."""
+    """The request's prompt-cache breakpoints, over the limit or out of lifetime order
+    (`frs.wire.anchors.broken`, after the prompt caching page)."""
     lifetimes: list[str] = []
 
     def walk(value: object) -> None:
@@ -90,12 +88,7 @@ def _breakpoints(payload: dict[str, Any]) -> list[str]:
         walk(payload.get(part))
     if isinstance(payload.get("cache_control"), dict):  # automatic caching takes a slot
         lifetimes.append("1h" if payload["cache_control"].get("ttl") == "1h" else "5m")
-    found = []
-    if len(lifetimes) > MAX_BREAKPOINTS:
-        found.append(f"{len(lifetimes)} cache_control breakpoints, at most {MAX_BREAKPOINTS}")
-    if "5m" in lifetimes and "1h" in lifetimes[lifetimes.index("5m") :]:
-        found.append("a 1-hour cache_control breakpoint after a 5-minute one")
-    return found
+    return broken(lifetimes)
 
 
 def _references(block: dict[str, Any]) -> set[str]:

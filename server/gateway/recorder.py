@@ -407,6 +407,7 @@ class Recorder:
                 pinned=prepared.pinned,
                 restored=restored,
                 max_chars=self.env.limits.max_summary_chars,
+                max_ranges=self.env.limits.max_plan_steps,
                 placed={unit.key: unit.message for unit in prepared.units},
                 automatic=automatic,
                 made=len({u.message for u in prepared.units if u.new.role == "assistant"}),

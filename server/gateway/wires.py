@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from frs.wire.anchors import broken, lifetimes
 from frs.wire.matching import Unit, canonical, fingerprint
 from frs.wire.requests import Parsed, RewritePlan, WireMessage, WireRequest, reused
 
@@ -103,6 +104,9 @@ def refusal_of(
         read = wire.parse(rewritten, headers, last)
         checked_body = _from_repeat(rewritten, read, last)
     found = wire.problems(wire.decode(checked_body))
+    if read is not None and checked_body is not rewritten:
+        # The messages the check left out may hold breakpoints: they are counted as parsed.
+        found += [p for p in broken(lifetimes(read)) if p not in found]
     refusal = None
     if found:
         # Rare: only then is the host's own request checked, so its own faults are not ours.

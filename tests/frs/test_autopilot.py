@@ -103,6 +103,19 @@ class TestWhatItTakes:
         assert first.summary == cards(group, "SQ.1")
 
 
+class TestABacklog:
+    def test_a_backlog_longer_than_one_call_may_squash_goes_oldest_first(self):
+        # Each card alone fills a summary: one squash per exchange, 60 of them waiting.
+        entries = loop(62)
+        settings = Autopilot(keep=2, after=1_000, payback=50, seen=100)
+        batch = plan_batch(entries, keys(entries), 500_000, settings, max_chars=600, max_ranges=25)
+        assert batch is not None
+        assert len(batch.runs) == 25  # a call's limit (`Limits.max_plan_steps`), not none
+        assert batch.runs[0].first == 2
+        assert [r.first for r in batch.runs[1:]] == [r.last + 1 for r in batch.runs[:-1]]
+        assert batch.squashed == sum(r.tokens for r in batch.runs)
+
+
 class TestWhen:
     def test_not_before_the_threshold(self):
         entries = loop(10)
@@ -176,6 +189,31 @@ class TestRollUps:
         (run,) = rolled(many)
         newest = max(e.ord for e in many if e.kind == "summary")
         assert (run.first, run.last) == (2, newest - 1)  # all but the newest digest
+
+    def test_cards_that_cannot_roll_up_leave_the_digests_their_turn(self):
+        # Digests past the tier, then cards past `rollup` but each alone between exchanges.
+        thread = Thread().user("Find the race.")
+        n = 0
+        digests = 0
+        while digests < TIER * 1_000:
+            n += 1
+            thread.summary(ROLLED_UP, 2 + 8 * (n - 1), 9 + 8 * (n - 1), squash=n)
+            digests += thread.entries[-1].tokens
+        thread._next = 2 + 8 * n
+        for i in range(4):
+            n += 1
+            thread.summary(CARD, thread._next, thread._next + 1, squash=n)
+            thread.assistant("", (f"u{i}", "Bash", {"command": "true"})).tool(f"u{i}", "ok")
+        for i in range(3):
+            thread.assistant("", (f"t{i}", "Bash", {"command": f"ls {i}"})).tool(f"t{i}", BIG)
+        entries = [replace(e, interface_message_id=f"k{e.ord}") for e in thread.entries]
+        cards = [e for e in entries if e.content.startswith(HEADER) and e.kind == "summary"]
+        assert sum(e.tokens for e in cards if not e.content.startswith(ROLLED)) >= 1_000
+        automatic = {e.squash_n for e in entries if e.squash_n is not None}
+        batch = plan_batch(entries, keys(entries), 50_000, self.SETTINGS, automatic=automatic)
+        assert batch is not None
+        (rolled,) = [r for r in batch.runs if r.summary.startswith(ROLLED)]
+        assert rolled.first == 2  # the digests, which the lone cards did not block
 
 
 class TestHorizon:

@@ -128,6 +128,50 @@ class TestAnchor:
             assert len(caching.breakpoints(payload)) == 4
             assert r.upstream.invalid == []
 
+    async def test_breakpoints_on_tools_and_inside_a_result_count(self, tmp_path):
+        # The tools' and one inside an old tool result's content, with the system prompt's and
+        # the newest: four, none may be added, and the squash still goes out.
+        marker = {"type": "ephemeral"}
+        tools = [
+            {"name": "Bash", "description": "run", "input_schema": {}, "cache_control": marker}
+        ]
+
+        def host(n: int) -> bytes:
+            payload = json.loads(body(TASK[:n], tools=tools))
+            if n > 4:
+                inner = [{"type": "text", "text": "12: def flush(self):", "cache_control": marker}]
+                payload["messages"][4]["content"][0]["content"] = inner
+            return json.dumps(payload).encode()
+
+        async with rig(tmp_path) as r:
+            for n in (1, 3, 5, 7):
+                await r.post(host(n), SESSION)
+            session = await session_of(r)
+            await squashes.compress_range(
+                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
+            )
+            await r.post(host(9), SESSION)
+            payload = received(r)
+            assert "Ran the tests." in json.dumps(payload)  # the squash went out
+            assert len(caching.breakpoints(payload)) == 4
+            assert r.upstream.invalid == []
+
+    async def test_a_summary_that_opens_the_next_user_message_carries_it(self, tmp_path):
+        # The whole first turn (the task to the answer) goes: its summary opens the user
+        # message after it, before that message's own text.
+        async with rig(tmp_path) as r:
+            await replay(r, [1, 3, 5, 7])
+            session = await session_of(r)
+            await squashes.compress_range(
+                client_env(r), 1, 6, "The race is in Syncer.flush.", session_id=session.id
+            )
+            await replay(r, [9])
+            opening = received(r)["messages"][0]["content"]
+            assert "The race is in Syncer.flush." in opening[0]["text"]
+            assert opening[0]["cache_control"] == {"type": "ephemeral"}
+            assert opening[1] == {"type": "text", "text": "Add the lock."}
+            assert r.upstream.invalid == []
+
     async def test_a_host_that_sets_no_breakpoint_gets_none(self, tmp_path):
         def bare(n: int) -> bytes:
             payload = json.loads(body(TASK[:n]))

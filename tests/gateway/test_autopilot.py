@@ -6,6 +6,7 @@ squashes win; a batch reaches the model at the next call, thinking on."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -157,6 +158,23 @@ class TestBatch:
                 calls = await reader.gateway_calls(session.id, 100)
             timing = squash_calls(calls, squashes)
             assert [t.delay for t in timing] == [1] * len(timing), timing
+
+    async def test_a_batch_waits_while_the_session_has_made_few_calls(self, tmp_path):
+        async def first_batch(settings: Autopilot, folder: str) -> int:
+            (tmp_path / folder).mkdir()
+            async with rig(tmp_path / folder, Model(), autopilot=settings) as r:
+                loop = Loop(r)
+                for call in range(1, 41):
+                    await loop.call()
+                    await r.gateway.settled()
+                    if await squashes_of(r):
+                        return call
+            raise AssertionError("the autopilot made no batch in 40 calls")
+
+        eager = await first_batch(replace(SMALL, seen=100.0), "eager")
+        # Paying back within a tenth of the calls made: the same batch, later.
+        wary = await first_batch(replace(SMALL, seen=0.1), "wary")
+        assert wary > eager
 
     async def test_a_short_session_is_never_squashed(self, tmp_path):
         async with rig(tmp_path, Model(), autopilot=Autopilot(keep=3, after=30_000)) as r:

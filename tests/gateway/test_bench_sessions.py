@@ -157,11 +157,18 @@ class TestTheSession:
                 counter,
             )
             assert figures["cost"] == round(api.cost, 1)
-            assert api.read + api.written + api.plain == api.tokens
         passive = row["modes"]["passive"]
         assert passive["ratio"] == round(
             passive["forwarded"]["cost"] / row["modes"]["host"]["forwarded"]["cost"], 3
         )
+
+    def test_the_floors_are_below_what_every_mode_paid(self, replayed):
+        row, _ = replayed
+        assert 0 < row["floor_plain"] < row["floor"]
+        for figures in row["modes"].values():
+            assert row["floor_plain"] <= figures["forwarded"]["cost"]
+        # The host caches what it sends: it pays at least the cached floor.
+        assert row["floor"] <= row["modes"]["host"]["forwarded"]["cost"]
 
     def test_action_support_counts_what_the_request_showed(self, replayed):
         row, _ = replayed

@@ -16,7 +16,7 @@ from server.gateway.anthropic import WIRE
 from server.gateway.anthropic_rules import problems
 from server.gateway.proxy import Held
 from server.gateway.recorder import Recorder
-from server.gateway.wires import _from_repeat
+from server.gateway.wires import _from_repeat, refusal_of
 from tests.gateway.conversation import body, call, result, said, user
 
 
@@ -237,6 +237,26 @@ class TestCheckFromTheRepeat:
         found = problems(WIRE.decode(checked))
         assert any("toolu_x" in p for p in found)
         assert any("toolu_y" in p for p in found)
+
+    def test_breakpoints_in_the_part_left_out_still_count(self):
+        def marked(messages: list[dict[str, object]], at: tuple[int, ...]) -> str:
+            payload = json.loads(body(messages))
+            for i in at:
+                payload["messages"][i]["content"][0]["cache_control"] = {"type": "ephemeral"}
+            return json.dumps(payload)
+
+        conversation = self.conversation(20)
+        first = marked(conversation, (1, 3, 5))
+        previous = Parsed(first, WIRE.parse(first, {}))
+        longer = [*conversation, said("Done.")]
+        original = marked(longer, ())  # the host's: its system prompt's and its newest
+        rewritten = marked(longer, (1, 3, 5))  # five, three of them in the repeated part
+        request = WIRE.parse(original, {})
+        checked = _from_repeat(rewritten, WIRE.parse(rewritten, {}, previous), previous)
+        assert '"cache_control"' not in checked[checked.index("messages") : -200]
+        refusal, _ = refusal_of(WIRE, request, original, rewritten, previous, {})
+        assert refusal is not None
+        assert "5 cache_control breakpoints, at most 4" in refusal
 
     def test_with_nothing_checked_before_the_whole_body_is(self):
         text = body(self.conversation(3)).decode()

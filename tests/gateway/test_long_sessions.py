@@ -375,7 +375,7 @@ def check_thinking(session: Session) -> None:
                 first = message["content"][0]
                 assert first["type"] == "thinking", message
                 assert first["signature"], message  # kept though its text was omitted
-    kept = held = 0
+    held = 0
     markers: set[str] = set()
     compacted = False
     for exchange in session.received:
@@ -391,7 +391,6 @@ def check_thinking(session: Session) -> None:
             for j, block in enumerate(message["content"])
             if block.get("type") == "thinking"
         ]
-        kept += len(thinking) - len(exchange.dropped)
         answers = [i for i, m in enumerate(body["messages"]) if m["role"] == "assistant"]
         if exchange.kind != "step" or not answers or changed:
             continue
@@ -401,7 +400,6 @@ def check_thinking(session: Session) -> None:
         held += 1
     # Most requests change nothing before the open loop, and carry the previous thought.
     assert held > len(session.received) / 2
-    assert kept >= held
 
 
 # -- Codex CLI ---------------------------------------------------------------------------------

@@ -75,5 +75,17 @@ class TestValidator:
     def test_a_known_bad_request_is_refused_in_words(self, messages, expected):
         assert expected in bad(messages)
 
+    def test_breakpoints_past_four_or_out_of_lifetime_order_are_refused(self):
+        hour = {"type": "ephemeral", "ttl": "1h"}
+        minutes = {"type": "ephemeral"}
+        system = [{"type": "text", "text": "s", "cache_control": minutes}]
+        marked = {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": hour}]}
+        payload = {"model": "m", "system": system, "messages": [marked]}
+        assert "a 1-hour cache_control breakpoint after a 5-minute one" in problems(payload)
+        tools = [{"name": f"t{i}", "input_schema": {}, "cache_control": hour} for i in range(4)]
+        crowded = {"model": "m", "tools": tools, "messages": [marked]}
+        assert "5 cache_control breakpoints, at most 4" in problems(crowded)
+        assert problems({"model": "m", "tools": tools[:3], "messages": [marked]}) == []
+
     def test_a_body_without_messages_is_refused(self):
         assert problems({"model": "m"}) == ["the body is not an object with a messages array"]
