@@ -4,6 +4,8 @@ cache picks up there after the next squash, and never more breakpoints than the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from frs import squashes
@@ -27,6 +29,22 @@ def marked_texts(payload: dict[str, Any]) -> list[str]:
         for block in m["content"]
         if "cache_control" in block
     ]
+
+
+async def squashed(tmp_path: Path, host: Callable[[int], bytes]) -> dict[str, Any]:
+    """What the model received after a squash of the first exchange: the host sends its first
+    1, 3, 5 and 7 messages (`host(n)`), the exchange (positions 2..3) is squashed, the host
+    sends 9. The upstream refused nothing, and the squash went out."""
+    async with rig(tmp_path) as r:
+        for n in (1, 3, 5, 7):
+            await r.post(host(n), SESSION)
+        session = await session_of(r)
+        await squashes.compress_range(client_env(r), 2, 3, "Ran the tests.", session_id=session.id)
+        await r.post(host(9), SESSION)
+        assert r.upstream.invalid == []
+        payload = received(r)
+        assert "Ran the tests." in json.dumps(payload)
+        return payload
 
 
 class TestAnchor:
@@ -88,18 +106,8 @@ class TestAnchor:
             {"type": "text", "text": f"part {i}", "cache_control": {"type": "ephemeral"}}
             for i in range(3)
         ]
-        async with rig(tmp_path) as r:
-            for n in (1, 3, 5, 7):
-                await r.post(body(TASK[:n], system=system), SESSION)
-            session = await session_of(r)
-            await squashes.compress_range(
-                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
-            )
-            await r.post(body(TASK[:9], system=system), SESSION)
-            payload = received(r)
-            assert "Ran the tests." in json.dumps(payload)  # the squash went out
-            assert len(caching.breakpoints(payload)) == 4  # the host's own, nothing added
-            assert r.upstream.invalid == []
+        payload = await squashed(tmp_path, lambda n: body(TASK[:n], system=system))
+        assert len(caching.breakpoints(payload)) == 4  # the host's own, nothing added
 
     async def test_a_breakpoint_on_an_old_message_read_once_still_counts(self, tmp_path):
         # The first message keeps its breakpoint from request to request: the gateway reads it
@@ -115,18 +123,8 @@ class TestAnchor:
             payload["messages"][0]["content"][0]["cache_control"] = {"type": "ephemeral"}
             return json.dumps(payload).encode()
 
-        async with rig(tmp_path) as r:
-            for n in (1, 3, 5, 7):
-                await r.post(pinned(n), SESSION)
-            session = await session_of(r)
-            await squashes.compress_range(
-                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
-            )
-            await r.post(pinned(9), SESSION)
-            payload = received(r)
-            assert "Ran the tests." in json.dumps(payload)  # the squash went out
-            assert len(caching.breakpoints(payload)) == 4
-            assert r.upstream.invalid == []
+        payload = await squashed(tmp_path, pinned)
+        assert len(caching.breakpoints(payload)) == 4
 
     async def test_breakpoints_on_tools_and_inside_a_result_count(self, tmp_path):
         # The tools' and one inside an old tool result's content, with the system prompt's and
@@ -143,18 +141,8 @@ class TestAnchor:
                 payload["messages"][4]["content"][0]["content"] = inner
             return json.dumps(payload).encode()
 
-        async with rig(tmp_path) as r:
-            for n in (1, 3, 5, 7):
-                await r.post(host(n), SESSION)
-            session = await session_of(r)
-            await squashes.compress_range(
-                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
-            )
-            await r.post(host(9), SESSION)
-            payload = received(r)
-            assert "Ran the tests." in json.dumps(payload)  # the squash went out
-            assert len(caching.breakpoints(payload)) == 4
-            assert r.upstream.invalid == []
+        payload = await squashed(tmp_path, host)
+        assert len(caching.breakpoints(payload)) == 4
 
     async def test_a_summary_that_opens_the_next_user_message_carries_it(self, tmp_path):
         # The whole first turn (the task to the answer) goes: its summary opens the user
@@ -181,17 +169,8 @@ class TestAnchor:
                     block.pop("cache_control", None)
             return json.dumps(payload).encode()
 
-        async with rig(tmp_path) as r:
-            for n in (1, 3, 5, 7):
-                await r.post(bare(n), SESSION)
-            session = await session_of(r)
-            await squashes.compress_range(
-                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
-            )
-            await r.post(bare(9), SESSION)
-            payload = received(r)
-            assert "Ran the tests." in json.dumps(payload)
-            assert caching.breakpoints(payload) == []
+        payload = await squashed(tmp_path, bare)
+        assert caching.breakpoints(payload) == []
 
     async def test_a_one_hour_breakpoint_after_it_makes_it_one_hour(self, tmp_path):
         hour = {"type": "ephemeral", "ttl": "1h"}
@@ -202,17 +181,8 @@ class TestAnchor:
             payload["messages"][-1]["content"][-1]["cache_control"] = hour
             return json.dumps(payload).encode()
 
-        async with rig(tmp_path) as r:
-            for n in (1, 3, 5, 7):
-                await r.post(hourly(n), SESSION)
-            session = await session_of(r)
-            await squashes.compress_range(
-                client_env(r), 2, 3, "Ran the tests.", session_id=session.id
-            )
-            await r.post(hourly(9), SESSION)
-            payload = received(r)
-            assert caching.breakpoints(payload) == ["1h", "1h", "1h"]
-            assert r.upstream.invalid == []
+        payload = await squashed(tmp_path, hourly)
+        assert caching.breakpoints(payload) == ["1h", "1h", "1h"]
 
 
 class TestUpstreamRefuses:
