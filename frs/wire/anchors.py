@@ -49,6 +49,26 @@ class Placed:
     text: str
 
 
+def markers(value: object) -> tuple[str, ...]:
+    """The lifetimes of the breakpoints (`cache_control`) in a decoded request part, in order:
+    a block's own and those of the blocks it holds (a message's, a tool result's content)."""
+    if isinstance(value, list):
+        return tuple(m for item in value for m in markers(item))
+    if not isinstance(value, dict):
+        return ()
+    own = lifetime(value.get("cache_control"))
+    held = markers(value.get("content")) if isinstance(value.get("content"), list) else ()
+    return ((own,) if own is not None else ()) + held
+
+
+def lifetime(marker: object) -> str | None:
+    """A `cache_control` value's lifetime (`SHORT` unless it asks for `LONG`); None when it is
+    not one (absent, or null)."""
+    if not isinstance(marker, dict):
+        return None
+    return LONG if marker.get("ttl") == LONG else SHORT
+
+
 def broken(lifetimes: Sequence[str]) -> list[str]:
     """What the API refuses of a request's breakpoints (their lifetimes in prompt order), in
     words: more than `MAX_BREAKPOINTS`, a 1-hour one after a 5-minute one."""

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from frs.conversations import from_headers
+from frs.wire.anchors import lifetime, markers
 from frs.wire.compactions import find as find_compaction
 from frs.wire.matching import canonical
 from frs.wire.requests import (
@@ -149,8 +150,8 @@ class AnthropicMessages(WireFormat):
             summarise=found.summarise,
             instruction=found.instruction,
             summary=found.summary,
-            head_markers=_markers(head),
-            automatic_marker=_lifetime(automatic.value) if automatic is not None else None,
+            head_markers=markers(head),
+            automatic_marker=lifetime(automatic.value) if automatic is not None else None,
             # Those of the messages taken over as they were read, then the new ones': a long
             # request is not walked again for its few breakpoints.
             marked=(
@@ -299,8 +300,8 @@ def _block(body: str, at: int) -> tuple[WireBlock, int]:
     if not isinstance(value, dict):
         raise ValueError("a content block that is not an object")
     block, end = _read_block(value, Span(at, end))
-    markers = _markers(value)
-    return (replace(block, markers=markers) if markers else block), end
+    found = markers(value)
+    return (replace(block, markers=found) if found else block), end
 
 
 def _read_block(value: dict[str, Any], span: Span) -> tuple[WireBlock, int]:
@@ -350,25 +351,6 @@ def _text(text: str, anchor: tuple[str, str] | None) -> dict[str, Any]:
         marker = {"type": "ephemeral"}
         block["cache_control"] = marker if anchor[1] == "5m" else {**marker, "ttl": anchor[1]}
     return block
-
-
-def _markers(value: object) -> tuple[str, ...]:
-    """The lifetimes of the prompt-cache breakpoints (`cache_control`) in a value, in order:
-    a block's own and those of the blocks it holds (a tool result's content)."""
-    if isinstance(value, list):
-        return tuple(m for item in value for m in _markers(item))
-    if not isinstance(value, dict):
-        return ()
-    own = _lifetime(value["cache_control"]) if "cache_control" in value else None
-    held = _markers(value.get("content")) if isinstance(value.get("content"), list) else ()
-    return ((own,) if own is not None else ()) + held
-
-
-def _lifetime(marker: object) -> str | None:
-    """A `cache_control` value's lifetime ("5m" unless it asks for "1h"); None for a null."""
-    if not isinstance(marker, dict):
-        return None
-    return "1h" if marker.get("ttl") == "1h" else "5m"
 
 
 def _loads_tools(content: object) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from frs.wire.anchors import broken
+from frs.wire.anchors import broken, lifetime, markers
 
 
 def problems(payload: object) -> list[str]:
@@ -72,23 +72,11 @@ def problems(payload: object) -> list[str]:
 
 def _breakpoints(payload: dict[str, Any]) -> list[str]:
     """The request's prompt-cache breakpoints, over the limit or out of lifetime order
-    (`frs.wire.anchors.broken`, after the prompt caching page)."""
-    lifetimes: list[str] = []
-
-    def walk(value: object) -> None:
-        if isinstance(value, list):
-            for item in value:
-                walk(item)
-        elif isinstance(value, dict):
-            if isinstance(value.get("cache_control"), dict):
-                lifetimes.append("1h" if value["cache_control"].get("ttl") == "1h" else "5m")
-            walk(value.get("content"))
-
-    for part in ("tools", "system", "messages"):
-        walk(payload.get(part))
-    if isinstance(payload.get("cache_control"), dict):  # automatic caching takes a slot
-        lifetimes.append("1h" if payload["cache_control"].get("ttl") == "1h" else "5m")
-    return broken(lifetimes)
+    (`frs.wire.anchors.broken`, after the prompt caching page); a top-level one (automatic
+    caching) takes a slot too."""
+    found = markers([payload.get(part) for part in ("tools", "system", "messages")])
+    automatic = lifetime(payload.get("cache_control"))
+    return broken([*found, *([automatic] if automatic else [])])
 
 
 def _references(block: dict[str, Any]) -> set[str]:
